@@ -1,0 +1,77 @@
+"""`wrpkg`: one entry point over the per-tool CLIs (`python -m wrpkg.<tool>` is the same)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+
+from wrpkg import WARP_VERSION, __version__
+from wrpkg.errors import WrpError
+
+# Subcommand -> module. Each module defines `configure_parser(parser)` and `run(args) -> int`.
+# Modules are imported only when their subcommand runs, so `wrpkg --help` never loads Warp.
+SUBCOMMANDS = {
+    "inspect": ("wrpkg.inspect", "summarize a .wrp file or bundle"),
+    "capture": ("wrpkg.capture", "run a capture script and save its graph, golden outputs and capture.json"),
+    "compile": ("wrpkg.compile", "compile captured CUDA modules for one SM or PTX"),
+    "bundle": ("wrpkg.bundle", "pack a canonical, content-hashed, multi-architecture bundle"),
+    "verify": ("wrpkg.verify", "check every bundle file against its manifest"),
+}
+
+
+def _available() -> dict[str, tuple[str, str]]:
+    found = {}
+    for name, (module, summary) in SUBCOMMANDS.items():
+        if importlib.util.find_spec(module) is not None:
+            found[name] = (module, summary)
+    return found
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="wrpkg",
+        description="Build, inspect and verify portable Warp APIC (.wrp) bundles.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"wrpkg {__version__} (warp-lang {WARP_VERSION})"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, summary) in _available().items():
+        sub.add_parser(name, help=summary, description=summary).set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    # Parse only the subcommand name first; the subcommand's module owns its flags.
+    args, rest = parser.parse_known_args(argv)
+    if not getattr(args, "_module", None):
+        parser.print_help()
+        return 2
+    return run_tool(args._module, [args.command], rest)
+
+
+def run_tool(module_name: str, prog: list[str], argv: list[str]) -> int:
+    """Runs one tool module with its own parser; WrpErrors become a message and exit 1."""
+    module = importlib.import_module(module_name)
+    parser = argparse.ArgumentParser(prog=" ".join(["wrpkg", *prog]), description=module.__doc__)
+    module.configure_parser(parser)
+    args = parser.parse_args(argv)
+    try:
+        return int(module.run(args) or 0)
+    except WrpError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+
+
+def tool_main(module_name: str) -> None:
+    """For `python -m wrpkg.<tool>`: the module's `if __name__ == "__main__"` calls this."""
+    name = module_name.rsplit(".", 1)[-1]
+    sys.exit(run_tool(module_name, [name], sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
