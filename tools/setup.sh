@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what the build needs on a fresh Debian machine, and nothing twice:
+#   - Bazel (Debian's bazel-bootstrap, 4.2.3) and clang-format (lint), from apt
+#   - buildifier, pinned with its integrity hash in third_party/buildifier (npm ci)
+# The Python venv (warp-lang, NVRTC, nvFatbin, ...) is made by Bazel itself from
+# toolchains/python/requirements.lock on first use (toolchains/python/repositories.bzl).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v bazel >/dev/null 2>&1 || need_apt+=(bazel-bootstrap)
+command -v clang-format >/dev/null 2>&1 || need_apt+=(clang-format)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-venv)
+command -v xz >/dev/null 2>&1 || need_apt+=(xz-utils)
+if [ "${#need_apt[@]}" -gt 0 ]; then
+  echo "setup: apt-get install ${need_apt[*]}" >&2
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+bazel_version=$(bazel --version 2>/dev/null || true)
+case "$bazel_version" in
+  "bazel 4.2.3"* | "bazel no_version"*) ;; # Debian's bootstrap build reports no_version
+  *) echo "setup: note: expected Debian's bazel-bootstrap 4.2.3, found '$bazel_version'" >&2 ;;
+esac
+
+# npm ci again only when the lock changed since the last install.
+lock=third_party/buildifier/package-lock.json
+stamp=third_party/buildifier/node_modules/.wrp-lock.sha256
+want=$(sha256sum "$lock" | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "setup: npm ci (buildifier)" >&2
+  (cd third_party/buildifier && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "$want" >"$stamp"
+fi
