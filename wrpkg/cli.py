@@ -45,6 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    tools = _available()
+    if argv and argv[0] in tools:
+        # The tool's own parser owns everything after its name, --help included.
+        return run_tool(tools[argv[0]][0], [argv[0]], argv[1:])
     parser = build_parser()
     # Parse only the subcommand name first; the subcommand's module owns its flags.
     args, rest = parser.parse_known_args(argv)

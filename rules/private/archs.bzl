@@ -1,0 +1,65 @@
+"""Choosing and checking target architectures at analysis time."""
+
+# Lowest SM for which NVRTC accepts each suffix: `a` (arch-specific) and `f` (family);
+# the same table as wrpkg/archs.py, which tests check against the live NVRTC.
+_SUFFIX_MIN_SM = {"a": 90, "f": 100}
+
+def _split(name, prefix):
+    """("sm_90a", "sm_") -> (90, "a"), or None when the name is not of that shape."""
+    if not name.startswith(prefix):
+        return None
+    body = name[len(prefix):]
+    suffix = ""
+    if body and body[-1] in ("a", "f"):
+        suffix = body[-1]
+        body = body[:-1]
+    if not body or not body.isdigit():
+        return None
+    return (int(body), suffix)
+
+def _supported_list(cuda):
+    return ", ".join(cuda.supported_archs)
+
+def check_sass_arch(label, name, cuda):
+    """Fails the analysis when `name` is not an SM this toolchain's NVRTC can target."""
+    parsed = _split(name, "sm_")
+    supported = [_split(a, "sm_")[0] for a in cuda.supported_archs]
+    ok = parsed != None and parsed[0] in supported
+    if ok and parsed[1]:
+        ok = parsed[0] >= _SUFFIX_MIN_SM[parsed[1]]
+    if not ok:
+        fail(("{}: unknown or unsupported SM '{}' in `archs`. CUDA {} NVRTC supports: {} " +
+              "(an `a` suffix from sm_90, an `f` suffix from sm_100). Fix the `archs` attribute " +
+              "or --//rules:archs.").format(label, name, cuda.cuda_version, _supported_list(cuda)))
+    return name
+
+def check_ptx_arch(label, name, cuda):
+    parsed = _split(name, "compute_")
+    supported = [_split(a, "sm_")[0] for a in cuda.supported_archs]
+    if parsed == None or parsed[1] or parsed[0] not in supported:
+        fail(("{}: unknown or unsupported PTX architecture '{}' in `ptx`. Use \"none\", or one of: {}").format(
+            label,
+            name,
+            ", ".join(cuda.ptx_archs),
+        ))
+    return name
+
+def resolve_archs(ctx, cuda, flag_archs):
+    """The SASS list and PTX arch of one target: attribute, else --//rules:archs, else the toolchain default."""
+    label = str(ctx.label)
+    archs = ctx.attr.archs or flag_archs or cuda.default_archs
+    seen = {}
+    for a in archs:
+        if a in seen:
+            fail("{}: '{}' appears twice in `archs`".format(label, a))
+        seen[a] = True
+        check_sass_arch(label, a, cuda)
+    ptx = ctx.attr.ptx
+    if ptx == "lowest":
+        lowest = sorted([_split(a, "sm_")[0] for a in archs])[0]
+        ptx = "compute_{}".format(lowest)
+    if ptx == "none":
+        ptx = None
+    else:
+        check_ptx_arch(label, ptx, cuda)
+    return archs, ptx

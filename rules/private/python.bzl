@@ -1,0 +1,59 @@
+"""Running wrpkg tools (`python -m wrpkg.<tool>`) as actions, with the pinned venv."""
+
+# Attributes every rule that runs a wrpkg tool carries.
+WRPKG_TOOL_ATTRS = {
+    "_python": attr.label(
+        default = "@wrp_venv//:venv/bin/python3",
+        allow_single_file = True,
+        cfg = "exec",
+    ),
+    "_python_files": attr.label(default = "@wrp_venv//:python_files", cfg = "exec"),
+    "_wrpkg": attr.label(default = "//wrpkg:srcs", cfg = "exec"),
+}
+
+def _import_root(ctx):
+    # wrpkg/ sits at the root of this repository: "wrpkg" in the main workspace,
+    # "external/rules_warp/wrpkg" when rules_warp is used as an external repository.
+    package_dir = ctx.files._wrpkg[0].dirname
+    root = package_dir[:-len("wrpkg")].rstrip("/")
+    return root or "."
+
+def run_wrpkg(
+        ctx,
+        tool,
+        arguments,
+        inputs,
+        outputs,
+        mnemonic,
+        progress_message,
+        extra_files = [],
+        execution_requirements = {},
+        toolchain = None):
+    """Runs `python -m wrpkg.<tool> <arguments>` hermetically: only declared inputs, no host packages.
+
+    `toolchain` (a WrpCudaToolchainInfo) replaces the default venv with that toolchain's
+    interpreter and files."""
+    interpreter = toolchain.interpreter if toolchain else ctx.file._python
+    interpreter_files = toolchain.files if toolchain else ctx.attr._python_files[DefaultInfo].files
+    python_path = [_import_root(ctx)]
+    if "." not in python_path:
+        # User capture scripts import their own modules relative to the workspace root.
+        python_path.append(".")
+    ctx.actions.run(
+        executable = interpreter,
+        arguments = ["-m", "wrpkg." + tool] + arguments,
+        inputs = depset(
+            direct = inputs + ctx.files._wrpkg,
+            transitive = [interpreter_files] + extra_files,
+        ),
+        outputs = outputs,
+        mnemonic = mnemonic,
+        progress_message = progress_message,
+        execution_requirements = execution_requirements,
+        env = {
+            "PYTHONPATH": ":".join(python_path),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONNOUSERSITE": "1",
+            "PYTHONHASHSEED": "0",
+        },
+    )
