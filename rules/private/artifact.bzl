@@ -2,7 +2,7 @@
 
 load(":archs.bzl", "resolve_archs")
 load(":bundle.bzl", "declare_bundle")
-load(":capture.bzl", "declare_capture")
+load(":capture.bzl", "declare_capture", "recorded_capture")
 load(":compile.bzl", "declare_compiles")
 load(":flags.bzl", "ArchListInfo")
 load(":providers.bzl", "WrpInfo")
@@ -12,8 +12,12 @@ _CUDA_TOOLCHAIN = "//toolchains/cuda:toolchain_type"
 
 def _wrp_artifact_impl(ctx):
     script = ctx.file.capture
-    stem = ctx.attr.stem or script.basename[:-len(".py")]
-    raw = declare_capture(ctx, stem)
+    if bool(script) == bool(ctx.attr.recorded_capture):
+        fail("{}: set exactly one of `capture` (a script) and `recorded_capture`".format(ctx.label))
+    stem = ctx.attr.stem or (script.basename[:-len(".py")] if script else "")
+    if not stem:
+        fail("{}: a recorded_capture needs `stem` (the .wrp file's name without .wrp)".format(ctx.label))
+    raw = recorded_capture(ctx) if ctx.attr.recorded_capture else declare_capture(ctx, stem)
     archs, ptx = [], None
     sass_dirs, ptx_dir = {}, None
     if ctx.attr.device == "cuda":
@@ -27,7 +31,7 @@ def _wrp_artifact_impl(ctx):
             runfiles = ctx.runfiles(files = [bundle_dir]),
         ),
         OutputGroupInfo(
-            raw_capture = depset([raw]),
+            raw_capture = depset(raw.files),
             compiled = depset(sass_dirs.values() + ([ptx_dir] if ptx_dir else [])),
         ),
         WrpInfo(
@@ -49,7 +53,6 @@ _ATTRS.update({
         doc = "SASS targets (sm_75 ... sm_121, `a`/`f` suffixes). Empty: --//rules:archs, else the toolchain default.",
     ),
     "capture": attr.label(
-        mandatory = True,
         allow_single_file = [".py"],
         doc = "The capture script: defines build(device) -> wrpkg.capture.CaptureSpec.",
     ),
@@ -63,6 +66,10 @@ _ATTRS.update({
     "ptx": attr.string(
         default = "lowest",
         doc = '"lowest" (PTX for the lowest SM in archs), "none", or compute_NN.',
+    ),
+    "recorded_capture": attr.label(
+        allow_files = True,
+        doc = "Instead of `capture`: the files of an earlier `wrpkg capture` (e.g. checked in from a GPU runner).",
     ),
     "stem": attr.string(doc = "File stem of the .wrp (default: the capture script's name)."),
     "_archs_flag": attr.label(default = "//rules:archs"),
@@ -85,7 +92,9 @@ def wrp_artifact(name, tags = [], visibility = None, **kwargs):
       **kwargs: capture, deps, data, device, archs, ptx, stem (see wrp_artifact_rule).
     """
     device = kwargs.get("device", "cuda")
-    gpu_tags = ["gpu"] if device == "cuda" else []
+
+    # Only a live CUDA capture needs a GPU; a recorded one compiles and bundles anywhere.
+    gpu_tags = ["gpu"] if device == "cuda" and not kwargs.get("recorded_capture") else []
     wrp_artifact_rule(
         name = name,
         tags = tags + [t for t in gpu_tags if t not in tags],

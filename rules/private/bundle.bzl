@@ -32,7 +32,7 @@ def declare_bundle(ctx, raw, stem, sass_dirs, ptx_dir, extra_files = []):
         ctx,
         tool = "bundle",
         arguments = arguments,
-        inputs = [raw] + sass_dirs.values() + ([ptx_dir] if ptx_dir else []),
+        inputs = raw.files + sass_dirs.values() + ([ptx_dir] if ptx_dir else []),
         outputs = [bundle_dir, tar, content_hash],
         extra_files = extra_files,
         mnemonic = "WrpBundle",

@@ -2,8 +2,19 @@
 
 load(":python.bzl", "run_wrpkg")
 
+def recorded_capture(ctx):
+    """A capture made earlier (checked in): its directory and files, in place of the capture action.
+
+    Lets the GPU-free part of the pipeline (per-SM compiles, bundle) build and be tested
+    on machines without a GPU, from a raw capture made once on a GPU runner."""
+    files = ctx.files.recorded_capture
+    markers = [f for f in files if f.basename == "capture.json"]
+    if len(markers) != 1:
+        fail("{}: recorded_capture must hold exactly one capture.json (a `wrpkg capture` output directory)".format(ctx.label))
+    return struct(path = markers[0].dirname, files = files)
+
 def declare_capture(ctx, stem):
-    """Declares and registers the capture of ctx.file.capture; returns the raw/ tree artifact."""
+    """Declares and registers the capture of ctx.file.capture; returns struct(path, files)."""
     raw = ctx.actions.declare_directory(ctx.label.name + ".raw")
     script_deps = [dep[PyInfo].transitive_sources for dep in ctx.attr.deps if PyInfo in dep]
     script_deps += [depset(ctx.files.data)]
@@ -32,4 +43,4 @@ def declare_capture(ctx, stem):
         # `gpu`; --config=gpu runs it where the GPU is (see .bazelrc).
         execution_requirements = {"gpu": "1"} if is_cuda else {},
     )
-    return raw
+    return struct(path = raw.path, files = [raw])

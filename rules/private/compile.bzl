@@ -21,7 +21,7 @@ def _compile_one(ctx, cuda, raw, stem, arch):
             "--out-dir",
             out.path,
         ],
-        inputs = [raw],
+        inputs = raw.files,
         outputs = [out],
         mnemonic = "WrpCompile",
         progress_message = "Compiling {} for {} (NVRTC {})".format(ctx.label, arch, cuda.cuda_version),

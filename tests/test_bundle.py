@@ -1,0 +1,446 @@
+"""Bundles: reproducible content hash and tar, the manifest, `wrpkg verify`, `wrpkg.load`, and
+the arch-mismatch message. CPU only: the CUDA side runs on the in-repo sm_90 fixture."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from wrpkg import format as wrpformat
+from wrpkg.bundle import bundle
+from wrpkg.errors import ArchMismatchError, BundleError, VerifyError
+from wrpkg.load import arch_mismatch_message, check_device, device_fit
+from wrpkg.manifest import MANIFEST_SCHEMA, from_json_bytes, to_json_bytes
+from wrpkg.verify import bundle_content_hash, verify_bundle
+
+REPO = Path(__file__).resolve().parent.parent
+SIM = REPO / "models" / "sim.py"
+PROGRAMS = REPO / "tests" / "programs_capture"
+CUDA_FIXTURE = REPO / "tests" / "fixtures" / "cuda-sm90-particles"
+LABEL = "//models:sim_cpu_wrp"
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def _start_capture(script: Path, out_dir: Path, stem: str, label: str, cwd: Path) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "wrpkg.capture", "--script", str(script), "--device", "cpu"]
+    cmd += ["--out-dir", str(out_dir), "--stem", stem, "--label", label]
+    return subprocess.Popen(
+        cmd, cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _run_bundle(
+    raw: Path, out_root: Path, name: str, label: str, stem: str = "sim"
+) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "wrpkg.bundle", "--raw-dir", str(raw), "--stem", stem, "--name", name]
+    cmd += ["--label", label, "--out-dir", str(out_root / name), "--tar", str(out_root / f"{name}.tar")]
+    cmd += ["--hash", str(out_root / f"{name}.sha256")]
+    return subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def two_builds(tmp_path_factory) -> list[Path]:
+    """The model captured and bundled twice, in two processes, from two copies of the sources
+    at different paths (as two Bazel output bases would): returns the two output roots."""
+    roots, procs = [], []
+    for i in range(2):
+        root = tmp_path_factory.mktemp(f"build{i}")
+        src = root / "src" / "models"
+        src.mkdir(parents=True)
+        for name in ("sim.py", "sim_kernels.py"):
+            shutil.copy(REPO / "models" / name, src / name)
+        roots.append(root)
+        # Both captures run at once: they are independent processes, as in two builds.
+        procs.append(_start_capture(src / "sim.py", root / "raw", "sim", LABEL, cwd=root / "src"))
+    for proc in procs:
+        _, stderr = proc.communicate(timeout=600)
+        assert proc.returncode == 0, stderr
+    for root in roots:
+        proc = _run_bundle(root / "raw", root / "out", "sim_cpu_wrp", LABEL)
+        assert proc.returncode == 0, proc.stderr
+    return roots
+
+
+@pytest.fixture()
+def bundle_copy(two_builds, tmp_path) -> Path:
+    """A private copy of one bundle (with its .sha256 beside it) to tamper with."""
+    src = two_builds[0] / "out"
+    shutil.copytree(src / "sim_cpu_wrp", tmp_path / "sim_cpu_wrp")
+    shutil.copy(src / "sim_cpu_wrp.sha256", tmp_path / "sim_cpu_wrp.sha256")
+    return tmp_path / "sim_cpu_wrp"
+
+
+# --- reproducibility ---------------------------------------------------------------------
+
+
+def test_two_captures_give_byte_identical_tar_and_hash(two_builds):
+    a, b = (root / "out" for root in two_builds)
+    # The raw captures differ (stale pointers in the .wrp); the canonical bundles may not.
+    assert (two_builds[0] / "raw" / "sim.wrp").read_bytes() != (
+        two_builds[1] / "raw" / "sim.wrp"
+    ).read_bytes()
+    assert (a / "sim_cpu_wrp.tar").read_bytes() == (b / "sim_cpu_wrp.tar").read_bytes()
+    assert (a / "sim_cpu_wrp.sha256").read_bytes() == (b / "sim_cpu_wrp.sha256").read_bytes()
+    content_hash = bundle_content_hash(a / "sim_cpu_wrp")
+    assert (a / "sim_cpu_wrp.sha256").read_text() == f"{content_hash}  sim_cpu_wrp/manifest.json\n"
+
+
+def test_tar_is_deterministic_ustar(two_builds):
+    tar_path = two_builds[0] / "out" / "sim_cpu_wrp.tar"
+    with tarfile.open(tar_path) as tar:
+        members = tar.getmembers()
+        assert tar.pax_headers == {}
+    names = [m.name for m in members]
+    assert names == sorted(names) and names[0] == "sim_cpu_wrp"
+    assert "sim_cpu_wrp/manifest.json" in names and "sim_cpu_wrp/capture.json" in names
+    for m in members:
+        assert (m.mtime, m.uid, m.gid, m.uname, m.gname) == (0, 0, 0, "", "")
+        assert m.mode == (0o755 if m.isdir() else 0o644)
+        assert m.pax_headers == {}
+    # No PAX extended headers anywhere in the raw bytes.
+    assert b"PaxHeader" not in tar_path.read_bytes()
+
+
+def test_hash_ignores_capture_provenance(two_builds, tmp_path):
+    """capture.json describes the machine; changing it must not change the content hash."""
+    raw = tmp_path / "raw"
+    shutil.copytree(two_builds[0] / "raw", raw)
+    info = json.loads((raw / "capture.json").read_text())
+    info["device_name"] = "Some Other CPU"
+    (raw / "capture.json").write_text(json.dumps(info))
+    result = bundle(
+        raw,
+        "sim",
+        "sim_cpu_wrp",
+        LABEL,
+        tmp_path / "out/sim_cpu_wrp",
+        tmp_path / "out/t.tar",
+        tmp_path / "out/t.sha256",
+    )
+    assert result.content_hash == bundle_content_hash(two_builds[0] / "out" / "sim_cpu_wrp")
+    assert "Some Other CPU" in (tmp_path / "out/sim_cpu_wrp/capture.json").read_text()
+
+
+# --- manifest ------------------------------------------------------------------------------
+
+
+def test_manifest_content(two_builds):
+    bundle_dir = two_builds[0] / "out" / "sim_cpu_wrp"
+    data = (bundle_dir / "manifest.json").read_bytes()
+    manifest = from_json_bytes(data)
+    assert to_json_bytes(manifest) == data and data.endswith(b"}\n")
+    assert manifest.schema == MANIFEST_SCHEMA and manifest.label == LABEL and manifest.name == "sim_cpu_wrp"
+    assert (manifest.device, manifest.warp_version, manifest.format_version) == ("cpu", "1.19.0", 18)
+    assert manifest.toolchain.warp == "1.19.0" and manifest.toolchain.nvrtc is None
+    assert sorted(m.name for m in manifest.modules) == ["sim", "sim_kernels"]
+    assert all(m.binary_kind == "cpu_object" and m.sass == [] and m.ptx is None for m in manifest.modules)
+    paths = [f.path for f in manifest.files]
+    assert paths == sorted(paths) and "manifest.json" not in paths and "capture.json" not in paths
+    assert set(paths) >= {"sim.wrp", "golden/x.bin"} | {m.binary for m in manifest.modules}
+    bindings = {b.name: (b.direction, b.bytes) for b in manifest.bindings}
+    assert bindings["x"] == ("inout", 2048 * 12) and bindings["energy"] == ("out", 480)
+    assert {g.name: g.tolerance for g in manifest.golden} == dict.fromkeys(bindings)
+    # The bundled .wrp is the canonical form of the raw capture.
+    raw = wrpformat.read_wrp(two_builds[0] / "raw" / "sim.wrp")
+    assert (bundle_dir / "sim.wrp").read_bytes() == wrpformat.canonicalize(raw).to_bytes()
+
+
+def test_tolerance_is_carried_into_the_manifest(tmp_path):
+    proc = _start_capture(
+        PROGRAMS / "atomic_sum.py", tmp_path / "raw", "atomic", "//tests:atomic_wrp", tmp_path
+    )
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    result = bundle(
+        tmp_path / "raw", "atomic", "atomic_wrp", "//tests:atomic_wrp",
+        tmp_path / "out/atomic_wrp", tmp_path / "out/atomic_wrp.tar", tmp_path / "out/atomic_wrp.sha256",
+    )  # fmt: skip
+    assert {g.name: g.tolerance for g in result.manifest.golden} == {"sum": 1e-5, "x": None}
+    verify_bundle(tmp_path / "out/atomic_wrp")
+
+
+def test_bundle_fails_cleanly_on_a_broken_raw_dir(two_builds, tmp_path):
+    raw = tmp_path / "raw"
+    shutil.copytree(two_builds[0] / "raw", raw)
+    (raw / "golden" / "energy.bin").write_bytes(b"\0" * 12)  # wrong size
+    out = tmp_path / "out"
+    with pytest.raises(BundleError, match="energy"):
+        bundle(raw, "sim", "sim_cpu_wrp", LABEL, out / "sim_cpu_wrp", out / "s.tar", out / "s.sha256")
+    assert not out.exists() or list(out.iterdir()) == []
+
+
+# --- verify --------------------------------------------------------------------------------
+
+
+def test_verify_accepts_a_fresh_bundle_and_the_cli_says_ok(two_builds):
+    bundle_dir = two_builds[0] / "out" / "sim_cpu_wrp"
+    assert verify_bundle(bundle_dir).label == LABEL
+    proc = subprocess.run(
+        [sys.executable, "-m", "wrpkg.cli", "verify", str(bundle_dir)],
+        env=_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert bundle_content_hash(bundle_dir) in proc.stdout
+
+
+def _first_module(bundle_dir: Path) -> Path:
+    return sorted((bundle_dir / "sim_modules").iterdir())[0]
+
+
+def test_verify_catches_a_flipped_byte_in_a_module(bundle_copy):
+    module = _first_module(bundle_copy)
+    data = bytearray(module.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    module.write_bytes(bytes(data))
+    with pytest.raises(VerifyError) as err:
+        verify_bundle(bundle_copy)
+    assert str(module) in str(err.value) and "sha256" in str(err.value)
+    assert f"rebuild {LABEL}" in str(err.value)
+    proc = subprocess.run(
+        [sys.executable, "-m", "wrpkg.verify", str(bundle_copy)], env=_env(), capture_output=True, text=True
+    )
+    assert proc.returncode == 1 and module.name in proc.stderr
+
+
+def test_verify_catches_a_changed_manifest(bundle_copy):
+    manifest_path = bundle_copy / "manifest.json"
+    manifest = from_json_bytes(manifest_path.read_bytes())
+    manifest.golden[0].tolerance = 0.5  # a plausible edit, still in canonical form
+    manifest_path.write_bytes(to_json_bytes(manifest))
+    with pytest.raises(VerifyError) as err:  # caught by the .sha256 beside the bundle
+        verify_bundle(bundle_copy)
+    assert str(manifest_path) in str(err.value) and "content hash" in str(err.value)
+
+
+def test_verify_catches_a_hand_edited_manifest_without_a_hash_file(bundle_copy):
+    (bundle_copy.parent / "sim_cpu_wrp.sha256").unlink()
+    manifest_path = bundle_copy / "manifest.json"
+    manifest_path.write_text(
+        manifest_path.read_text().replace('"label": "//models:sim_cpu_wrp"', '"label":"//x:y"')
+    )
+    with pytest.raises(VerifyError, match="canonical form") as err:
+        verify_bundle(bundle_copy)
+    assert str(manifest_path) in str(err.value)
+
+
+def test_verify_catches_a_manifest_that_disagrees_with_a_file(bundle_copy):
+    (bundle_copy.parent / "sim_cpu_wrp.sha256").unlink()
+    manifest_path = bundle_copy / "manifest.json"
+    manifest = from_json_bytes(manifest_path.read_bytes())
+    entry = next(f for f in manifest.files if f.path == "golden/x.bin")
+    entry.sha256 = "0" * 64
+    manifest_path.write_bytes(to_json_bytes(manifest))
+    with pytest.raises(VerifyError) as err:
+        verify_bundle(bundle_copy)
+    assert str(bundle_copy / "golden" / "x.bin") in str(err.value)
+
+
+def test_verify_catches_a_truncated_wrp(bundle_copy):
+    wrp = bundle_copy / "sim.wrp"
+    wrp.write_bytes(wrp.read_bytes()[:1000])
+    with pytest.raises(VerifyError) as err:
+        verify_bundle(bundle_copy)
+    assert str(wrp) in str(err.value) and "1000 bytes" in str(err.value)
+
+
+def test_verify_catches_an_extra_file(bundle_copy):
+    extra = bundle_copy / "sim_modules" / "apic_guest_leftover.cubin"
+    extra.write_bytes(b"not listed")
+    with pytest.raises(VerifyError) as err:
+        verify_bundle(bundle_copy)
+    assert str(extra) in str(err.value) and "not listed" in str(err.value)
+
+
+def test_verify_catches_a_missing_file(bundle_copy):
+    (bundle_copy / "golden" / "v.bin").unlink()
+    with pytest.raises(VerifyError, match="missing") as err:
+        verify_bundle(bundle_copy)
+    assert "v.bin" in str(err.value)
+
+
+# --- load (CPU) ----------------------------------------------------------------------------
+
+
+def test_load_replays_to_the_golden_outputs(two_builds):
+    import warp as wp
+
+    from wrpkg.load import load
+
+    wp.config.log_level = wp.LOG_WARNING
+    bundle_dir = two_builds[1] / "out" / "sim_cpu_wrp"
+    graph, manifest = load(bundle_dir, device="cpu")
+    wp.capture_launch(graph)
+    for golden in manifest.golden:
+        buffer = wp.empty(golden.bytes, dtype=wp.uint8, device="cpu")
+        graph.get_param(golden.name, buffer)
+        assert buffer.numpy().tobytes() == (bundle_dir / golden.file).read_bytes(), golden.name
+
+
+def test_load_refuses_a_tampered_bundle(bundle_copy):
+    from wrpkg.load import load
+
+    wrp = bundle_copy / "sim.wrp"
+    wrp.write_bytes(wrp.read_bytes()[:-8])
+    with pytest.raises(VerifyError, match="sim.wrp"):
+        load(bundle_copy, device="cpu")
+
+
+# --- CUDA bundles from the sm_90 fixture (no GPU needed) ----------------------------------
+
+
+@pytest.fixture(scope="module")
+def cuda_bundle(tmp_path_factory) -> Path:
+    """A CUDA bundle made from the fixture's real H200 capture. The fixture has no golden
+    outputs or interface.json, so zeros of the right sizes stand in (they are not replayed)."""
+    root = tmp_path_factory.mktemp("cuda")
+    raw = root / "raw"
+    raw.mkdir()
+    shutil.copy(CUDA_FIXTURE / "sim.wrp", raw / "sim.wrp")
+    shutil.copytree(CUDA_FIXTURE / "sim_modules", raw / "sim_modules")
+    infos = wrpformat.binding_infos(
+        wrpformat.read_wrp(raw / "sim.wrp"), inputs=["x", "v"], outputs=["x", "e"]
+    )
+    direction = {"both": "inout", "input": "in", "output": "out"}
+    (raw / "golden").mkdir()
+    golden = []
+    for info in infos:
+        if info.name in ("x", "e"):
+            (raw / "golden" / f"{info.name}.bin").write_bytes(b"\0" * info.byte_size)
+            golden.append(
+                {
+                    "name": info.name,
+                    "file": f"golden/{info.name}.bin",
+                    "bytes": info.byte_size,
+                    "tolerance": 1e-5 if info.name == "e" else None,
+                }
+            )
+    interface = {
+        "schema": "rules_warp.capture_interface/1",
+        "stem": "sim",
+        "device": "cuda",
+        "bindings": [{"name": i.name, "direction": direction[i.direction.value]} for i in infos],
+        "golden": golden,
+    }
+    (raw / "interface.json").write_text(json.dumps(interface))
+    info = {"schema": "rules_warp.capture/1", "warp_version": "1.19.0", "device": "cuda", "device_name": "NVIDIA H200",
+            "sm": 90, "driver_version": "13.0", "cuda_toolkit_version": "13.4"}  # fmt: skip
+    (raw / "capture.json").write_text(json.dumps(info))
+    out = root / "out"
+    bundle(
+        raw,
+        "sim",
+        "particles_wrp",
+        "//tests:particles_wrp",
+        out / "particles_wrp",
+        out / "p.tar",
+        out / "p.sha256",
+    )
+    return out / "particles_wrp"
+
+
+def test_cuda_manifest_lists_the_captured_sass_and_source(cuda_bundle):
+    manifest = verify_bundle(cuda_bundle)
+    assert manifest.device == "cuda" and manifest.toolchain.nvrtc == "13.4"
+    (module,) = manifest.modules
+    assert module.binary_kind == "cubin" and module.binary.endswith(".sm90.cubin")
+    assert module.source == "sim_modules/wp___main___5bca816.sm90.cu"
+    assert [(s.arch, s.sha256) for s in module.sass] == [
+        ("sm_90", "dcef466b302ce0b79a98a3ca1b66ac090670c9589336ea5a50946fb351229d81")
+    ]
+    assert module.ptx is None and manifest.ptx_min_driver is None
+    assert manifest.sass_archs() == ["sm_90"] and manifest.has_source_fallback()
+
+
+def test_verify_catches_a_module_that_disagrees_with_the_wrp(cuda_bundle, tmp_path):
+    """A module swapped together with its manifest entry: the .wrp's digest still catches it."""
+    copy = tmp_path / "particles_wrp"
+    shutil.copytree(cuda_bundle, copy)
+    manifest = from_json_bytes((copy / "manifest.json").read_bytes())
+    module_path = copy / manifest.modules[0].binary
+    module_path.write_bytes(module_path.read_bytes() + b"\0")
+    entry = next(f for f in manifest.files if f.path == manifest.modules[0].binary)
+    from wrpkg.manifest import file_entry
+
+    fresh = file_entry(copy, entry.path)
+    entry.size, entry.sha256 = fresh.size, fresh.sha256
+    (copy / "manifest.json").write_bytes(to_json_bytes(manifest))
+    with pytest.raises(VerifyError) as err:
+        verify_bundle(copy)
+    assert str(module_path) in str(err.value) and "sim.wrp" in str(err.value)
+
+
+# --- arch checks ---------------------------------------------------------------------------
+
+
+def test_arch_mismatch_message_names_bundle_device_and_fix():
+    message = arch_mismatch_message(
+        "//models:sim_wrp",
+        "ab" * 32,
+        ["sm_80", "sm_90"],
+        ["compute_90"],
+        False,
+        "NVIDIA GeForce RTX 2080",
+        75,
+    )
+    assert "//models:sim_wrp" in message and "ab" * 32 in message
+    assert "SASS sm_80, sm_90" in message and "PTX compute_90" in message and "CUDA source no" in message
+    assert "NVIDIA GeForce RTX 2080 (sm_75)" in message
+    assert 'add "sm_75" to the archs attribute of //models:sim_wrp' in message
+
+
+def test_check_device_on_a_cuda_manifest(cuda_bundle):
+    manifest = from_json_bytes((cuda_bundle / "manifest.json").read_bytes())
+    content_hash = bundle_content_hash(cuda_bundle)
+    assert device_fit(manifest, 90).how == "sass"
+    assert device_fit(manifest, 80).how == "source"  # the retained .cu still fits
+    manifest.modules[0].source = None  # as if built without source fallback
+    with pytest.raises(ArchMismatchError) as err:
+        check_device(manifest, content_hash, "NVIDIA A100-SXM4-80GB", 80)
+    text = str(err.value)
+    assert "//tests:particles_wrp" in text and content_hash in text
+    assert "SASS sm_90; PTX none" in text and "NVIDIA A100-SXM4-80GB (sm_80)" in text
+    assert 'add "sm_80" to the archs attribute of //tests:particles_wrp' in text
+    assert device_fit(manifest, 90).how == "sass"
+
+
+def test_multiarch_seam_packs_a_fatbin_from_compile_outputs(cuda_bundle, tmp_path):
+    """The per-SM path: compile outputs (wrpkg.compile) in, one fatbin per module out, with
+    the .wrp's module record rewritten to it. Only sm_90 + PTX here to keep NVRTC time low."""
+    from wrpkg.compile import compile_wrp
+    from wrpkg.cuda_tools import fatbin_contents
+
+    raw = cuda_bundle.parent.parent / "raw"
+    compile_wrp(raw / "sim.wrp", raw / "sim_modules", "sm_90", tmp_path / "sm_90")
+    compile_wrp(raw / "sim.wrp", raw / "sim_modules", "compute_75", tmp_path / "ptx")
+    out = tmp_path / "out"
+    result = bundle(
+        raw, "sim", "particles_wrp", "//tests:particles_wrp", out / "particles_wrp", out / "p.tar", out / "p.sha256",
+        arch_dirs={"sm_90": tmp_path / "sm_90"}, ptx_dir=tmp_path / "ptx",
+    )  # fmt: skip
+    manifest = verify_bundle(out / "particles_wrp")
+    (module,) = manifest.modules
+    assert module.binary == "sim_modules/wp___main___5bca816.fatbin.cubin"
+    assert [s.arch for s in module.sass] == ["sm_90"] and module.ptx.arch == "compute_75"
+    assert module.source is not None and manifest.ptx_min_driver == "13.4"
+    assert manifest.toolchain.nvrtc == manifest.toolchain.nvfatbin == "13.4.92"
+    fatbin = (out / "particles_wrp" / module.binary).read_bytes()
+    assert fatbin_contents(fatbin) == ["sm_90", "compute_75"]
+    (record,) = wrpformat.read_wrp(out / "particles_wrp" / "sim.wrp").metadata.modules
+    assert record.binary_filename == "wp___main___5bca816.fatbin.cubin"
+    assert record.binary_sha256 == next(f.sha256 for f in manifest.files if f.path == module.binary)
+    assert result.content_hash != bundle_content_hash(cuda_bundle)
+    assert device_fit(manifest, 120).how == "ptx" and device_fit(manifest, 90).how == "sass"

@@ -1,0 +1,182 @@
+"""The capture harness (wrpkg.capture) on the CPU: the example model, golden values, and the
+failures a capture script can cause (each must name the target and leave no output behind)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SIM = REPO / "models" / "sim.py"
+PROGRAMS = REPO / "tests" / "programs_capture"
+LABEL = "//models:sim_cpu_wrp"
+
+
+def run_capture(
+    script: Path, out_dir: Path, *, device="cpu", stem="sim", label=LABEL, cwd=None, env_extra=None
+):
+    """Runs `python -m wrpkg.capture` as the Bazel action does, in a fresh process."""
+    env = dict(os.environ, **(env_extra or {}))
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    cmd = [sys.executable, "-m", "wrpkg.capture", "--script", str(script), "--device", device]
+    cmd += ["--out-dir", str(out_dir), "--stem", stem, "--label", label]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd or REPO, timeout=300)
+
+
+def assert_no_output(out_dir: Path) -> None:
+    """Neither the output dir nor a leftover temp dir next to it."""
+    assert not out_dir.exists()
+    assert [p.name for p in out_dir.parent.iterdir() if p.name.startswith(f".{out_dir.name}.")] == []
+
+
+@pytest.fixture(scope="module")
+def sim_raw(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("capture") / "raw"
+    proc = run_capture(SIM, out)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_sim_capture_layout(sim_raw):
+    modules = sorted(p.name for p in (sim_raw / "sim_modules").iterdir())
+    # Two Warp modules (the script's and sim_kernels), both CPU objects.
+    assert len(modules) == 2 and all(name.endswith(".o") for name in modules)
+    assert any(name.startswith("wp_sim_kernels_") for name in modules)
+    assert sorted(p.name for p in (sim_raw / "golden").iterdir()) == [
+        "contacts.bin",
+        "displacement.bin",
+        "energy.bin",
+        "v.bin",
+        "x.bin",
+    ]
+    # The kernel cache lived inside the temp output and is gone.
+    assert sorted(p.name for p in sim_raw.iterdir()) == [
+        "capture.json",
+        "golden",
+        "interface.json",
+        "sim.wrp",
+        "sim_modules",
+    ]
+
+
+def test_sim_capture_holds_the_promised_operations(sim_raw):
+    from wrpkg import format as wrpformat
+
+    wrp = wrpformat.read_wrp(sim_raw / "sim.wrp")
+    counts = wrp.op_counts()
+    assert counts["kernel_launch"] >= 3 * 100  # 3 launches per step, >= 100 steps
+    assert counts["memset"] >= 1 and counts["memtile"] >= 1 and counts["memcpy_d2d"] >= 1
+    assert len(wrp.metadata.meshes) == 1  # the ground mesh, relocated as a handle
+    assert sorted(m.name for m in wrp.metadata.modules) == ["sim", "sim_kernels"]
+    assert len(wrp.metadata.kernels) >= 3
+
+
+def test_capture_json_is_provenance_without_times_or_paths(sim_raw):
+    info = json.loads((sim_raw / "capture.json").read_text())
+    assert info["warp_version"] == "1.19.0"
+    assert info["device"] == "cpu" and info["sm"] is None
+    assert info["label"] == LABEL
+    text = (sim_raw / "capture.json").read_text()
+    assert str(sim_raw.parent) not in text and str(REPO) not in text and os.path.expanduser("~") not in text
+    assert not any(key in info for key in ("time", "timestamp", "date", "created"))
+
+
+def test_interface_records_directions_and_sizes(sim_raw):
+    interface = json.loads((sim_raw / "interface.json").read_text())
+    directions = {b["name"]: b["direction"] for b in interface["bindings"]}
+    assert directions == {
+        "x": "inout",
+        "v": "inout",
+        "energy": "out",
+        "contacts": "out",
+        "displacement": "out",
+    }
+    sizes = {g["name"]: g["bytes"] for g in interface["golden"]}
+    assert sizes["x"] == 2048 * 12 and sizes["energy"] == 120 * 4
+    assert all(g["tolerance"] is None for g in interface["golden"])
+
+
+def test_golden_equals_a_fresh_replay_and_the_physics_is_sane(sim_raw):
+    """Golden values must equal what wp.capture_load + one replay gives, bit for bit."""
+    import warp as wp
+
+    wp.config.log_level = wp.LOG_WARNING
+    wp.init()
+    graph = wp.capture_load(str(sim_raw / "sim.wrp"), device="cpu")
+    wp.capture_launch(graph)
+    for golden in sorted((sim_raw / "golden").iterdir()):
+        name = golden.stem
+        buffer = wp.empty(golden.stat().st_size, dtype=wp.uint8, device="cpu")
+        graph.get_param(name, buffer)
+        assert buffer.numpy().tobytes() == golden.read_bytes(), name
+    contacts = np.fromfile(sim_raw / "golden" / "contacts.bin", dtype=np.int32)
+    x = np.fromfile(sim_raw / "golden" / "x.bin", dtype=np.float32).reshape(-1, 3)
+    assert contacts[0] == 0 and contacts[-1] == 2048  # all particles end up resting on the ground
+    assert x[:, 1].min() > -0.5  # nobody fell through the mesh
+
+
+def test_script_that_raises_in_build(tmp_path):
+    out = tmp_path / "raw"
+    proc = run_capture(PROGRAMS / "raises_in_build.py", out, label="//models:broken_wrp")
+    assert proc.returncode == 1
+    assert "//models:broken_wrp" in proc.stderr
+    # The script's own traceback, down to the raising line, not the harness's frames.
+    assert "Traceback" in proc.stderr and "raises_in_build.py" in proc.stderr
+    assert "in make_state" in proc.stderr
+    assert "ValueError: particle count must be positive" in proc.stderr
+    assert "wrpkg/capture.py" not in proc.stderr
+    assert_no_output(out)
+
+
+def test_script_that_raises_at_import(tmp_path):
+    out = tmp_path / "raw"
+    proc = run_capture(PROGRAMS / "raises_at_import.py", out, label="//models:broken_wrp")
+    assert proc.returncode == 1
+    assert "//models:broken_wrp" in proc.stderr
+    assert "NameError" in proc.stderr and "undefined_name_in_capture_script" in proc.stderr
+    assert_no_output(out)
+
+
+def test_cuda_capture_without_a_cuda_device(tmp_path):
+    out = tmp_path / "raw"
+    # Hide any GPU so the test means the same on every machine.
+    proc = run_capture(
+        SIM, out, device="cuda", label="//models:sim_wrp", env_extra={"CUDA_VISIBLE_DEVICES": ""}
+    )
+    assert proc.returncode == 1
+    assert "//models:sim_wrp" in proc.stderr
+    assert "--config=gpu" in proc.stderr
+    assert 'device = "cpu"' in proc.stderr
+    assert_no_output(out)
+
+
+def test_output_that_is_not_an_array(tmp_path):
+    out = tmp_path / "raw"
+    proc = run_capture(PROGRAMS / "output_not_array.py", out, stem="bad", label="//tests:bad_wrp")
+    assert proc.returncode == 1
+    assert "//tests:bad_wrp" in proc.stderr
+    assert "output 'result' is ndarray, not a wp.array" in proc.stderr
+    assert_no_output(out)
+
+
+def test_output_the_graph_does_not_contain(tmp_path):
+    out = tmp_path / "raw"
+    proc = run_capture(PROGRAMS / "output_not_captured.py", out, stem="bad", label="//tests:bad_wrp")
+    assert proc.returncode == 1
+    assert "output 'forces' is not used by any operation of the captured step" in proc.stderr
+    assert_no_output(out)
+
+
+def test_an_empty_out_dir_made_by_bazel_is_kept_empty_on_failure(tmp_path):
+    out = tmp_path / "raw"
+    out.mkdir()  # Bazel pre-creates a tree artifact's directory
+    proc = run_capture(PROGRAMS / "raises_in_build.py", out)
+    assert proc.returncode == 1
+    assert list(out.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == ["raw"]

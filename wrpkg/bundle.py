@@ -1,0 +1,485 @@
+"""Pack a raw capture into a canonical, content-hashed bundle, its deterministic tar and hash.
+
+    python -m wrpkg.bundle --raw-dir RAW --stem sim --name sim_wrp --label //models:sim_wrp \\
+        [--arch-dir sm_90=DIR ...] [--ptx-dir DIR] \\
+        --out-dir OUT/sim_wrp --tar OUT/sim_wrp.tar --hash OUT/sim_wrp.sha256
+
+Bundle layout (`<name>/`):
+    manifest.json        the content hash is the sha256 of these exact bytes
+    capture.json         capture provenance (device name, driver): not hashed, not in "files"
+    <stem>.wrp           canonical form (wrpkg.format.canonicalize)
+    <stem>_modules/...   module binaries (+ the generated .cu sources of a CUDA capture)
+    golden/<output>.bin  golden outputs, one replay of the captured graph
+
+The hash covers what decides behaviour (the canonical .wrp, module binaries and sources,
+golden outputs, toolchain versions) and nothing about the machine that ran the capture.
+Everything is written into a temp dir next to the outputs and renamed into place at the end,
+so a failure never leaves a half-written bundle.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from wrpkg import format as wrpformat
+from wrpkg.errors import BundleError, WrpFormatError
+from wrpkg.manifest import (
+    CAPTURE_INFO_NAME,
+    MANIFEST_NAME,
+    UNHASHED_FILES,
+    BindingEntry,
+    GoldenEntry,
+    Manifest,
+    ModuleEntry,
+    PtxEntry,
+    SassEntry,
+    Toolchain,
+    content_hash_of_bytes,
+    file_entry,
+    sha256_file,
+    to_json_bytes,
+)
+
+INTERFACE_NAME = "interface.json"
+_DIRECTION = {"in": "in", "out": "out", "inout": "inout"}
+# Tar entries get this mtime: a fixed constant, so two builds give the same bytes.
+TAR_MTIME = 0
+
+
+@dataclass
+class BundleResult:
+    out_dir: Path
+    tar_path: Path
+    hash_path: Path
+    content_hash: str
+    manifest: Manifest
+
+
+def _load_json(path: Path, what: str) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BundleError(
+            f"{path}: cannot read the {what} ({exc})",
+            fix="pass --raw-dir the directory written by `wrpkg capture` for this target",
+        ) from exc
+
+
+def _binary_kind(wrp: wrpformat.WrpFile, record: wrpformat.ModuleRecord) -> str:
+    if not wrp.is_cuda:
+        return "cpu_object"
+    if record.binary_kind == wrpformat.BinaryKind.PTX or record.binary_filename.endswith(".ptx"):
+        return "ptx"
+    return "cubin"
+
+
+@dataclass
+class ModuleArtifacts:
+    """What a module ships: the binary bytes and the SASS/PTX entries the manifest lists."""
+
+    binary_filename: str
+    binary: bytes
+    sass: list[SassEntry]
+    ptx: PtxEntry | None
+
+
+def captured_module_artifacts(
+    wrp: wrpformat.WrpFile, raw_record: wrpformat.ModuleRecord, modules_dir: Path
+) -> ModuleArtifacts:
+    """The binary exactly as Warp packaged it at capture time (single SM, this issue's scope).
+
+    `raw_record` is the record *before* canonicalization: canonical CUDA records carry a
+    fixed target_arch, while the cubin really is SASS for the capture device's SM.
+    """
+    path = modules_dir / raw_record.binary_filename
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BundleError(f"{path}: module binary of {raw_record.name} is missing ({exc.strerror})") from exc
+    digest = _sha256(data)
+    if raw_record.binary_sha256 and raw_record.binary_sha256 != digest:
+        raise BundleError(f"{path}: sha256 {digest} differs from the .wrp's {raw_record.binary_sha256}")
+    kind = _binary_kind(wrp, raw_record)
+    sass, ptx = [], None
+    if kind == "cubin":
+        sass = [SassEntry(arch=f"sm_{raw_record.target_arch}", size=len(data), sha256=digest)]
+    elif kind == "ptx":
+        ptx = PtxEntry(
+            arch=f"compute_{raw_record.target_arch}", size=len(data), sha256=digest, nvrtc_version=None
+        )
+    return ModuleArtifacts(raw_record.binary_filename, data, sass, ptx)
+
+
+def multiarch_module_artifacts(
+    raw_record: wrpformat.ModuleRecord, arch_dirs: dict[str, Path], ptx_dir: Path | None
+) -> tuple[ModuleArtifacts, str | None] | None:
+    """The per-SM seam: one fatbin per module from the compile actions' outputs.
+
+    Each --arch-dir/--ptx-dir DIR is a `wrpkg compile` output: `compile.json` (format
+    wrpkg.compile/1) lists per module hash the output file, its sha256 and size, and the
+    NVRTC version. Returns the fatbin's artifacts and that NVRTC version, or None when every
+    compile skipped the module (no retained source): it then keeps its packaged binary.
+    """
+    from wrpkg import cuda_tools  # noqa: PLC0415 - loads nvFatbin; only multi-arch bundles need it
+
+    cubins: dict[str, bytes] = {}
+    sass: list[SassEntry] = []
+    nvrtc_versions = set()
+    skipped = []
+    for arch, directory in sorted(arch_dirs.items()):
+        found = _compiled_output(directory, raw_record, arch)
+        if found is None:
+            skipped.append(arch)
+            continue
+        entry, data, nvrtc = found
+        cubins[entry["nvrtc_arch"]] = data
+        sass.append(SassEntry(arch=entry["nvrtc_arch"], size=len(data), sha256=_sha256(data)))
+        nvrtc_versions.add(nvrtc)
+    ptx_entry = None
+    ptx_pair = None
+    if ptx_dir is not None:
+        found = _compiled_output(ptx_dir, raw_record, None)
+        if found is None:
+            skipped.append("ptx")
+        else:
+            entry, data, nvrtc = found
+            ptx_pair = (entry["nvrtc_arch"], data)
+            ptx_entry = PtxEntry(entry["nvrtc_arch"], len(data), _sha256(data), nvrtc)
+            nvrtc_versions.add(nvrtc)
+    if skipped and (cubins or ptx_pair):
+        raise BundleError(
+            f"module {raw_record.name} ({raw_record.hash}): compiled for some targets but skipped for {skipped}"
+        )
+    if not cubins and ptx_pair is None:
+        return None
+    if len(nvrtc_versions) > 1:
+        raise BundleError(
+            f"module {raw_record.name}: compiled by several NVRTC versions {sorted(map(str, nvrtc_versions))}",
+            fix="build every arch of the target with one CUDA toolchain",
+        )
+    fatbin = cuda_tools.pack_fatbin(cubins, ptx_pair, module=raw_record.name)
+    stem = raw_record.binary_filename.split(".", 1)[0]
+    # Warp decides CUBIN vs PTX by the extension; a fatbin loads through the CUBIN path.
+    filename = f"{stem}.fatbin.cubin"
+    return ModuleArtifacts(filename, fatbin, sass, ptx_entry), next(iter(nvrtc_versions))
+
+
+def _compiled_output(directory: Path, raw_record: wrpformat.ModuleRecord, arch: str | None):
+    """(compile.json entry, output bytes, NVRTC version) of one module, or None if skipped."""
+    index_path = directory / "compile.json"
+    index = _load_json(index_path, "compile index")
+    if index.get("format") != "wrpkg.compile/1":
+        raise BundleError(f"{index_path}: not a wrpkg.compile/1 index")
+    if arch is not None and index.get("arch") != arch:
+        raise BundleError(f"{index_path}: compiled for {index.get('arch')}, but given as --arch-dir {arch}")
+    entries = {m["hash"]: m for m in index.get("modules", [])}
+    entry = entries.get(raw_record.hash)
+    if entry is None:
+        if any(m.get("hash") == raw_record.hash for m in index.get("skipped", [])):
+            return None
+        raise BundleError(f"{index_path}: no output for module {raw_record.name} ({raw_record.hash})")
+    path = directory / entry["output"]
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BundleError(f"{path}: compiled module is missing ({exc.strerror})") from exc
+    if entry.get("sha256") != _sha256(data):
+        raise BundleError(f"{path}: sha256 differs from {index_path}")
+    return entry, data, index.get("toolchain", {}).get("nvrtc")
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib  # noqa: PLC0415
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def build_bundle_dir(
+    raw_dir: Path,
+    stem: str,
+    name: str,
+    label: str,
+    work: Path,
+    arch_dirs: dict[str, Path] | None = None,
+    ptx_dir: Path | None = None,
+) -> tuple[Manifest, bytes]:
+    """Writes the bundle's files into `work` (an empty dir); returns the manifest and its bytes."""
+    raw_wrp_path = raw_dir / f"{stem}.wrp"
+    raw_modules_dir = raw_dir / f"{stem}_modules"
+    interface = _load_json(raw_dir / INTERFACE_NAME, "capture interface")
+    capture_info = _load_json(raw_dir / CAPTURE_INFO_NAME, "capture provenance")
+    try:
+        raw = wrpformat.read_wrp(raw_wrp_path)
+    except WrpFormatError as exc:
+        raise BundleError(f"{raw_wrp_path}: not a valid .wrp: {exc}", fix=f"rebuild {label}") from exc
+    canonical = wrpformat.canonicalize(raw)
+
+    modules_dir_name = f"{stem}_modules"
+    (work / modules_dir_name).mkdir()
+    toolchain = Toolchain(warp=raw.metadata.producer_version)
+    # The per-SM path (issue 5): compile outputs given for a CUDA capture.
+    multiarch = raw.is_cuda and (bool(arch_dirs) or ptx_dir is not None)
+    if raw.is_cuda and not multiarch:
+        # The captured cubin came from the NVRTC inside the pinned Warp: the toolkit Warp reports.
+        toolchain.nvrtc = capture_info.get("cuda_toolkit_version")
+    module_entries = []
+    for raw_record in sorted(raw.metadata.modules, key=lambda m: m.hash):
+        packed = multiarch_module_artifacts(raw_record, arch_dirs, ptx_dir) if multiarch else None
+        if packed is not None:
+            artifacts, toolchain.nvrtc = packed
+            canonical = wrpformat.replace_module_binary(
+                canonical,
+                raw_record.hash,
+                artifacts.binary_filename,
+                _sha256(artifacts.binary),
+                wrpformat.BinaryKind.CUBIN,
+            )
+        else:
+            artifacts = captured_module_artifacts(raw, raw_record, raw_modules_dir)
+        (work / modules_dir_name / artifacts.binary_filename).write_bytes(artifacts.binary)
+        source = None
+        if raw_record.source_filename:
+            src_path = raw_modules_dir / raw_record.source_filename
+            if not src_path.is_file():
+                raise BundleError(f"{src_path}: retained CUDA source of {raw_record.name} is missing")
+            if sha256_file(src_path) != raw_record.source_sha256:
+                raise BundleError(f"{src_path}: sha256 differs from the .wrp's {raw_record.source_sha256}")
+            shutil.copyfile(src_path, work / modules_dir_name / raw_record.source_filename)
+            source = f"{modules_dir_name}/{raw_record.source_filename}"
+        module_entries.append(
+            ModuleEntry(
+                name=raw_record.name,
+                hash=raw_record.hash,
+                binary=f"{modules_dir_name}/{artifacts.binary_filename}",
+                binary_kind="cubin" if packed is not None else _binary_kind(raw, raw_record),
+                source=source,
+                sass=artifacts.sass,
+                ptx=artifacts.ptx,
+            )
+        )
+    if multiarch:
+        from wrpkg import cuda_tools  # noqa: PLC0415
+
+        toolchain.nvfatbin = cuda_tools.toolchain_versions()["nvfatbin"]
+
+    wrp_name = f"{stem}.wrp"
+    (work / wrp_name).write_bytes(canonical.to_bytes())
+
+    # Bindings: sizes and regions from the .wrp; directions from the capture (the .wrp
+    # does not store them).
+    directions = {b["name"]: b["direction"] for b in interface["bindings"]}
+    infos = wrpformat.binding_infos(canonical)
+    if sorted(directions) != sorted(info.name for info in infos):
+        raise BundleError(
+            f"{raw_dir}: bindings in {INTERFACE_NAME} {sorted(directions)} differ from "
+            f"{raw_wrp_path.name}'s {sorted(info.name for info in infos)}",
+            fix=f"rebuild {label}",
+        )
+    bindings = []
+    for info in sorted(infos, key=lambda i: i.name):
+        if info.byte_size is None:
+            raise BundleError(
+                f"{raw_wrp_path}: binding {info.name} names region {info.region_id}, which is not in the file"
+            )
+        bindings.append(
+            BindingEntry(info.name, _DIRECTION[directions[info.name]], info.byte_size, info.region_id)
+        )
+    binding_bytes = {b.name: b.bytes for b in bindings}
+
+    (work / "golden").mkdir()
+    golden = []
+    for record in sorted(interface["golden"], key=lambda g: g["name"]):
+        src = raw_dir / record["file"]
+        dst_rel = f"golden/{record['name']}.bin"
+        shutil.copyfile(src, work / dst_rel)
+        size = (work / dst_rel).stat().st_size
+        if size != binding_bytes.get(record["name"]):
+            raise BundleError(
+                f"{src}: golden output has {size} bytes, binding {record['name']} holds "
+                f"{binding_bytes.get(record['name'])}",
+                fix=f"rebuild {label}",
+            )
+        golden.append(GoldenEntry(record["name"], dst_rel, size, record["tolerance"]))
+
+    files = [file_entry(work, rel) for rel in _relative_files(work) if rel not in UNHASHED_FILES]
+    manifest = Manifest(
+        name=name,
+        label=label,
+        wrp=wrp_name,
+        warp_version=raw.metadata.producer_version,
+        format_version=raw.header.version,
+        device="cuda" if raw.is_cuda else "cpu",
+        modules=module_entries,
+        bindings=bindings,
+        golden=golden,
+        files=files,
+        toolchain=toolchain,
+        ptx_min_driver=_ptx_min_driver(module_entries),
+    )
+    manifest_bytes = to_json_bytes(manifest)
+    (work / MANIFEST_NAME).write_bytes(manifest_bytes)
+    shutil.copyfile(raw_dir / CAPTURE_INFO_NAME, work / CAPTURE_INFO_NAME)
+    return manifest, manifest_bytes
+
+
+def _ptx_min_driver(modules: list[ModuleEntry]) -> str | None:
+    """The oldest driver that can JIT the bundle's PTX: the CUDA release of the NVRTC that
+    wrote it (a driver JITs PTX from toolkits up to its own CUDA version)."""
+    versions = sorted({m.ptx.nvrtc_version for m in modules if m.ptx and m.ptx.nvrtc_version})
+    if not versions:
+        return None
+    return ".".join(versions[-1].split(".")[:2])
+
+
+def _relative_files(root: Path) -> list[str]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        rel_dir = os.path.relpath(dirpath, root)
+        for filename in filenames:
+            found.append(filename if rel_dir == "." else f"{rel_dir}/{filename}".replace(os.sep, "/"))
+    return sorted(found)
+
+
+def write_deterministic_tar(bundle_dir: Path, arc_root: str, tar_path: Path) -> None:
+    """A tar whose bytes depend only on the files' names and contents.
+
+    ustar format (no PAX headers, so no atime/ctime or other extended records), entries
+    sorted by path with their directories first, mtime TAR_MTIME, uid/gid 0, empty
+    user/group names, mode 0755 for directories and 0644 for files.
+    """
+    entries: list[tuple[str, Path | None]] = [(arc_root, None)]
+    for dirpath, dirnames, filenames in os.walk(bundle_dir):
+        dirnames.sort()
+        rel_dir = os.path.relpath(dirpath, bundle_dir).replace(os.sep, "/")
+        for d in dirnames:
+            rel = d if rel_dir == "." else f"{rel_dir}/{d}"
+            entries.append((f"{arc_root}/{rel}", None))
+        for filename in filenames:
+            rel = filename if rel_dir == "." else f"{rel_dir}/{filename}"
+            entries.append((f"{arc_root}/{rel}", Path(dirpath) / filename))
+    entries.sort(key=lambda entry: entry[0])
+    with (
+        open(tar_path, "wb") as raw_out,
+        tarfile.open(fileobj=raw_out, mode="w", format=tarfile.USTAR_FORMAT) as tar,
+    ):
+        for arcname, path in entries:
+            info = tarfile.TarInfo(arcname)
+            info.mtime = TAR_MTIME
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            if path is None:
+                info.type = tarfile.DIRTYPE
+                info.mode = 0o755
+                tar.addfile(info)
+            else:
+                data = path.read_bytes()
+                info.type = tarfile.REGTYPE
+                info.mode = 0o644
+                info.size = len(data)
+                try:
+                    tar.addfile(info, io.BytesIO(data))
+                except ValueError as exc:  # ustar cannot hold the name
+                    raise BundleError(f"{arcname}: cannot be stored in a ustar archive ({exc})") from exc
+
+
+def bundle(
+    raw_dir: str | os.PathLike,
+    stem: str,
+    name: str,
+    label: str,
+    out_dir: str | os.PathLike,
+    tar_path: str | os.PathLike,
+    hash_path: str | os.PathLike,
+    arch_dirs: dict[str, str | os.PathLike] | None = None,
+    ptx_dir: str | os.PathLike | None = None,
+) -> BundleResult:
+    raw_dir, out_dir, tar_path, hash_path = Path(raw_dir), Path(out_dir), Path(tar_path), Path(hash_path)
+    arch_dirs = {arch: Path(d) for arch, d in (arch_dirs or {}).items()}
+    ptx_dir = Path(ptx_dir) if ptx_dir is not None else None
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    try:
+        work = staging / name
+        work.mkdir()
+        manifest, manifest_bytes = build_bundle_dir(raw_dir, stem, name, label, work, arch_dirs, ptx_dir)
+        content_hash = content_hash_of_bytes(manifest_bytes)
+        staged_tar = staging / "bundle.tar"
+        write_deterministic_tar(work, name, staged_tar)
+        staged_hash = staging / "bundle.sha256"
+        # sha256sum format, so `sha256sum -c` run next to the bundle dir checks the manifest.
+        staged_hash.write_text(f"{content_hash}  {name}/{MANIFEST_NAME}\n", encoding="ascii")
+        _make_readable(work)
+        # Publish: the directory, then the tar, then the hash last (its presence means done).
+        if out_dir.exists():
+            shutil.rmtree(out_dir)  # Bazel pre-creates tree artifacts empty
+        os.replace(work, out_dir)
+        tar_path.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staged_tar, tar_path)
+        hash_path.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staged_hash, hash_path)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    shutil.rmtree(staging, ignore_errors=True)
+    return BundleResult(out_dir, tar_path, hash_path, content_hash, manifest)
+
+
+def _make_readable(root: Path) -> None:
+    os.chmod(root, 0o755)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for d in dirnames:
+            os.chmod(os.path.join(dirpath, d), 0o755)
+        for f in filenames:
+            os.chmod(os.path.join(dirpath, f), 0o644)
+
+
+def _parse_arch_dir(value: str) -> tuple[str, str]:
+    arch, sep, directory = value.partition("=")
+    if not sep or not arch or not directory:
+        raise BundleError(f"--arch-dir {value!r}: expected ARCH=DIR, e.g. sm_90=bazel-out/.../sm_90")
+    return arch, directory
+
+
+def configure_parser(parser) -> None:
+    parser.add_argument("--raw-dir", required=True, help="the directory `wrpkg capture` wrote")
+    parser.add_argument("--stem", required=True, help="file stem of the .wrp (sim -> sim.wrp)")
+    parser.add_argument("--name", required=True, help="the bundle's name (its directory name)")
+    parser.add_argument("--label", required=True, help="the wrp_artifact target, recorded in the manifest")
+    parser.add_argument(
+        "--arch-dir", action="append", default=[], metavar="ARCH=DIR", help="per-SM compile output"
+    )
+    parser.add_argument("--ptx-dir", default=None, help="PTX compile output")
+    parser.add_argument("--out-dir", required=True, help="the bundle directory to write")
+    parser.add_argument("--tar", required=True, help="the deterministic tar to write")
+    parser.add_argument("--hash", required=True, help="the content-hash file to write")
+
+
+def run(args) -> int:
+    arch_dirs = dict(_parse_arch_dir(value) for value in args.arch_dir)
+    result = bundle(
+        args.raw_dir,
+        args.stem,
+        args.name,
+        args.label,
+        args.out_dir,
+        args.tar,
+        args.hash,
+        arch_dirs=arch_dirs,
+        ptx_dir=args.ptx_dir,
+    )
+    print(f"bundled {result.manifest.label} -> {result.out_dir} (content hash {result.content_hash})")
+    return 0
+
+
+if __name__ == "__main__":
+    from wrpkg.cli import tool_main
+
+    tool_main("wrpkg.bundle")

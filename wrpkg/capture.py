@@ -1,0 +1,434 @@
+"""Run a capture script: capture its step with APIC, save the graph, and record golden outputs.
+
+    python -m wrpkg.capture --script models/sim.py --device cpu --out-dir RAW --stem sim \\
+        [--label //models:sim_wrp] [--cache-dir DIR]
+
+writes, atomically (all of it or nothing):
+
+    RAW/sim.wrp              Warp's capture_save output (raw, not canonical)
+    RAW/sim_modules/         the module binaries (+ generated .cu sources on CUDA)
+    RAW/golden/<name>.bin    every output's bytes after one replay of the saved graph
+    RAW/interface.json       bindings (name, direction), golden files and tolerances
+    RAW/capture.json         provenance: Warp version, device name, SM, driver, CUDA toolkit
+
+The capture-script contract is in models/README.md: the script defines
+`build(device) -> CaptureSpec`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wrpkg.errors import CaptureError
+
+INTERFACE_SCHEMA = "rules_warp.capture_interface/1"
+CAPTURE_INFO_SCHEMA = "rules_warp.capture/1"
+
+# Warp 1.19's default CPU flags start with -march=native: the .o would use the build host's
+# ISA extensions (and not run on an older CPU), and its file name carries a hash of the
+# host's CPU features, so the bundle's content hash would depend on the machine. A generic
+# target with Warp's other default flags makes CPU bundles portable and reproducible.
+PORTABLE_CPU_COMPILER_FLAGS = "-mllvm=-inline-threshold=9000 -mllvm=-inline-cold-callsite-threshold=3000 -mllvm=-slp-recursion-max-depth=4"
+
+
+@dataclass
+class CaptureSpec:
+    """What a capture script's `build(device)` returns.
+
+    inputs/outputs: names -> `wp.array`s. A name may appear in both (an in-place array);
+      each name binds the array's whole base allocation (Warp's capture_save rule).
+    step: issues the Warp operations of one captured graph (launches, memsets, copies).
+    tolerances: output name -> relative tolerance, for outputs that are not bit-exact
+      across replays (float atomics on CUDA). Outputs not listed must match exactly.
+    keep_alive: objects (meshes, ...) that must live until the graph is saved.
+    """
+
+    inputs: dict[str, Any]
+    outputs: dict[str, Any]
+    step: Callable[[], None]
+    tolerances: dict[str, float] = field(default_factory=dict)
+    keep_alive: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class Binding:
+    name: str
+    direction: str  # "in" | "out" | "inout"
+
+
+@dataclass
+class CaptureResult:
+    out_dir: Path
+    wrp_path: Path
+    golden: dict[str, Path]
+    interface: dict
+    info: dict
+
+
+def _target_name(label: str | None, script: Path) -> str:
+    return f"{label} (capture script {script})" if label else f"capture script {script}"
+
+
+def _script_traceback(exc: BaseException, script: Path) -> str:
+    """The traceback from the first frame inside the capture script's folder on.
+
+    Frames of the harness itself say nothing useful to the script's author, so they are cut;
+    a SyntaxError (no frame in the script) keeps its own location lines.
+    """
+    # Bazel's sandbox reaches the script through a symlink: accept either spelling.
+    script_dirs = tuple({os.path.abspath(script.parent) + os.sep, os.path.realpath(script.parent) + os.sep})
+
+    def in_script_dir(filename: str) -> bool:
+        return os.path.abspath(filename).startswith(script_dirs) or os.path.realpath(filename).startswith(
+            script_dirs
+        )
+
+    tb = exc.__traceback__
+    while tb is not None and not in_script_dir(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    if tb is None:
+        return "".join(traceback.format_exception_only(type(exc), exc))
+    return "".join(traceback.format_exception(type(exc), exc, tb))
+
+
+def _import_script(script: Path, target: str):
+    """Imports the script under its file stem, with its folder first on sys.path.
+
+    That is how `python script.py` resolves the script's own sibling imports; the stable
+    module name matters because Warp names modules (and their binaries) after it.
+    """
+    module_name = script.stem
+    if module_name in sys.modules:
+        raise CaptureError(
+            f"{target}: a Python module named '{module_name}' is already imported in the harness",
+            fix="rename the capture script so its file name does not shadow an installed module",
+        )
+    spec = importlib.util.spec_from_file_location(module_name, script)
+    if spec is None or spec.loader is None:
+        raise CaptureError(f"{target}: cannot import {script} as a Python file")
+    module = importlib.util.module_from_spec(spec)
+    # Not resolved: in Bazel's sandbox, sibling modules must come from the declared inputs
+    # next to the (symlinked) script, never from the source tree behind the symlink.
+    sys.path.insert(0, os.path.abspath(script.parent))
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the user's code: any exception is a capture failure
+        sys.modules.pop(module_name, None)
+        raise CaptureError(
+            f"{target}: importing the capture script raised {type(exc).__name__}:\n"
+            f"{_script_traceback(exc, script)}",
+            fix="fix the error in the capture script",
+        ) from exc
+    if not callable(getattr(module, "build", None)):
+        raise CaptureError(
+            f"{target}: the capture script defines no function `build(device) -> CaptureSpec`",
+            fix="see models/README.md for the capture-script contract",
+        )
+    return module
+
+
+def _require_device(wp, device: str, target: str):
+    if device == "cpu":
+        return wp.get_device("cpu")
+    if device == "cuda" or device.startswith("cuda:"):
+        if wp.get_cuda_device_count() == 0:
+            raise CaptureError(
+                f"{target}: this target captures on a CUDA device, but this machine has no CUDA device",
+                fix=(
+                    "build it on a GPU runner (`bazel build --config=gpu ...` on a machine with a CUDA GPU), "
+                    'or set `device = "cpu"` on the wrp_artifact target for a CPU capture'
+                ),
+            )
+        return wp.get_device(device)
+    raise CaptureError(f"{target}: unknown device '{device}'", fix='use device "cpu" or "cuda"')
+
+
+def _check_spec(wp, spec: Any, device, target: str) -> list[Binding]:
+    if not isinstance(spec, CaptureSpec):
+        raise CaptureError(
+            f"{target}: build(device) returned {type(spec).__name__}, not wrpkg.capture.CaptureSpec",
+            fix="return CaptureSpec(inputs=..., outputs=..., step=...) from build()",
+        )
+    if not callable(spec.step):
+        raise CaptureError(f"{target}: CaptureSpec.step is not callable")
+    if not spec.outputs:
+        raise CaptureError(
+            f"{target}: CaptureSpec.outputs is empty",
+            fix="name at least one output array; its replayed bytes become the golden values",
+        )
+    for kind, arrays in (("input", spec.inputs), ("output", spec.outputs)):
+        if not isinstance(arrays, dict):
+            raise CaptureError(f"{target}: CaptureSpec.{kind}s must be a dict of name -> wp.array")
+        for name, arr in arrays.items():
+            if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+                raise CaptureError(f"{target}: {kind} name {name!r} must be a non-empty plain name")
+            if not isinstance(arr, wp.array):
+                raise CaptureError(
+                    f"{target}: {kind} '{name}' is {type(arr).__name__}, not a wp.array",
+                    fix=f"bind a wp.array under the name '{name}'",
+                )
+            if arr.device != device:
+                raise CaptureError(
+                    f"{target}: {kind} '{name}' lives on {arr.device}, the capture runs on {device}",
+                    fix="allocate every array on the device passed to build(device)",
+                )
+    bindings = []
+    for name in sorted(set(spec.inputs) | set(spec.outputs)):
+        if name in spec.inputs and name in spec.outputs:
+            if spec.inputs[name] is not spec.outputs[name]:
+                raise CaptureError(
+                    f"{target}: '{name}' names one array as input and another as output",
+                    fix="use one name per array; a name in both inputs and outputs is one in-place array",
+                )
+            bindings.append(Binding(name, "inout"))
+        else:
+            bindings.append(Binding(name, "in" if name in spec.inputs else "out"))
+    for name, tol in spec.tolerances.items():
+        if name not in spec.outputs:
+            raise CaptureError(
+                f"{target}: tolerance given for '{name}', which is not an output",
+                fix=f"tolerances keys must be output names: {sorted(spec.outputs)}",
+            )
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not (0.0 < float(tol) < 1.0):
+            raise CaptureError(
+                f"{target}: tolerance for '{name}' is {tol!r}; a relative tolerance in (0, 1) is expected"
+            )
+    return bindings
+
+
+def _check_bindings_captured(graph, spec: CaptureSpec, target: str) -> None:
+    """Every bound array must be memory the captured operations use.
+
+    Warp's capture_save would silently register an unused array as a new region; a binding
+    the graph never touches is almost always a script bug (a stale or copied array).
+    This reads APICapture's region table (private, but pinned with the Warp version).
+    """
+    apic = graph._apic_capture
+    for kind, arrays in (("input", spec.inputs), ("output", spec.outputs)):
+        for name, arr in arrays.items():
+            base, base_ptr, _, _ = apic._find_base(arr)
+            if apic._region_key(base, base_ptr) not in apic._regions:
+                raise CaptureError(
+                    f"{target}: {kind} '{name}' is not used by any operation of the captured step",
+                    fix=f"bind an array that step() reads or writes, or drop '{name}' from the {kind}s",
+                )
+
+
+def _versions(wp, device) -> dict:
+    runtime = wp._src.context.runtime
+
+    def dotted(version):
+        return None if version is None else ".".join(str(part) for part in version)
+
+    return {
+        "schema": CAPTURE_INFO_SCHEMA,
+        "warp_version": wp.config.version,
+        "device": "cuda" if device.is_cuda else "cpu",
+        "device_name": device.name,
+        "sm": device.arch if device.is_cuda else None,
+        "driver_version": dotted(runtime.driver_version) if device.is_cuda else None,
+        "cuda_toolkit_version": dotted(runtime.toolkit_version) if device.is_cuda else None,
+    }
+
+
+def _write_json(path: Path, obj: dict) -> None:
+    path.write_text(json.dumps(obj, sort_keys=True, indent=1) + "\n", encoding="utf-8")
+
+
+def _publish(tmp_dir: Path, out_dir: Path) -> None:
+    """Renames the finished temp dir into place. Bazel pre-creates a tree artifact's dir
+    empty, so an empty out_dir (or a previous capture) is replaced; anything else is refused."""
+    if out_dir.exists():
+        entries = set(os.listdir(out_dir))
+        if entries and "capture.json" not in entries:
+            raise CaptureError(
+                f"{out_dir} exists and is not an earlier capture output; refusing to replace it",
+                fix="pass an empty or new --out-dir",
+            )
+        shutil.rmtree(out_dir)
+    os.replace(tmp_dir, out_dir)
+
+
+def capture(
+    script: str | os.PathLike,
+    device: str,
+    out_dir: str | os.PathLike,
+    stem: str,
+    label: str | None = None,
+    cache_dir: str | os.PathLike | None = None,
+) -> CaptureResult:
+    """Runs the capture script and writes the raw capture directory (see the module doc)."""
+    script = Path(script)
+    out_dir = Path(out_dir)
+    target = _target_name(label, script)
+    if not script.is_file():
+        raise CaptureError(f"{target}: capture script not found")
+    if not stem or "/" in stem or stem.startswith("."):
+        raise CaptureError(f"{target}: --stem must be a plain file stem, got {stem!r}")
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp_dir = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    try:
+        result = _capture_into(script, device, tmp_dir, stem, label, cache_dir, target)
+        _publish(tmp_dir, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise
+    result.out_dir = out_dir
+    result.wrp_path = out_dir / f"{stem}.wrp"
+    result.golden = {name: out_dir / "golden" / f"{name}.bin" for name in result.golden}
+    return result
+
+
+def _capture_into(script, device_name, work, stem, label, cache_dir, target) -> CaptureResult:
+    import warp as wp  # noqa: PLC0415 - only the tools that need Warp import it
+
+    # The kernel cache never goes to $HOME: a temp dir inside the work dir (removed before
+    # publishing) unless the caller shares one.
+    own_cache = cache_dir is None
+    cache = work / ".kernel_cache" if own_cache else Path(cache_dir)
+    cache.mkdir(parents=True, exist_ok=True)
+    # Warp's greeting and per-module load lines are noise in a build log.
+    wp.config.log_level = wp.LOG_WARNING
+    wp.config.cpu_compiler_flags = PORTABLE_CPU_COMPILER_FLAGS
+    if wp._src.context.runtime is None:
+        wp.config.kernel_cache_dir = str(cache)
+        wp.init()
+    else:
+        wp._src.build.init_kernel_cache(str(cache))
+
+    device = _require_device(wp, device_name, target)
+
+    modules_before = set(wp._src.context.user_modules)
+    module = _import_script(script, target)
+    try:
+        spec = module.build(device.alias)
+    except Exception as exc:  # the user's code
+        raise CaptureError(
+            f"{target}: build({device.alias!r}) raised {type(exc).__name__}:\n{_script_traceback(exc, script)}",
+            fix="fix the error in the capture script",
+        ) from exc
+    bindings = _check_spec(wp, spec, device, target)
+
+    # Load every Warp module the script brought in (its own and the ones it imports), so
+    # no compile happens inside the capture.
+    for name in sorted(set(wp._src.context.user_modules) - modules_before):
+        wp.load_module(name, device=device)
+
+    wp.capture_begin(device=device, apic=True)
+    try:
+        spec.step()
+    except Exception as exc:  # the user's code
+        # End the half-recorded capture so Warp's state is clean; its own error is secondary.
+        with contextlib.suppress(Exception):
+            wp.capture_end(device=device)
+        raise CaptureError(
+            f"{target}: step() raised {type(exc).__name__} during capture:\n{_script_traceback(exc, script)}",
+            fix="fix the error in the capture script",
+        ) from exc
+    graph = wp.capture_end(device=device)
+    _check_bindings_captured(graph, spec, target)
+
+    try:
+        wp.capture_save(
+            graph,
+            str(work / stem),
+            inputs=spec.inputs,
+            outputs=spec.outputs,
+            source_fallback=device.is_cuda,
+        )
+    except RuntimeError as exc:
+        raise CaptureError(f"{target}: wp.capture_save failed: {exc}") from exc
+    del graph
+
+    # Golden values: load the saved file as a user would and replay it once from its
+    # saved initial state. Files Warp may add while loading (a guest-compile cache) are
+    # not part of the capture: remove them.
+    modules_dir = work / f"{stem}_modules"
+    saved_module_files = set(os.listdir(modules_dir)) if modules_dir.exists() else set()
+    wrp_path = work / f"{stem}.wrp"
+    try:
+        loaded = wp.capture_load(str(wrp_path), device=device)
+        wp.capture_launch(loaded)
+        wp.synchronize_device(device)
+    except RuntimeError as exc:
+        raise CaptureError(f"{target}: the saved graph does not load or replay: {exc}") from exc
+    golden_dir = work / "golden"
+    golden_dir.mkdir()
+    golden_files = {}
+    golden_records = []
+    for name in sorted(spec.outputs):
+        size = loaded._params[name]["size"]
+        buffer = wp.empty(size, dtype=wp.uint8, device=device)
+        loaded.get_param(name, buffer)
+        data = buffer.numpy().tobytes()
+        path = golden_dir / f"{name}.bin"
+        path.write_bytes(data)
+        golden_files[name] = path
+        tol = spec.tolerances.get(name)
+        golden_records.append(
+            {
+                "name": name,
+                "file": f"golden/{name}.bin",
+                "bytes": len(data),
+                "tolerance": None if tol is None else float(tol),
+            }
+        )
+    del loaded
+    if modules_dir.exists():
+        for extra in set(os.listdir(modules_dir)) - saved_module_files:
+            extra_path = modules_dir / extra
+            if extra_path.is_dir():
+                shutil.rmtree(extra_path)
+            else:
+                extra_path.unlink()
+
+    interface = {
+        "schema": INTERFACE_SCHEMA,
+        "stem": stem,
+        "device": "cuda" if device.is_cuda else "cpu",
+        "bindings": [{"name": b.name, "direction": b.direction} for b in bindings],
+        "golden": golden_records,
+    }
+    info = _versions(wp, device)
+    if label:
+        info["label"] = label
+    _write_json(work / "interface.json", interface)
+    _write_json(work / "capture.json", info)
+    if own_cache:
+        shutil.rmtree(cache, ignore_errors=True)
+    return CaptureResult(work, wrp_path, golden_files, interface, info)
+
+
+def configure_parser(parser) -> None:
+    parser.add_argument("--script", required=True, help="the capture script (defines build(device))")
+    parser.add_argument("--device", required=True, help='"cpu" or "cuda" (or "cuda:N")')
+    parser.add_argument("--out-dir", required=True, help="the raw capture directory to write")
+    parser.add_argument("--stem", required=True, help="file stem of the .wrp and its _modules dir")
+    parser.add_argument("--label", default=None, help="the Bazel target, named in errors")
+    parser.add_argument("--cache-dir", default=None, help="Warp kernel cache (default: a temp dir)")
+
+
+def run(args) -> int:
+    result = capture(args.script, args.device, args.out_dir, args.stem, args.label, args.cache_dir)
+    outputs = ", ".join(sorted(result.golden))
+    print(f"captured {result.wrp_path} ({result.info['device']}); golden outputs: {outputs}")
+    return 0
+
+
+if __name__ == "__main__":
+    from wrpkg.cli import tool_main
+
+    tool_main("wrpkg.capture")  # not __name__: scripts import CaptureSpec from wrpkg.capture

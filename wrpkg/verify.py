@@ -1,0 +1,223 @@
+"""Check a bundle: every file against the manifest, and the manifest against the .wrp.
+
+    wrpkg verify bazel-bin/models/sim_wrp
+
+Passes only when every file the manifest lists exists with its size and sha256, no other
+file is present (capture.json aside), and the manifest agrees with the `.wrp` it describes
+(modules, their binaries' digests, bindings, golden sizes). Any failure is a VerifyError
+that names the file and says which target to rebuild.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from wrpkg import format as wrpformat
+from wrpkg.errors import VerifyError, WrpFormatError
+from wrpkg.manifest import (
+    MANIFEST_NAME,
+    UNHASHED_FILES,
+    Manifest,
+    content_hash_of_bytes,
+    from_json_bytes,
+    sha256_file,
+)
+
+
+def bundle_content_hash(bundle_dir: str | os.PathLike) -> str:
+    """The bundle's content hash: sha256 of manifest.json's bytes (not verified here)."""
+    path = Path(bundle_dir) / MANIFEST_NAME
+    try:
+        return content_hash_of_bytes(path.read_bytes())
+    except OSError as exc:
+        raise VerifyError(
+            f"{path}: cannot read the manifest ({exc.strerror})",
+            fix="pass a bundle directory made by a wrp_artifact target",
+        ) from exc
+
+
+def _fix(manifest: Manifest | None) -> str:
+    if manifest is None:
+        return "rebuild the wrp_artifact target that produced this bundle"
+    return f"rebuild {manifest.label} (bazel build {manifest.label}); do not edit bundle files"
+
+
+def _walk_files(root: Path) -> list[str]:
+    """Every non-directory entry under root, as sorted '/'-joined relative paths."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        rel_dir = os.path.relpath(dirpath, root)
+        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            rel = name if rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/")
+            found.append(rel)
+    return sorted(found)
+
+
+def verify_files(bundle_dir: Path, manifest: Manifest) -> None:
+    fix = _fix(manifest)
+    listed = {entry.path for entry in manifest.files}
+    for rel in _walk_files(bundle_dir):
+        if rel not in listed and rel not in UNHASHED_FILES:
+            raise VerifyError(f"{bundle_dir / rel}: file not listed in {MANIFEST_NAME}", fix=fix)
+    for entry in manifest.files:
+        path = bundle_dir / entry.path
+        if path.is_symlink() or not path.is_file():
+            raise VerifyError(f"{path}: listed in {MANIFEST_NAME} but missing (or not a plain file)", fix=fix)
+        size = path.stat().st_size
+        if size != entry.size:
+            raise VerifyError(f"{path}: {size} bytes, {MANIFEST_NAME} says {entry.size}", fix=fix)
+        digest = sha256_file(path)
+        if digest != entry.sha256:
+            raise VerifyError(f"{path}: sha256 {digest}, {MANIFEST_NAME} says {entry.sha256}", fix=fix)
+
+
+def verify_against_wrp(bundle_dir: Path, manifest: Manifest) -> None:
+    """The manifest must describe the .wrp it ships: modules, digests, bindings, golden sizes."""
+    fix = _fix(manifest)
+    wrp_path = bundle_dir / manifest.wrp
+    try:
+        wrp = wrpformat.read_wrp(wrp_path)
+    except WrpFormatError as exc:
+        raise VerifyError(f"{wrp_path}: {exc.message}", fix=fix) from exc
+    files = {entry.path: entry for entry in manifest.files}
+    if manifest.wrp not in files:
+        raise VerifyError(f"{wrp_path}: the .wrp is not listed in {MANIFEST_NAME}", fix=fix)
+
+    def mismatch(what: str) -> VerifyError:
+        return VerifyError(f"{bundle_dir / MANIFEST_NAME}: disagrees with {wrp_path}: {what}", fix=fix)
+
+    wrp_device = "cuda" if wrp.is_cuda else "cpu"
+    if wrp_device != manifest.device:
+        raise mismatch(f"device {manifest.device} vs {wrp_device}")
+    if wrp.metadata.producer_version != manifest.warp_version:
+        raise mismatch(f"Warp version {manifest.warp_version} vs {wrp.metadata.producer_version}")
+    if wrp.header.version != manifest.format_version:
+        raise mismatch(f"format version {manifest.format_version} vs {wrp.header.version}")
+
+    modules_dir = wrp_path.name[: -len(".wrp")] + "_modules"
+    by_hash = {m.hash: m for m in manifest.modules}
+    if sorted(by_hash) != sorted(m.hash for m in wrp.metadata.modules) or len(by_hash) != len(
+        manifest.modules
+    ):
+        raise mismatch(
+            f"modules {sorted(by_hash)} vs {sorted(m.hash for m in wrp.metadata.modules)} (by module hash)"
+        )
+    for record in wrp.metadata.modules:
+        entry = by_hash[record.hash]
+        binary = f"{modules_dir}/{record.binary_filename}"
+        if entry.binary != binary or binary not in files:
+            raise mismatch(f"module {record.name}: binary {entry.binary} vs {binary}")
+        # CUDA records carry the binary's digest (Warp's loader checks it); CPU ones do not.
+        if record.binary_sha256 and record.binary_sha256 != files[binary].sha256:
+            raise VerifyError(
+                f"{bundle_dir / binary}: sha256 {files[binary].sha256} but {wrp_path} "
+                f"records {record.binary_sha256} for module {record.name}",
+                fix=fix,
+            )
+        source = f"{modules_dir}/{record.source_filename}" if record.source_filename else None
+        if entry.source != source or (source is not None and source not in files):
+            raise mismatch(f"module {record.name}: source {entry.source} vs {source}")
+        if source is not None and record.source_sha256 != files[source].sha256:
+            raise VerifyError(
+                f"{bundle_dir / source}: sha256 {files[source].sha256} but {wrp_path} "
+                f"records {record.source_sha256} for module {record.name}",
+                fix=fix,
+            )
+
+    wrp_bindings = {b.name: b for b in wrpformat.binding_infos(wrp)}
+    man_bindings = {b.name: b for b in manifest.bindings}
+    if sorted(wrp_bindings) != sorted(man_bindings):
+        raise mismatch(f"bindings {sorted(man_bindings)} vs {sorted(wrp_bindings)}")
+    for name, entry in man_bindings.items():
+        record = wrp_bindings[name]
+        if (entry.region, entry.bytes) != (record.region_id, record.byte_size):
+            raise mismatch(
+                f"binding {name}: region {entry.region}, {entry.bytes} bytes vs "
+                f"region {record.region_id}, {record.byte_size} bytes"
+            )
+    for golden in manifest.golden:
+        binding = man_bindings.get(golden.name)
+        if binding is None or binding.direction == "in":
+            raise mismatch(f"golden output {golden.name} is not an output binding")
+        if golden.file not in files:
+            raise VerifyError(
+                f"{bundle_dir / golden.file}: golden file not listed in {MANIFEST_NAME}", fix=fix
+            )
+        if not (golden.bytes == binding.bytes == files[golden.file].size):
+            raise VerifyError(
+                f"{bundle_dir / golden.file}: {files[golden.file].size} bytes; the manifest says "
+                f"{golden.bytes} and binding {golden.name} holds {binding.bytes}",
+                fix=fix,
+            )
+
+
+def read_hash_file(path: str | os.PathLike) -> str:
+    """The content hash from a `<name>.sha256` file (`HEX  <name>/manifest.json`)."""
+    try:
+        text = Path(path).read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise VerifyError(f"{path}: cannot read the content-hash file ({exc})") from exc
+    token = text.split()[0] if text.split() else ""
+    if len(token) != 64 or any(ch not in "0123456789abcdef" for ch in token):
+        raise VerifyError(f"{path}: does not start with a lowercase sha256", fix=_fix(None))
+    return token
+
+
+def verify_bundle(bundle_dir: str | os.PathLike, expected_hash: str | None = None) -> Manifest:
+    """Runs every check; returns the parsed manifest.
+
+    The content hash is checked against `expected_hash`, or else against the `<dir>.sha256`
+    file next to the bundle directory when there is one (the layout the bundle action writes):
+    that is what catches an edited manifest of a CPU bundle, whose .wrp holds no digests.
+    """
+    bundle_dir = Path(bundle_dir)
+    manifest_path = bundle_dir / MANIFEST_NAME
+    if not bundle_dir.is_dir():
+        raise VerifyError(
+            f"{bundle_dir}: not a directory", fix="pass a bundle directory (e.g. bazel-bin/<pkg>/<name>)"
+        )
+    try:
+        data = manifest_path.read_bytes()
+    except OSError as exc:
+        raise VerifyError(f"{manifest_path}: cannot read ({exc.strerror})", fix=_fix(None)) from exc
+    sibling = bundle_dir.parent / f"{bundle_dir.name}.sha256"
+    if expected_hash is None and sibling.is_file():
+        expected_hash = read_hash_file(sibling)
+    if expected_hash is not None and content_hash_of_bytes(data) != expected_hash:
+        raise VerifyError(
+            f"{manifest_path}: content hash {content_hash_of_bytes(data)} differs from the expected {expected_hash}",
+            fix=_fix(None) + "; the manifest was changed after the build",
+        )
+    manifest = from_json_bytes(data, manifest_path)
+    verify_files(bundle_dir, manifest)
+    verify_against_wrp(bundle_dir, manifest)
+    return manifest
+
+
+def configure_parser(parser) -> None:
+    parser.add_argument("bundle", help="a bundle directory (holds manifest.json)")
+    parser.add_argument(
+        "--expect-hash",
+        default=None,
+        help="the content hash (hex) or a .sha256 file; default: <bundle>.sha256 next to the bundle, if present",
+    )
+
+
+def run(args) -> int:
+    expected = args.expect_hash
+    if expected is not None and os.path.isfile(expected):
+        expected = read_hash_file(expected)
+    manifest = verify_bundle(args.bundle, expected)
+    print(
+        f"ok: {args.bundle}: {manifest.label}, {len(manifest.files)} files, "
+        f"content hash {bundle_content_hash(args.bundle)}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    from wrpkg.cli import tool_main
+
+    tool_main("wrpkg.verify")
