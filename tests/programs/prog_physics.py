@@ -1,0 +1,28 @@
+"""Kernels of the first Warp module used by the test captures (a @wp.struct argument, adjoint)."""
+
+import warp as wp
+
+
+@wp.struct
+class Params:
+    gravity: wp.vec3
+    damping: float
+
+
+@wp.kernel
+def integrate(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), p: Params, dt: float):
+    i = wp.tid()
+    v[i] = v[i] * p.damping + p.gravity * dt
+    x[i] = x[i] + v[i] * dt
+
+
+@wp.kernel
+def kinetic_energy(v: wp.array(dtype=wp.vec3), e: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_add(e, 0, 0.5 * wp.dot(v[i], v[i]))
+
+
+@wp.kernel
+def square(a: wp.array(dtype=float), b: wp.array(dtype=float)):
+    i = wp.tid()
+    b[i] = a[i] * a[i]
