@@ -7,6 +7,8 @@ load(":compile.bzl", "declare_compiles")
 load(":flags.bzl", "ArchListInfo")
 load(":providers.bzl", "WrpInfo")
 load(":python.bzl", "WRPKG_TOOL_ATTRS")
+load(":cc.bzl", "wrp_cc_library")
+load(":test.bzl", "wrp_replay_test")
 
 _CUDA_TOOLCHAIN = "//toolchains/cuda:toolchain_type"
 
@@ -30,7 +32,11 @@ def _wrp_artifact_impl(ctx):
             files = depset([bundle_dir, tar, content_hash]),
             runfiles = ctx.runfiles(files = [bundle_dir]),
         ),
+        # Single-file views for $(rootpath) and filegroup(output_group = ...).
         OutputGroupInfo(
+            bundle_dir = depset([bundle_dir]),
+            tar = depset([tar]),
+            content_hash = depset([content_hash]),
             raw_capture = depset(raw.files),
             compiled = depset(sass_dirs.values() + ([ptx_dir] if ptx_dir else [])),
         ),
@@ -82,22 +88,57 @@ wrp_artifact_rule = rule(
     doc = "Captures a Warp program and bundles it for every listed GPU architecture.",
 )
 
-def wrp_artifact(name, tags = [], visibility = None, **kwargs):
-    """Declares `name` (the bundle).
+def wrp_artifact(name, tags = [], visibility = None, testonly = False, **kwargs):
+    """A bundle plus everything C++ needs to use and test it.
+
+    Declares:
+      name:                       the bundle (name/, name.tar, name.sha256; provides WrpInfo)
+      name_cc:                    wrp_cc_library embedding it (C++ deps = ["//pkg:name_cc"])
+      name_replay_test:           cc_test replaying the bundle directory against its golden outputs
+      name_embedded_replay_test:  the same from the bytes linked into the test binary
+      name_dir, name_tar, name_sha256: single-file views for $(rootpath ...)
 
     Args:
-      name: the bundle's name: `bazel build //pkg:name` writes name/, name.tar, name.sha256.
-      tags: applied to every target; a CUDA capture is always tagged `gpu`.
+      name: the bundle's name.
+      tags: applied to every target. CUDA artifacts' tests are tagged `gpu`, and a live
+        CUDA capture too (it needs a GPU runner).
       visibility: of every target.
-      **kwargs: capture, deps, data, device, archs, ptx, stem (see wrp_artifact_rule).
+      testonly: of every target.
+      **kwargs: capture, deps, data, device, archs, ptx, stem, recorded_capture (see wrp_artifact_rule).
     """
     device = kwargs.get("device", "cuda")
+    gpu = ["gpu"] if device == "cuda" else []
 
-    # Only a live CUDA capture needs a GPU; a recorded one compiles and bundles anywhere.
-    gpu_tags = ["gpu"] if device == "cuda" and not kwargs.get("recorded_capture") else []
-    wrp_artifact_rule(
-        name = name,
-        tags = tags + [t for t in gpu_tags if t not in tags],
+    # Only a live CUDA capture needs a GPU to build; a recorded one compiles and bundles anywhere.
+    build_tags = tags + (gpu if not kwargs.get("recorded_capture") else [])
+    test_tags = tags + gpu
+    wrp_artifact_rule(name = name, tags = build_tags, visibility = visibility, testonly = testonly, **kwargs)
+    for part, group in [("dir", "bundle_dir"), ("tar", "tar"), ("sha256", "content_hash")]:
+        native.filegroup(
+            name = "{}_{}".format(name, part),
+            srcs = [":" + name],
+            output_group = group,
+            tags = build_tags,
+            visibility = visibility,
+            testonly = testonly,
+        )
+    wrp_cc_library(
+        name = name + "_cc",
+        artifact = ":" + name,
+        tags = build_tags,
         visibility = visibility,
-        **kwargs
+        testonly = testonly,
+    )
+    wrp_replay_test(
+        name = name + "_replay_test",
+        cc_library = ":" + name + "_cc",
+        bundle_dir = ":" + name + "_dir",
+        content_hash = ":" + name + "_sha256",
+        tags = test_tags,
+    )
+    wrp_replay_test(
+        name = name + "_embedded_replay_test",
+        cc_library = ":" + name + "_cc",
+        embedded = True,
+        tags = test_tags,
     )

@@ -1,0 +1,191 @@
+#include "runtime/bundle.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "runtime/error.h"
+#include "runtime/sha256.h"
+#include "runtime/ustar.h"
+
+namespace wrp {
+namespace {
+
+// Reads a whole file. Returns false (errno set) when it cannot be opened or read.
+bool ReadFile(const std::string& path, std::vector<uint8_t>* out) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  out->clear();
+  uint8_t chunk[1 << 16];
+  size_t n;
+  while ((n = std::fread(chunk, 1, sizeof(chunk), f)) > 0) out->insert(out->end(), chunk, chunk + n);
+  bool ok = !std::ferror(f);
+  std::fclose(f);
+  return ok;
+}
+
+std::string Join(const std::string& dir, const std::string& path) {
+  if (dir.empty()) return path;
+  return dir.back() == '/' ? dir + path : dir + "/" + path;
+}
+
+bool IsHex64(const std::string& s) {
+  if (s.size() != 64) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& options) {
+  Bundle bundle;
+  bundle.origin_ = dir;
+  bundle.directory_ = dir;
+  bundle.from_directory_ = true;
+  bundle.storage_ = std::make_shared<std::vector<std::vector<uint8_t>>>();
+
+  const std::string manifest_path = Join(dir, "manifest.json");
+  std::vector<uint8_t> manifest_bytes;
+  if (!ReadFile(manifest_path, &manifest_bytes)) {
+    throw Error(manifest_path + ": cannot read (" + std::strerror(errno) +
+                "); fix: pass the bundle directory of a wrp_artifact target (the one holding manifest.json)");
+  }
+  bundle.content_hash_ = Sha256::HexDigest(manifest_bytes.data(), manifest_bytes.size());
+  bundle.manifest_ = ParseManifest(std::string(manifest_bytes.begin(), manifest_bytes.end()), manifest_path);
+
+  // Read each listed file once; verification then runs on exactly the bytes Warp will be given.
+  std::map<std::string, ByteView> present;
+  bundle.storage_->reserve(bundle.manifest_.files.size());
+  for (const FileRecord& record : bundle.manifest_.files) {
+    std::vector<uint8_t> bytes;
+    const std::string path = Join(dir, record.path);
+    if (!ReadFile(path, &bytes)) {
+      throw Error(path + ": listed in manifest.json but cannot be read (" + std::strerror(errno) +
+                  "); fix: " + bundle.manifest_.RebuildHint() + " and copy the whole bundle directory");
+    }
+    bundle.storage_->push_back(std::move(bytes));
+    const std::vector<uint8_t>& stored = bundle.storage_->back();
+    present[record.path] = ByteView{stored.data(), stored.size()};
+  }
+  bundle.Verify(present, options, /*extras_allowed=*/true);
+  return bundle;
+}
+
+Bundle Bundle::FromTar(const void* data, size_t size, std::string origin, const BundleOptions& options) {
+  Bundle bundle;
+  bundle.origin_ = std::move(origin);
+  std::vector<TarEntry> entries = ReadUstar(data, size, bundle.origin_);
+
+  // The bundle is the one top-level directory holding manifest.json.
+  std::string prefix;
+  const TarEntry* manifest_entry = nullptr;
+  for (const TarEntry& entry : entries) {
+    size_t slash = entry.path.find('/');
+    if (slash != std::string::npos && entry.path.compare(slash, std::string::npos, "/manifest.json") == 0) {
+      if (manifest_entry) {
+        throw Error(bundle.origin_ + ": holds more than one <name>/manifest.json (" + manifest_entry->path +
+                    ", " + entry.path + "); fix: embed exactly one bundle per archive");
+      }
+      manifest_entry = &entry;
+      prefix = entry.path.substr(0, slash + 1);
+    }
+  }
+  if (!manifest_entry) {
+    throw Error(bundle.origin_ +
+                ": no <name>/manifest.json inside; fix: embed the <name>.tar of a wrp_artifact");
+  }
+  const std::string manifest_origin = bundle.origin_ + ":" + manifest_entry->path;
+  bundle.content_hash_ = Sha256::HexDigest(manifest_entry->data, manifest_entry->size);
+  bundle.manifest_ =
+      ParseManifest(std::string(reinterpret_cast<const char*>(manifest_entry->data), manifest_entry->size),
+                    manifest_origin);
+  if (prefix != bundle.manifest_.name + "/") {
+    throw Error(manifest_origin + ": archive directory \"" + prefix +
+                "\" does not match the manifest's name \"" + bundle.manifest_.name +
+                "\"; fix: " + bundle.manifest_.RebuildHint());
+  }
+
+  std::map<std::string, ByteView> present;
+  for (const TarEntry& entry : entries) {
+    if (&entry == manifest_entry) continue;
+    if (entry.path.compare(0, prefix.size(), prefix) != 0) {
+      throw Error(bundle.origin_ + ": entry " + entry.path + " lies outside " + prefix +
+                  "; fix: " + bundle.manifest_.RebuildHint());
+    }
+    present[entry.path.substr(prefix.size())] = ByteView{entry.data, entry.size};
+  }
+  bundle.Verify(present, options, /*extras_allowed=*/false);
+  return bundle;
+}
+
+void Bundle::Verify(const std::map<std::string, ByteView>& present, const BundleOptions& options,
+                    bool extras_allowed) {
+  const std::string fix = "; fix: the bundle was modified after it was built: " + manifest_.RebuildHint();
+  if (!options.expected_content_hash.empty()) {
+    if (!IsHex64(options.expected_content_hash)) {
+      throw Error(
+          "expected content hash \"" + options.expected_content_hash +
+          "\" is not 64 lowercase hex digits; fix: pass the contents of the artifact's <name>.sha256");
+    }
+    if (options.expected_content_hash != content_hash_) {
+      throw Error(Describe("manifest.json") + ": sha256 is " + content_hash_ + " but the build recorded " +
+                  options.expected_content_hash + fix);
+    }
+  }
+  for (const FileRecord& record : manifest_.files) {
+    auto it = present.find(record.path);
+    if (it == present.end()) {
+      throw Error(Describe(record.path) + ": listed in manifest.json but missing" + fix);
+    }
+    const ByteView& bytes = it->second;
+    if (bytes.size != record.size) {
+      throw Error(Describe(record.path) + ": size is " + std::to_string(bytes.size) +
+                  " bytes but manifest.json records " + std::to_string(record.size) +
+                  (bytes.size < record.size ? " (truncated)" : "") + fix);
+    }
+    std::string digest = Sha256::HexDigest(bytes.data, bytes.size);
+    if (digest != record.sha256) {
+      throw Error(Describe(record.path) + ": sha256 is " + digest + " but manifest.json records " +
+                  record.sha256 + fix);
+    }
+    files_[record.path] = bytes;
+  }
+  if (!extras_allowed) {
+    for (const auto& entry : present) {
+      if (!files_.count(entry.first) && entry.first != Manifest::kCaptureInfo) {
+        throw Error(Describe(entry.first) + ": not listed in manifest.json" + fix);
+      }
+    }
+  }
+}
+
+ByteView Bundle::File(const std::string& path) const {
+  auto it = files_.find(path);
+  if (it == files_.end()) {
+    throw Error(Describe(path) + ": not listed in manifest.json; fix: " + manifest_.RebuildHint());
+  }
+  return it->second;
+}
+
+std::string Bundle::Describe(const std::string& path) const {
+  if (from_directory_) return Join(directory_, path);
+  return origin_ + ":" + manifest_.name + "/" + path;
+}
+
+std::string Bundle::Title() const {
+  std::string who = manifest_.label.empty() ? manifest_.name : manifest_.label;
+  return "bundle " + who + " (content sha256 " + content_hash_.substr(0, 16) + "...)";
+}
+
+void CheckWarpVersion(const Bundle& bundle, const std::string& linked_warp_version) {
+  if (bundle.manifest().warp_version != linked_warp_version) {
+    throw Error(bundle.Title() + " at " + bundle.origin() + " was captured with Warp " +
+                bundle.manifest().warp_version + " but this program links Warp " + linked_warp_version +
+                "; fix: link the Warp the bundle was built with (toolchains/warp), or " +
+                bundle.manifest().RebuildHint() + " with Warp " + linked_warp_version);
+  }
+}
+
+}  // namespace wrp

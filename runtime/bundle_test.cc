@@ -1,0 +1,237 @@
+// Bundle verification and end-to-end CPU replay through Warp. Arguments: BUNDLE_DIR BUNDLE_TAR (a CPU bundle
+// made by runtime/testdata/make_cpu_bundle.py).
+#include "runtime/bundle.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "runtime/golden.h"
+#include "runtime/graph.h"
+#include "runtime/sha256.h"
+#include "runtime/test_util.h"
+#include "runtime/ustar.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string& BundleDir() { return wrp::testing::Args().at(0); }
+const std::string& BundleTar() { return wrp::testing::Args().at(1); }
+
+std::vector<uint8_t> ReadBytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void WriteBytes(const fs::path& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+// A private copy of the bundle directory to damage.
+fs::path CopyBundle(const std::string& tag) {
+  fs::path dir = fs::temp_directory_path() / ("wrp_bundle_test_" + std::to_string(getpid()) + "_" + tag);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy(BundleDir(), dir / fs::path(BundleDir()).filename(), fs::copy_options::recursive);
+  return dir / fs::path(BundleDir()).filename();
+}
+
+std::string ModulePath(const wrp::Bundle& bundle) { return bundle.manifest().modules.at(0).binary; }
+
+std::vector<uint8_t> Golden(const wrp::Bundle& bundle, const std::string& name) {
+  for (const wrp::GoldenRecord& g : bundle.manifest().golden) {
+    if (g.name == name) {
+      wrp::ByteView v = bundle.File(g.file);
+      return std::vector<uint8_t>(v.data, v.data + v.size);
+    }
+  }
+  return {};
+}
+
+void CheckReplayMatchesGolden(wrp::Graph& graph, const wrp::Bundle& bundle) {
+  graph.Launch();
+  graph.Synchronize();
+  for (const wrp::GoldenRecord& g : bundle.manifest().golden) {
+    std::vector<uint8_t> actual(graph.ParamSize(g.name));
+    graph.GetParam(g.name, actual.data(), actual.size());
+    wrp::ByteView expected = bundle.File(g.file);
+    wrp::GoldenComparison r =
+        wrp::CompareWithGolden(expected.data, expected.size, actual.data(), actual.size(), g.tolerance);
+    if (!r.match) wrp::testing::RecordFailure(__FILE__, __LINE__, g.name + ": " + r.detail);
+  }
+}
+
+}  // namespace
+
+WRP_TEST(OpensAndVerifiesDirectory) {
+  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
+  std::vector<uint8_t> manifest = ReadBytes(fs::path(BundleDir()) / "manifest.json");
+  CHECK_EQ(bundle.content_hash(), wrp::Sha256::HexDigest(manifest.data(), manifest.size()));
+  CHECK_EQ(bundle.manifest().device, "cpu");
+  CHECK(bundle.Title().find(bundle.manifest().label) != std::string::npos);
+  CHECK_EQ(bundle.File(bundle.manifest().wrp).size, bundle.manifest().FindFile(bundle.manifest().wrp)->size);
+  // The expected content hash (the build's <name>.sha256) is what catches a consistently edited manifest.
+  wrp::BundleOptions good{bundle.content_hash()};
+  CHECK_EQ(wrp::Bundle::OpenDirectory(BundleDir(), good).content_hash(), bundle.content_hash());
+  wrp::BundleOptions other{std::string(64, 'a')};
+  CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(BundleDir(), other), "manifest.json: sha256 is", "rebuild //");
+}
+
+WRP_TEST(TamperedDirectoryFailsNamingTheFile) {
+  const wrp::Bundle clean = wrp::Bundle::OpenDirectory(BundleDir());
+  const std::string module = ModulePath(clean);
+  const std::string rebuild = "rebuild " + clean.manifest().label;
+  {
+    fs::path dir = CopyBundle("flip");
+    std::vector<uint8_t> bytes = ReadBytes(dir / module);
+    bytes[bytes.size() / 2] ^= 0x01;
+    WriteBytes(dir / module, bytes);
+    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), (dir / module).string().c_str(), "sha256 is",
+                      rebuild.c_str());
+    fs::remove_all(dir.parent_path());
+  }
+  {
+    fs::path dir = CopyBundle("truncate");
+    fs::resize_file(dir / "sim.wrp", fs::file_size(dir / "sim.wrp") - 100);
+    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), (dir / "sim.wrp").string().c_str(),
+                      "(truncated)", rebuild.c_str());
+    fs::remove_all(dir.parent_path());
+  }
+  {
+    // An edited manifest: a golden file's recorded digest no longer matches the file.
+    fs::path dir = CopyBundle("manifest");
+    std::vector<uint8_t> bytes = ReadBytes(dir / "manifest.json");
+    std::string text(bytes.begin(), bytes.end());
+    const std::string digest = clean.manifest().FindFile("golden/x.bin")->sha256;
+    text.replace(text.find(digest), 64, std::string(64, '0'));
+    WriteBytes(dir / "manifest.json", std::vector<uint8_t>(text.begin(), text.end()));
+    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), "golden/x.bin", "manifest.json records 0000");
+    // ... and with the build's content hash the manifest itself is named.
+    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string(), wrp::BundleOptions{clean.content_hash()}),
+                      "manifest.json: sha256 is");
+    fs::remove_all(dir.parent_path());
+  }
+  {
+    fs::path dir = CopyBundle("missing");
+    fs::remove(dir / module);
+    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), module.c_str(), "cannot be read");
+    fs::remove_all(dir.parent_path());
+  }
+  {
+    fs::path dir = CopyBundle("schema");
+    std::vector<uint8_t> bytes = ReadBytes(dir / "manifest.json");
+    std::string text(bytes.begin(), bytes.end());
+    text.replace(text.find("rules_warp.manifest/1"), 21, "rules_warp.manifest/9");
+    WriteBytes(dir / "manifest.json", std::vector<uint8_t>(text.begin(), text.end()));
+    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), "manifest.json", "field \"schema\"",
+                      rebuild.c_str());
+    fs::remove_all(dir.parent_path());
+  }
+  CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory("/nonexistent/bundle"), "/nonexistent/bundle/manifest.json",
+                    "cannot read");
+}
+
+WRP_TEST(TarMatchesDirectoryAndRejectsTampering) {
+  const wrp::Bundle dir_bundle = wrp::Bundle::OpenDirectory(BundleDir());
+  std::vector<uint8_t> tar = ReadBytes(BundleTar());
+  wrp::Bundle tar_bundle = wrp::Bundle::FromTar(tar.data(), tar.size(), "test tar");
+  CHECK_EQ(tar_bundle.content_hash(), dir_bundle.content_hash());
+  CHECK(!tar_bundle.from_directory());
+
+  // Flip one byte of the module's data inside the archive (tar headers stay valid).
+  const std::string module = ModulePath(dir_bundle);
+  std::vector<wrp::TarEntry> entries = wrp::ReadUstar(tar.data(), tar.size(), "t");
+  for (const wrp::TarEntry& e : entries) {
+    if (e.path == dir_bundle.manifest().name + "/" + module) {
+      std::vector<uint8_t> flipped = tar;
+      flipped[e.data - tar.data() + e.size / 2] ^= 0x80;
+      CHECK_THROWS_WITH(wrp::Bundle::FromTar(flipped.data(), flipped.size(), "test tar"),
+                        ("test tar:" + dir_bundle.manifest().name + "/" + module).c_str(), "sha256 is");
+    }
+  }
+  std::vector<uint8_t> truncated(tar.begin(), tar.begin() + 2048);
+  CHECK_THROWS_WITH(wrp::Bundle::FromTar(truncated.data(), truncated.size(), "test tar"), "test tar");
+}
+
+WRP_TEST(WarpVersionMustMatch) {
+  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
+  wrp::CheckWarpVersion(bundle, bundle.manifest().warp_version);
+  CHECK_THROWS_WITH(wrp::CheckWarpVersion(bundle, "9.9.9"), "captured with Warp 1.19.0",
+                    "this program links Warp 9.9.9");
+}
+
+WRP_TEST(CpuReplayFromDirectoryMemoryAndTar) {
+  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
+  wrp::Graph from_dir = wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"));
+  CHECK_EQ(from_dir.load_source(), "directory");
+  CheckReplayMatchesGolden(from_dir, bundle);
+
+  wrp::LoadOptions memory;
+  memory.source = wrp::LoadOptions::Source::kMemory;
+  wrp::Graph from_memory = wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"), memory);
+  CHECK_EQ(from_memory.load_source(), "memory");
+  CheckReplayMatchesGolden(from_memory, bundle);
+
+  std::vector<uint8_t> tar = ReadBytes(BundleTar());
+  wrp::Bundle tar_bundle = wrp::Bundle::FromTar(tar.data(), tar.size(), "test tar");
+  wrp::Graph from_tar = wrp::Graph::Load(tar_bundle, wrp::Device::ForBundle(tar_bundle));
+  CHECK_EQ(from_tar.load_source(), "memory");
+  CheckReplayMatchesGolden(from_tar, tar_bundle);
+
+  wrp::LoadOptions directory;
+  directory.source = wrp::LoadOptions::Source::kDirectory;
+  CHECK_THROWS_WITH(wrp::Graph::Load(tar_bundle, wrp::Device::Parse("cpu"), directory), "not a directory");
+}
+
+WRP_TEST(ParamsFollowCaptureSaveBindingRules) {
+  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
+  wrp::Graph graph = wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"));
+  CHECK_EQ(graph.ParamSize("x"), size_t(768));
+  CHECK_EQ(graph.ParamNames().size(), size_t(3));
+
+  std::vector<uint8_t> small(100);
+  CHECK_THROWS_WITH(graph.SetParam("x", small.data(), small.size()), "\"x\"", "100 bytes",
+                    "holds exactly 768 bytes");
+  CHECK_THROWS_WITH(graph.GetParam("e", small.data(), small.size()), "\"e\"", "holds exactly 4 bytes");
+  CHECK_THROWS_WITH(graph.SetParam("nope", small.data(), 4), "no parameter named \"nope\"", "e, v, x");
+
+  // "x" is input and output: one region, so what SetParam writes GetParam reads back before any launch.
+  std::vector<float> zeros(192, 0.0f), v(192, 0.0f), out(192, 1.0f);
+  graph.SetParam("x", zeros.data(), 768);
+  graph.GetParam("x", out.data(), 768);
+  CHECK(out == zeros);
+  // Zero velocity and zero position: after the replay x is the pure gravity drift, not the golden values.
+  graph.SetParam("v", v.data(), 768);
+  graph.Launch();
+  graph.GetParam("x", out.data(), 768);
+  CHECK(out[0] == 0.0f && out[1] < 0.0f && out[2] == 0.0f);
+  std::vector<uint8_t> golden_x = Golden(bundle, "x");
+  CHECK(std::vector<uint8_t>(reinterpret_cast<uint8_t*>(out.data()),
+                             reinterpret_cast<uint8_t*>(out.data()) + 768) != golden_x);
+}
+
+WRP_TEST(GraphsAreIndependentAndMovable) {
+  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
+  // Two loads of one bundle live together (each gets its own JIT object names); destroying one leaves the
+  // other's kernels loaded.
+  std::vector<wrp::Graph> graphs;
+  graphs.push_back(wrp::Graph::Load(bundle, wrp::Device::Parse("cpu")));
+  graphs.push_back(wrp::Graph::Load(bundle, wrp::Device::Parse("cpu")));
+  graphs.erase(graphs.begin());
+  wrp::Graph moved = std::move(graphs.back());
+  graphs.clear();
+  CheckReplayMatchesGolden(moved, bundle);
+}
+
+WRP_TEST(WrongDeviceKind) {
+  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
+  CHECK_THROWS_WITH(wrp::Graph::Load(bundle, wrp::Device::Parse("cuda:0")), "was captured for cpu",
+                    "cannot load on cuda:0");
+  CHECK_THROWS_WITH(wrp::Device::Parse("gpu"), "unknown device \"gpu\"");
+  CHECK_EQ(wrp::Device::Parse("cuda:3").ordinal, 3);
+}

@@ -1,0 +1,358 @@
+#include "runtime/graph.h"
+
+#include <sys/stat.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+#include "apic.h"  // Warp: wp_apic_*
+#include "runtime/arch.h"
+#include "runtime/error.h"
+#include "runtime/warp_library.h"
+#include "warp.h"  // Warp: wp_cuda_*, wp_get_error_string
+
+namespace wrp {
+namespace {
+
+std::string WarpErrorString() {
+  const char* s = wp_get_error_string();
+  return (s && *s) ? s : "no error text from Warp";
+}
+
+std::string Basename(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+struct GraphDeleter {
+  void operator()(APICGraph* graph) const { wp_apic_destroy_graph(graph); }
+};
+using GraphHandle = std::unique_ptr<APICGraph, GraphDeleter>;
+
+// One CPU kernel object loaded into warp-clang's JIT under a process-unique name.
+class CpuObject {
+ public:
+  CpuObject(const WarpClang* clang, std::string name) : clang_(clang), name_(std::move(name)) {}
+  CpuObject(const CpuObject&) = delete;
+  CpuObject& operator=(const CpuObject&) = delete;
+  ~CpuObject() { clang_->unload_obj(name_.c_str()); }
+  const std::string& name() const { return name_; }
+
+ private:
+  const WarpClang* clang_;
+  std::string name_;
+};
+
+class CudaStream {
+ public:
+  CudaStream(void* context, void* stream) : context_(context), stream_(stream) {}
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+  ~CudaStream() { wp_cuda_stream_destroy(context_, stream_); }
+  void* get() const { return stream_; }
+
+ private:
+  void* context_;
+  void* stream_;
+};
+
+// Each load gets its own JIT object names: two graphs from one bundle must not share (and unload) code.
+std::atomic<unsigned> g_load_counter{0};
+
+}  // namespace
+
+struct Graph::Impl {
+  Device device;
+  std::string title;  // Bundle::Title()
+  std::string origin;
+  std::string rebuild_hint;
+  std::vector<BindingRecord> bindings;
+  std::string load_note;
+  std::string load_source;
+  void* cuda_context = nullptr;
+  // The stream of the last CUDA launch not yet waited for (nullptr may mean the legacy default stream).
+  bool launch_pending = false;
+  void* pending_stream = nullptr;
+  // Destroyed in reverse order: the graph first (it holds kernel pointers into the objects and launches on
+  // the stream), then the objects, then the stream.
+  std::unique_ptr<CudaStream> stream;
+  std::vector<std::unique_ptr<CpuObject>> cpu_objects;
+  GraphHandle graph;
+
+  const BindingRecord& Binding(const std::string& name) const {
+    for (const BindingRecord& b : bindings) {
+      if (b.name == name) return b;
+    }
+    std::string known;
+    for (const BindingRecord& b : bindings) known += (known.empty() ? "" : ", ") + b.name;
+    throw Error(title + ": no parameter named \"" + name +
+                "\"; its parameters are: " + (known.empty() ? std::string("(none)") : known));
+  }
+
+  void CheckSize(const char* verb, const BindingRecord& binding, size_t size) const {
+    if (size != binding.bytes) {
+      throw Error(title + ": " + verb + " \"" + binding.name + "\" with " + std::to_string(size) +
+                  " bytes, but its region holds exactly " + std::to_string(binding.bytes) +
+                  " bytes (each name binds the array's whole base allocation, region " + binding.region +
+                  "); fix: pass a buffer of " + std::to_string(binding.bytes) + " bytes");
+    }
+  }
+};
+
+Device Device::Parse(const std::string& text) {
+  Device device;
+  if (text == "cpu") return device;
+  device.kind = Kind::kCuda;
+  if (text == "cuda") return device;
+  if (text.compare(0, 5, "cuda:") == 0 && text.size() > 5 && text.size() < 9 &&
+      text.find_first_not_of("0123456789", 5) == std::string::npos) {
+    device.ordinal = std::atoi(text.c_str() + 5);
+    return device;
+  }
+  throw Error("unknown device \"" + text + "\"; fix: use \"cpu\", \"cuda\" or \"cuda:N\"");
+}
+
+Device Device::ForBundle(const Bundle& bundle) {
+  return Parse(bundle.manifest().device == "cpu" ? "cpu" : "cuda:0");
+}
+
+std::string Device::ToString() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(ordinal); }
+
+Graph::Graph(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Graph::Graph(Graph&&) noexcept = default;
+Graph& Graph::operator=(Graph&&) noexcept = default;
+Graph::~Graph() = default;
+
+Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions& options) {
+  InitWarp();
+  CheckWarpVersion(bundle, LinkedWarpVersion());
+  const Manifest& manifest = bundle.manifest();
+
+  auto impl = std::make_unique<Impl>();
+  impl->device = device;
+  impl->title = bundle.Title();
+  impl->origin = bundle.origin();
+  impl->rebuild_hint = manifest.RebuildHint();
+  impl->bindings = manifest.bindings;
+
+  if ((manifest.device == "cpu") != device.is_cpu()) {
+    throw Error(impl->title + " was captured for " + manifest.device + " and cannot load on " +
+                device.ToString() + "; fix: pass --device " + (manifest.device == "cpu" ? "cpu" : "cuda:N") +
+                ", or depend on the artifact captured for that device");
+  }
+
+  bool from_directory = options.source == LoadOptions::Source::kDirectory ||
+                        (options.source == LoadOptions::Source::kAuto && bundle.from_directory());
+  if (from_directory && !bundle.from_directory()) {
+    throw Error(impl->title + " came from " + bundle.origin() +
+                ", not a directory; fix: load it from memory (LoadOptions::Source::kMemory)");
+  }
+  impl->load_source = from_directory ? "directory" : "memory";
+
+  const std::string stem = manifest.wrp.substr(0, manifest.wrp.size() - (manifest.wrp.size() > 4 ? 4 : 0));
+  const std::string modules_prefix = stem + "_modules/";
+  const ByteView wrp = bundle.File(manifest.wrp);
+
+  // Every file of <stem>_modules/, by the bare filename the .wrp records. Warp ignores entries it does not
+  // use.
+  std::map<std::string, ByteView> module_files;
+  for (const FileRecord& record : manifest.files) {
+    if (record.path.compare(0, modules_prefix.size(), modules_prefix) == 0) {
+      module_files[Basename(record.path)] = bundle.File(record.path);
+    }
+  }
+
+  const int device_type = device.is_cpu() ? APIC_DEVICE_CPU : APIC_DEVICE_CUDA;
+  if (!device.is_cpu()) {
+    CudaDeviceFacts facts = QueryCudaDevice(device.ordinal);
+    std::string include_dir = options.warp_include_dir;
+    if (include_dir.empty() && from_directory) {
+      std::string candidate = WarpLibraryDirectory() + "/../native";
+      if (IsDirectory(candidate)) include_dir = candidate;
+    }
+    ArchDecision decision =
+        DecideCudaCode(manifest, impl->title, facts, from_directory && !include_dir.empty());
+    if (!decision.fits) throw Error(decision.message);
+    impl->load_note = decision.message;
+    impl->cuda_context = wp_cuda_device_get_primary_context(device.ordinal);
+    if (!impl->cuda_context) {
+      throw Error("cannot get the CUDA context of " + device.ToString() + ": " + WarpErrorString());
+    }
+    APICGraph* graph = nullptr;
+    if (from_directory) {
+      const std::string wrp_path = bundle.Describe(manifest.wrp);
+      graph = wp_apic_load_graph_ex(impl->cuda_context, wrp_path.c_str(), device_type,
+                                    include_dir.empty() ? nullptr : include_dir.c_str());
+    } else {
+      std::vector<APICModuleBytes> modules;
+      for (const auto& entry : module_files) {
+        modules.push_back(APICModuleBytes{entry.first.c_str(), entry.second.data, entry.second.size});
+      }
+      graph = wp_apic_load_graph_from_bytes(impl->cuda_context, wrp.data, wrp.size, modules.data(),
+                                            static_cast<uint32_t>(modules.size()), device_type);
+    }
+    if (!graph) {
+      throw Error(impl->title + ": Warp could not load " + bundle.Describe(manifest.wrp) + " on " +
+                  device.ToString() + ": " + WarpErrorString() + "\nfix: " + impl->rebuild_hint);
+    }
+    impl->graph.reset(graph);
+    void* stream = wp_cuda_stream_create(impl->cuda_context, 0);
+    if (!stream)
+      throw Error("cannot create a CUDA stream on " + device.ToString() + ": " + WarpErrorString());
+    impl->stream = std::make_unique<CudaStream>(impl->cuda_context, stream);
+  } else {
+    APICGraph* graph = nullptr;
+    if (from_directory) {
+      graph = wp_apic_load_graph(nullptr, bundle.Describe(manifest.wrp).c_str(), device_type);
+    } else {
+      graph = wp_apic_load_graph_from_bytes(nullptr, wrp.data, wrp.size, nullptr, 0, device_type);
+    }
+    if (!graph) {
+      throw Error(impl->title + ": Warp could not load " + bundle.Describe(manifest.wrp) + ": " +
+                  WarpErrorString() + "\nfix: " + impl->rebuild_hint);
+    }
+    impl->graph.reset(graph);
+
+    // Warp leaves CPU kernels to the caller (Python does this in _apic_load_cpu_modules): load each recorded
+    // object into warp-clang's JIT from the verified bytes, look up every kernel's entry points, and register
+    // them with the graph.
+    const int num_kernels = wp_apic_get_num_kernels(graph);
+    if (num_kernels > 0) {
+      const WarpClang& clang = GetWarpClang();
+      const unsigned load_id = g_load_counter++;
+      std::map<std::string, const CpuObject*> objects;  // recorded filename -> loaded object
+      for (int i = 0; i < num_kernels; ++i) {
+        const char* key = wp_apic_get_kernel_key(graph, i);
+        const char* module_hash = wp_apic_get_kernel_module_hash(graph, i);
+        const char* filename = wp_apic_get_kernel_module_binary_filename(graph, i);
+        const char* forward_name = wp_apic_get_kernel_forward_name(graph, i);
+        const char* backward_name = wp_apic_get_kernel_backward_name(graph, i);
+        if (!key || !forward_name || !*forward_name) continue;
+        const std::string file = filename ? filename : "";
+        auto loaded = objects.find(file);
+        if (loaded == objects.end()) {
+          auto bytes = module_files.find(file);
+          if (file.empty() || bytes == module_files.end()) {
+            throw Error(impl->title + ": kernel " + key + " needs module object \"" + file +
+                        "\", which is not in " + bundle.Describe(modules_prefix) +
+                        "; fix: " + impl->rebuild_hint);
+          }
+          std::string name = "wrp_" + std::to_string(load_id) + "_" + file.substr(0, file.rfind('.'));
+          if (clang.load_obj_from_bytes(bytes->second.data, bytes->second.size, name.c_str(), false) != 0) {
+            throw Error(impl->title + ": warp-clang could not load " +
+                        bundle.Describe(modules_prefix + file) + ": " + WarpErrorString() +
+                        "\nfix: " + impl->rebuild_hint + " on this CPU architecture");
+          }
+          impl->cpu_objects.push_back(std::make_unique<CpuObject>(&clang, name));
+          loaded = objects.emplace(file, impl->cpu_objects.back().get()).first;
+        }
+        const std::string& object_name = loaded->second->name();
+        uint64_t forward = clang.lookup(object_name.c_str(), forward_name);
+        if (!forward) {
+          throw Error(impl->title + ": kernel entry point " + forward_name + " is missing from " +
+                      bundle.Describe(modules_prefix + file) + "; fix: " + impl->rebuild_hint);
+        }
+        uint64_t backward =
+            (backward_name && *backward_name) ? clang.lookup(object_name.c_str(), backward_name) : 0;
+        wp_apic_register_loaded_cpu_kernel(graph, key, module_hash, reinterpret_cast<void*>(forward),
+                                           reinterpret_cast<void*>(backward));
+      }
+    }
+  }
+
+  // The manifest and the .wrp must agree on every binding's name and capacity: SetParam/GetParam check sizes
+  // against the manifest before Warp is called.
+  // wp_apic_get_num_params counts a name bound as both input and output twice, so compare name sets.
+  std::set<std::string> warp_names;
+  for (int i = 0, n = wp_apic_get_num_params(impl->graph.get()); i < n; ++i) {
+    if (const char* name = wp_apic_get_param_name(impl->graph.get(), i)) warp_names.insert(name);
+  }
+  std::set<std::string> manifest_names;
+  for (const BindingRecord& binding : manifest.bindings) manifest_names.insert(binding.name);
+  if (warp_names != manifest_names) {
+    auto join = [](const std::set<std::string>& names) {
+      std::string out;
+      for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+      return out.empty() ? std::string("(none)") : out;
+    };
+    throw Error(impl->title + ": the .wrp binds parameters {" + join(warp_names) +
+                "} but manifest.json lists {" + join(manifest_names) + "}; fix: " + impl->rebuild_hint);
+  }
+  for (const BindingRecord& binding : manifest.bindings) {
+    size_t warp_size = wp_apic_get_param_size(impl->graph.get(), binding.name.c_str());
+    if (warp_size != binding.bytes) {
+      throw Error(impl->title + ": parameter \"" + binding.name + "\" is " + std::to_string(warp_size) +
+                  " bytes in the .wrp but " + std::to_string(binding.bytes) +
+                  " in manifest.json; fix: " + impl->rebuild_hint);
+    }
+  }
+  return Graph(std::move(impl));
+}
+
+void Graph::SetParam(const std::string& name, const void* data, size_t size) {
+  const BindingRecord& binding = impl_->Binding(name);
+  impl_->CheckSize("SetParam", binding, size);
+  if (!data) throw Error(impl_->title + ": SetParam \"" + name + "\" with a null pointer");
+  // Warp copies on the legacy default stream; a caller's non-blocking stream may still be running the graph.
+  Synchronize();
+  if (!wp_apic_set_param(impl_->graph.get(), name.c_str(), data, size)) {
+    throw Error(impl_->title + ": SetParam \"" + name + "\" failed: " + WarpErrorString());
+  }
+}
+
+void Graph::GetParam(const std::string& name, void* data, size_t size) {
+  const BindingRecord& binding = impl_->Binding(name);
+  impl_->CheckSize("GetParam", binding, size);
+  if (!data) throw Error(impl_->title + ": GetParam \"" + name + "\" with a null pointer");
+  Synchronize();
+  if (!wp_apic_get_param(impl_->graph.get(), name.c_str(), data, size)) {
+    throw Error(impl_->title + ": GetParam \"" + name + "\" failed: " + WarpErrorString());
+  }
+}
+
+size_t Graph::ParamSize(const std::string& name) const { return impl_->Binding(name).bytes; }
+
+std::vector<std::string> Graph::ParamNames() const {
+  std::vector<std::string> names;
+  for (const BindingRecord& b : impl_->bindings) names.push_back(b.name);
+  return names;
+}
+
+void Graph::Launch() { Launch(impl_->stream ? impl_->stream->get() : nullptr); }
+
+void Graph::Launch(void* cuda_stream) {
+  if (impl_->device.is_cpu()) {
+    if (!wp_apic_cpu_replay_graph(impl_->graph.get())) {
+      throw Error(impl_->title + ": CPU replay failed: " + WarpErrorString());
+    }
+    return;
+  }
+  if (!wp_apic_launch(impl_->graph.get(), cuda_stream)) {
+    throw Error(impl_->title + ": CUDA graph launch on " + impl_->device.ToString() +
+                " failed: " + WarpErrorString());
+  }
+  impl_->launch_pending = true;
+  impl_->pending_stream = cuda_stream;
+}
+
+void Graph::Synchronize() {
+  if (impl_->device.is_cpu() || !impl_->launch_pending) return;
+  if (!wp_cuda_stream_synchronize(impl_->pending_stream)) {
+    throw Error(impl_->title + ": waiting for " + impl_->device.ToString() + " failed: " + WarpErrorString());
+  }
+  impl_->launch_pending = false;
+}
+
+const Device& Graph::device() const { return impl_->device; }
+void* Graph::cuda_stream() const { return impl_->stream ? impl_->stream->get() : nullptr; }
+const std::string& Graph::load_note() const { return impl_->load_note; }
+const std::string& Graph::load_source() const { return impl_->load_source; }
+
+}  // namespace wrp

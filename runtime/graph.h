@@ -1,0 +1,78 @@
+// A loaded, launchable Warp APIC graph from a verified bundle. RAII over every Warp handle it holds: the
+// APICGraph, the CPU kernel objects loaded through warp-clang, and the CUDA stream it launches on.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/bundle.h"
+
+namespace wrp {
+
+struct Device {
+  enum class Kind { kCpu, kCuda };
+  Kind kind = Kind::kCpu;
+  int ordinal = 0;
+
+  // "cpu", "cuda" (= cuda:0) or "cuda:N". Throws wrp::Error otherwise.
+  static Device Parse(const std::string& text);
+  // The device kind a bundle was captured for ("cpu" or "cuda:0").
+  static Device ForBundle(const Bundle& bundle);
+  std::string ToString() const;
+  bool is_cpu() const { return kind == Kind::kCpu; }
+};
+
+struct LoadOptions {
+  enum class Source {
+    kAuto,       // directory bundles load from their directory, tar bundles from memory
+    kDirectory,  // wp_apic_load_graph[_ex] on the bundle directory (Warp re-reads the .wrp and CUDA modules)
+    kMemory,     // wp_apic_load_graph_from_bytes with the verified bytes (no second read, no NVRTC fallback)
+  };
+  Source source = Source::kAuto;
+  // Warp's native header directory, for compiling retained CUDA source when no SASS or PTX fits (directory
+  // loads only). Empty: <dir of warp.so>/../native when it exists, else source fallback is off.
+  std::string warp_include_dir;
+};
+
+class Graph {
+ public:
+  // Checks the linked Warp's version and, on CUDA, that the device can run the bundle's code (see arch.h),
+  // then loads. Throws wrp::Error naming the bundle and the fix.
+  static Graph Load(const Bundle& bundle, const Device& device, const LoadOptions& options = {});
+
+  Graph(Graph&&) noexcept;
+  Graph& operator=(Graph&&) noexcept;
+  ~Graph();
+
+  // Copy `size` bytes into / out of the region bound to `name` (wp.capture_save's inputs/outputs). A name
+  // bound as both input and output is one region, and names sharing a region alias each other. `size` must
+  // equal the region's whole capacity. Throws wrp::Error for an unknown name or a wrong size. On CUDA,
+  // GetParam waits for the graph's last launch first.
+  void SetParam(const std::string& name, const void* data, size_t size);
+  void GetParam(const std::string& name, void* data, size_t size);
+  size_t ParamSize(const std::string& name) const;
+  std::vector<std::string> ParamNames() const;
+
+  // CPU: replays the operation stream on the calling thread (returns when done). CUDA: launches the graph on
+  // its own stream (asynchronous); the overload takes a caller's CUstream/cudaStream_t.
+  void Launch();
+  void Launch(void* cuda_stream);
+  // Waits for launched work (no-op on CPU).
+  void Synchronize();
+
+  const Device& device() const;
+  void* cuda_stream() const;  // nullptr on CPU
+  // Non-empty when the CUDA load had to JIT PTX or compile source (see ArchDecision::message).
+  const std::string& load_note() const;
+  // How it was loaded: "directory" or "memory".
+  const std::string& load_source() const;
+
+ private:
+  struct Impl;
+  explicit Graph(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace wrp

@@ -1,0 +1,270 @@
+#include "runtime/manifest.h"
+
+#include <set>
+
+#include "runtime/error.h"
+#include "runtime/json.h"
+
+namespace wrp {
+namespace {
+
+using json::Value;
+
+class ManifestReader {
+ public:
+  ManifestReader(const std::string& origin) : origin_(origin) {}
+
+  [[noreturn]] void Fail(const std::string& field, const std::string& what) const {
+    std::string hint =
+        label_.empty() ? "rebuild the wrp_artifact target that produced it" : "rebuild " + label_;
+    throw Error(origin_ + ": field \"" + field + "\": " + what + "; fix: " + hint);
+  }
+
+  const Value& Require(const Value& object, const std::string& key, const std::string& path) const {
+    const Value* v = object.Find(key);
+    if (!v) Fail(path + key, "missing");
+    return *v;
+  }
+
+  void ExpectType(const Value& v, Value::Type type, const std::string& field) const {
+    if (v.type() != type) {
+      Fail(field, std::string("expected ") + Value::TypeName(type) + ", got " + Value::TypeName(v.type()));
+    }
+  }
+
+  std::string String(const Value& object, const std::string& key, const std::string& path) const {
+    const Value& v = Require(object, key, path);
+    ExpectType(v, Value::Type::kString, path + key);
+    return v.string_value();
+  }
+
+  std::optional<std::string> OptionalString(const Value& object, const std::string& key,
+                                            const std::string& path) const {
+    const Value* v = object.Find(key);
+    if (!v || v->is_null()) return std::nullopt;
+    ExpectType(*v, Value::Type::kString, path + key);
+    return v->string_value();
+  }
+
+  uint64_t Size(const Value& object, const std::string& key, const std::string& path) const {
+    const Value& v = Require(object, key, path);
+    if (!v.is_integer() || v.integer_value() < 0) Fail(path + key, "expected a non-negative integer");
+    return static_cast<uint64_t>(v.integer_value());
+  }
+
+  const std::vector<Value>& Array(const Value& object, const std::string& key,
+                                  const std::string& path) const {
+    const Value& v = Require(object, key, path);
+    ExpectType(v, Value::Type::kArray, path + key);
+    return v.array_items();
+  }
+
+  std::string Sha256(const Value& object, const std::string& key, const std::string& path) const {
+    std::string digest = String(object, key, path);
+    bool ok = digest.size() == 64;
+    for (char c : digest) ok = ok && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+    if (!ok) Fail(path + key, "expected 64 lowercase hex digits, got \"" + digest + "\"");
+    return digest;
+  }
+
+  std::string RelativePath(const Value& object, const std::string& key, const std::string& path) const {
+    std::string value = String(object, key, path);
+    CheckRelativePath(value, path + key);
+    return value;
+  }
+
+  void CheckRelativePath(const std::string& value, const std::string& field) const {
+    bool ok = !value.empty() && value[0] != '/' && value.find('\\') == std::string::npos;
+    size_t start = 0;
+    while (ok && start <= value.size()) {
+      size_t end = value.find('/', start);
+      if (end == std::string::npos) end = value.size();
+      std::string part = value.substr(start, end - start);
+      ok = !part.empty() && part != "." && part != "..";
+      start = end + 1;
+    }
+    if (!ok) Fail(field, "\"" + value + "\" is not a plain relative path inside the bundle");
+  }
+
+  // The bundler writes the CUDA release as text ("13.4"); cuDriverGetVersion's integer form (13040) is
+  // accepted too. Both become the integer form.
+  int64_t DriverVersion(const Value& v, const std::string& field) const {
+    if (v.is_integer() && v.integer_value() >= 0) return v.integer_value();
+    if (v.is_string()) {
+      const std::string& text = v.string_value();
+      size_t dot = text.find('.');
+      bool ok =
+          dot != std::string::npos && dot > 0 && dot + 1 < text.size() && dot <= 3 && text.size() - dot <= 3;
+      for (size_t i = 0; ok && i < text.size(); ++i) ok = i == dot || (text[i] >= '0' && text[i] <= '9');
+      if (ok) return std::stoll(text.substr(0, dot)) * 1000 + std::stoll(text.substr(dot + 1)) * 10;
+    }
+    Fail(field, "expected null, a CUDA version such as \"13.4\", or an integer such as 13040");
+  }
+
+  Manifest Read(const Value& root) {
+    if (!root.is_object()) Fail("(top level)", "expected an object");
+    Manifest m;
+    // The label first, so later errors can name the target to rebuild.
+    if (const Value* label = root.Find("label"); label && label->is_string()) label_ = label->string_value();
+    m.schema = String(root, "schema", "");
+    if (m.schema != Manifest::kSchema) {
+      Fail("schema",
+           "\"" + m.schema + "\" is not \"" + Manifest::kSchema + "\" (this runtime reads only that)");
+    }
+    m.name = String(root, "name", "");
+    m.label = String(root, "label", "");
+    m.wrp = RelativePath(root, "wrp", "");
+    m.warp_version = String(root, "warp_version", "");
+    const Value& format_version = Require(root, "format_version", "");
+    if (!format_version.is_integer()) Fail("format_version", "expected an integer");
+    m.format_version = format_version.integer_value();
+    m.device = String(root, "device", "");
+    if (m.device != "cpu" && m.device != "cuda")
+      Fail("device", "expected \"cpu\" or \"cuda\", got \"" + m.device + "\"");
+
+    const std::vector<Value>& files = Array(root, "files", "");
+    std::set<std::string> file_paths;
+    for (size_t i = 0; i < files.size(); ++i) {
+      std::string p = "files[" + std::to_string(i) + "].";
+      ExpectType(files[i], Value::Type::kObject, p);
+      FileRecord f;
+      f.path = RelativePath(files[i], "path", p);
+      f.size = Size(files[i], "size", p);
+      f.sha256 = Sha256(files[i], "sha256", p);
+      if (f.path == "manifest.json") Fail(p + "path", "manifest.json cannot list itself");
+      if (!file_paths.insert(f.path).second) Fail(p + "path", "\"" + f.path + "\" is listed twice");
+      m.files.push_back(std::move(f));
+    }
+    auto require_listed = [&](const std::string& path, const std::string& field) {
+      if (!file_paths.count(path))
+        Fail(field, "\"" + path + "\" is not listed in \"files\", so it cannot be verified");
+    };
+    require_listed(m.wrp, "wrp");
+
+    const std::vector<Value>& modules = Array(root, "modules", "");
+    for (size_t i = 0; i < modules.size(); ++i) {
+      std::string p = "modules[" + std::to_string(i) + "].";
+      ExpectType(modules[i], Value::Type::kObject, p);
+      ModuleRecord mod;
+      mod.name = String(modules[i], "name", p);
+      mod.hash = String(modules[i], "hash", p);
+      mod.binary = RelativePath(modules[i], "binary", p);
+      require_listed(mod.binary, p + "binary");
+      mod.binary_kind = String(modules[i], "binary_kind", p);
+      mod.source = OptionalString(modules[i], "source", p);
+      if (mod.source) {
+        CheckRelativePath(*mod.source, p + "source");
+        require_listed(*mod.source, p + "source");
+      }
+      if (const Value* sass = modules[i].Find("sass"); sass && !sass->is_null()) {
+        ExpectType(*sass, Value::Type::kArray, p + "sass");
+        for (size_t j = 0; j < sass->array_items().size(); ++j) {
+          const Value& s = sass->array_items()[j];
+          std::string sp = p + "sass[" + std::to_string(j) + "].";
+          ExpectType(s, Value::Type::kObject, sp);
+          mod.sass.push_back(SassRecord{String(s, "arch", sp), Size(s, "size", sp), Sha256(s, "sha256", sp)});
+        }
+      }
+      if (const Value* ptx = modules[i].Find("ptx"); ptx && !ptx->is_null()) {
+        ExpectType(*ptx, Value::Type::kObject, p + "ptx");
+        PtxRecord rec;
+        rec.arch = String(*ptx, "arch", p + "ptx.");
+        rec.size = Size(*ptx, "size", p + "ptx.");
+        rec.sha256 = Sha256(*ptx, "sha256", p + "ptx.");
+        rec.nvrtc_version = OptionalString(*ptx, "nvrtc_version", p + "ptx.").value_or("");
+        mod.ptx = rec;
+      }
+      m.modules.push_back(std::move(mod));
+    }
+
+    const std::vector<Value>& bindings = Array(root, "bindings", "");
+    std::set<std::string> binding_names;
+    for (size_t i = 0; i < bindings.size(); ++i) {
+      std::string p = "bindings[" + std::to_string(i) + "].";
+      ExpectType(bindings[i], Value::Type::kObject, p);
+      BindingRecord b;
+      b.name = String(bindings[i], "name", p);
+      b.direction = String(bindings[i], "direction", p);
+      if (b.direction != "in" && b.direction != "out" && b.direction != "inout") {
+        Fail(p + "direction", "expected \"in\", \"out\" or \"inout\", got \"" + b.direction + "\"");
+      }
+      b.bytes = Size(bindings[i], "bytes", p);
+      const Value& region = Require(bindings[i], "region", p);
+      if (region.is_integer()) {
+        b.region = std::to_string(region.integer_value());
+      } else if (region.is_string()) {
+        b.region = region.string_value();
+      } else {
+        Fail(p + "region", "expected an integer or a string");
+      }
+      if (!binding_names.insert(b.name).second)
+        Fail(p + "name", "binding \"" + b.name + "\" is listed twice");
+      m.bindings.push_back(std::move(b));
+    }
+    // Names of one region alias one allocation, so they must agree on its capacity.
+    for (const BindingRecord& a : m.bindings) {
+      for (const BindingRecord& b : m.bindings) {
+        if (a.region == b.region && a.bytes != b.bytes) {
+          Fail("bindings", "\"" + a.name + "\" and \"" + b.name + "\" share region " + a.region +
+                               " but record different sizes (" + std::to_string(a.bytes) + " and " +
+                               std::to_string(b.bytes) + " bytes)");
+        }
+      }
+    }
+
+    const std::vector<Value>& golden = Array(root, "golden", "");
+    for (size_t i = 0; i < golden.size(); ++i) {
+      std::string p = "golden[" + std::to_string(i) + "].";
+      ExpectType(golden[i], Value::Type::kObject, p);
+      GoldenRecord g;
+      g.name = String(golden[i], "name", p);
+      g.file = RelativePath(golden[i], "file", p);
+      require_listed(g.file, p + "file");
+      g.bytes = Size(golden[i], "bytes", p);
+      if (const Value* tol = golden[i].Find("tolerance"); tol && !tol->is_null()) {
+        if (!tol->is_number() || tol->number_value() < 0)
+          Fail(p + "tolerance", "expected null or a number >= 0");
+        g.tolerance = tol->number_value();
+      }
+      if (!binding_names.count(g.name)) Fail(p + "name", "\"" + g.name + "\" is not a binding");
+      m.golden.push_back(std::move(g));
+    }
+
+    if (const Value* ptx_min_driver = root.Find("ptx_min_driver");
+        ptx_min_driver && !ptx_min_driver->is_null()) {
+      m.ptx_min_driver = DriverVersion(*ptx_min_driver, "ptx_min_driver");
+    }
+    return m;
+  }
+
+ private:
+  std::string origin_;
+  std::string label_;
+};
+
+}  // namespace
+
+const BindingRecord* Manifest::FindBinding(const std::string& binding_name) const {
+  for (const BindingRecord& b : bindings) {
+    if (b.name == binding_name) return &b;
+  }
+  return nullptr;
+}
+
+const FileRecord* Manifest::FindFile(const std::string& path) const {
+  for (const FileRecord& f : files) {
+    if (f.path == path) return &f;
+  }
+  return nullptr;
+}
+
+std::string Manifest::RebuildHint() const {
+  return label.empty() ? "rebuild the wrp_artifact target that produced it" : "rebuild " + label;
+}
+
+Manifest ParseManifest(const std::string& text, const std::string& origin) {
+  json::Value root = json::Parse(text, origin);
+  return ManifestReader(origin).Read(root);
+}
+
+}  // namespace wrp

@@ -1,0 +1,184 @@
+// replay_test: loads a bundle, launches its graph once from the captured initial state, and compares every
+// output with the bundle's golden bytes. Exit status: 0 all outputs match, 1 a mismatch, 2 the bundle could
+// not be loaded (tampered, wrong Warp, no code for this GPU, ...) or bad usage.
+//
+//   replay_test --bundle DIR [--from-memory]   a bundle directory (Warp reads it, or the verified bytes)
+//   replay_test --tar FILE                      a bundle's <name>.tar, loaded from memory like an embedded
+//   one replay_test [--embedded]                    the bundle linked in through wrp_embedded_bundle()
+// Options: --device cpu|cuda:N (default: the bundle's device kind, ordinal 0), --content-hash HEX or
+// --content-hash-file FILE (expected sha256 of manifest.json; an embedded bundle carries its own).
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/bundle.h"
+#include "runtime/embedded.h"
+#include "runtime/error.h"
+#include "runtime/golden.h"
+#include "runtime/graph.h"
+
+namespace {
+
+constexpr int kExitPass = 0;
+constexpr int kExitMismatch = 1;
+constexpr int kExitError = 2;
+
+struct Flags {
+  std::string bundle_dir;
+  std::string tar_file;
+  bool embedded = false;
+  bool from_memory = false;
+  std::string device;
+  std::string content_hash;
+};
+
+void Usage() {
+  std::cerr
+      << "usage: replay_test (--bundle DIR [--from-memory] | --tar FILE | --embedded) [--device cpu|cuda:N]\n"
+         "                   [--content-hash HEX | --content-hash-file FILE]\n";
+}
+
+std::vector<uint8_t> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw wrp::Error(path + ": cannot read; fix: pass an existing file");
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// The first whitespace-separated token of a <name>.sha256 file ("<hex>" or "<hex>  <file>").
+std::string ReadHashFile(const std::string& path) {
+  std::vector<uint8_t> bytes = ReadWholeFile(path);
+  std::istringstream in(std::string(bytes.begin(), bytes.end()));
+  std::string token;
+  in >> token;
+  return token;
+}
+
+bool ParseFlags(int argc, char** argv, Flags* flags) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](std::string* out) {
+      if (i + 1 >= argc) return false;
+      *out = argv[++i];
+      return true;
+    };
+    if (arg == "--bundle") {
+      if (!value(&flags->bundle_dir)) return false;
+    } else if (arg == "--tar") {
+      if (!value(&flags->tar_file)) return false;
+    } else if (arg == "--embedded") {
+      flags->embedded = true;
+    } else if (arg == "--from-memory") {
+      flags->from_memory = true;
+    } else if (arg == "--device") {
+      if (!value(&flags->device)) return false;
+    } else if (arg == "--content-hash") {
+      if (!value(&flags->content_hash)) return false;
+    } else if (arg == "--content-hash-file") {
+      std::string path;
+      if (!value(&path)) return false;
+      flags->content_hash = ReadHashFile(path);
+    } else {
+      std::cerr << "replay_test: unknown argument " << arg << "\n";
+      return false;
+    }
+  }
+  int sources = !flags->bundle_dir.empty() + !flags->tar_file.empty() + flags->embedded;
+  if (sources == 0 && wrp_embedded_bundle != nullptr) flags->embedded = true;
+  if (sources > 1) {
+    std::cerr << "replay_test: pass only one of --bundle, --tar, --embedded\n";
+    return false;
+  }
+  if (sources == 0 && !flags->embedded) {
+    std::cerr << "replay_test: no bundle given and none is embedded in this binary\n";
+    return false;
+  }
+  return true;
+}
+
+int Run(const Flags& flags) {
+  wrp::BundleOptions options;
+  options.expected_content_hash = flags.content_hash;
+  std::vector<uint8_t> tar_bytes;  // must outlive the bundle (zero-copy)
+  auto start = std::chrono::steady_clock::now();
+
+  wrp::Bundle bundle = [&] {
+    if (!flags.bundle_dir.empty()) return wrp::Bundle::OpenDirectory(flags.bundle_dir, options);
+    if (!flags.tar_file.empty()) {
+      tar_bytes = ReadWholeFile(flags.tar_file);
+      return wrp::Bundle::FromTar(tar_bytes.data(), tar_bytes.size(), flags.tar_file, options);
+    }
+    if (wrp_embedded_bundle == nullptr) {
+      throw wrp::Error("--embedded: this binary embeds no bundle; fix: build it with wrp_replay_test");
+    }
+    const WrpEmbeddedBundle* embedded = wrp_embedded_bundle();
+    if (options.expected_content_hash.empty() && embedded->content_hash) {
+      options.expected_content_hash = embedded->content_hash;
+    }
+    std::string origin = std::string("embedded bundle of ") + (embedded->label ? embedded->label : "?");
+    return wrp::Bundle::FromTar(embedded->data, embedded->size, origin, options);
+  }();
+  auto verified = std::chrono::steady_clock::now();
+
+  wrp::Device device =
+      flags.device.empty() ? wrp::Device::ForBundle(bundle) : wrp::Device::Parse(flags.device);
+  wrp::LoadOptions load_options;
+  if (flags.from_memory) load_options.source = wrp::LoadOptions::Source::kMemory;
+  wrp::Graph graph = wrp::Graph::Load(bundle, device, load_options);
+  auto loaded = std::chrono::steady_clock::now();
+  auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+
+  std::cout << "replay_test: " << bundle.Title() << " from " << bundle.origin() << "\n"
+            << "  device " << device.ToString() << ", loaded from " << graph.load_source() << "; verify "
+            << ms(start, verified) << " ms, load " << ms(verified, loaded) << " ms\n";
+  if (!graph.load_note().empty()) std::cout << "  note: " << graph.load_note() << "\n";
+
+  graph.Launch();
+  graph.Synchronize();
+  auto launched = std::chrono::steady_clock::now();
+  std::cout << "  launch " << ms(loaded, launched) << " ms\n";
+
+  const wrp::Manifest& manifest = bundle.manifest();
+  size_t passed = 0;
+  for (const wrp::GoldenRecord& golden : manifest.golden) {
+    std::vector<uint8_t> actual(graph.ParamSize(golden.name));
+    graph.GetParam(golden.name, actual.data(), actual.size());
+    wrp::ByteView expected = bundle.File(golden.file);
+    wrp::GoldenComparison result =
+        wrp::CompareWithGolden(expected.data, expected.size, actual.data(), actual.size(), golden.tolerance);
+    passed += result.match;
+    std::cout << "  " << (result.match ? "PASS " : "FAIL ") << golden.name << ": " << result.detail << "\n";
+  }
+  if (manifest.golden.empty()) {
+    std::cout << "FAIL: the bundle records no golden outputs, so nothing was checked; fix: "
+              << manifest.RebuildHint() << " with outputs= in its capture\n";
+    return kExitMismatch;
+  }
+  bool all = passed == manifest.golden.size();
+  std::cout << (all ? "PASS" : "FAIL") << ": " << passed << "/" << manifest.golden.size()
+            << " outputs match golden (" << (manifest.label.empty() ? manifest.name : manifest.label) << ", "
+            << device.ToString() << ")\n";
+  return all ? kExitPass : kExitMismatch;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  try {
+    if (!ParseFlags(argc, argv, &flags)) {
+      Usage();
+      return kExitError;
+    }
+    return Run(flags);
+  } catch (const wrp::Error& e) {
+    std::cout.flush();
+    std::cerr << "ERROR: " << e.what() << "\n";
+    return kExitError;
+  }
+}

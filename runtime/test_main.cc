@@ -1,0 +1,45 @@
+#include <exception>
+
+#include "runtime/test_util.h"
+
+namespace wrp {
+namespace testing {
+namespace {
+int g_failures = 0;
+std::vector<std::string> g_args;
+}  // namespace
+
+std::vector<TestCase>& Registry() {
+  static std::vector<TestCase> registry;
+  return registry;
+}
+
+const std::vector<std::string>& Args() { return g_args; }
+
+void RecordFailure(const char* file, int line, const std::string& what) {
+  ++g_failures;
+  std::cout << "    " << file << ":" << line << ": " << what << "\n";
+}
+
+}  // namespace testing
+}  // namespace wrp
+
+int main(int argc, char** argv) {
+  using wrp::testing::g_failures;
+  for (int i = 1; i < argc; ++i) wrp::testing::g_args.push_back(argv[i]);
+  int failed_tests = 0;
+  for (const auto& test : wrp::testing::Registry()) {
+    int before = g_failures;
+    try {
+      test.body();
+    } catch (const std::exception& e) {
+      wrp::testing::RecordFailure(__FILE__, __LINE__, std::string("uncaught exception: ") + e.what());
+    }
+    bool ok = g_failures == before;
+    failed_tests += !ok;
+    std::cout << (ok ? "[  OK  ] " : "[ FAIL ] ") << test.name << "\n";
+  }
+  size_t total = wrp::testing::Registry().size();
+  std::cout << (failed_tests ? "FAILED: " : "PASSED: ") << total - failed_tests << "/" << total << " tests\n";
+  return failed_tests ? 1 : 0;
+}

@@ -1,0 +1,52 @@
+"""A tiny capture script for the C++ runtime's tests (runtime:bundle_test).
+
+x and v are inputs, x and e outputs: `x` is bound as both, so it is one region (the
+binding rule bundle_test checks), and every region's size is known: x, v hold 64 vec3
+(768 bytes), e one float (4 bytes).
+"""
+
+import numpy as np
+import warp as wp
+
+from wrpkg.capture import CaptureSpec
+
+N = 64
+STEPS = 5
+
+
+@wp.struct
+class Params:
+    g: wp.vec3
+    damping: float
+
+
+@wp.kernel
+def integrate(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), p: Params, dt: float):
+    i = wp.tid()
+    v[i] = v[i] * p.damping + p.g * dt
+    x[i] = x[i] + v[i] * dt
+
+
+@wp.kernel
+def energy(v: wp.array(dtype=wp.vec3), e: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_add(e, 0, 0.5 * wp.dot(v[i], v[i]))
+
+
+def build(device: str) -> CaptureSpec:
+    rng = np.random.default_rng(0)
+    x = wp.array(rng.standard_normal((N, 3)).astype(np.float32), dtype=wp.vec3, device=device)
+    v = wp.array(rng.standard_normal((N, 3)).astype(np.float32), dtype=wp.vec3, device=device)
+    e = wp.zeros(1, dtype=float, device=device)
+    p = Params()
+    p.g = wp.vec3(0.0, -9.8, 0.0)
+    p.damping = 0.99
+
+    def step():
+        e.zero_()
+        for _ in range(STEPS):
+            wp.launch(integrate, dim=N, inputs=[x, v, p, 1.0 / 60.0], device=device)
+        wp.launch(energy, dim=N, inputs=[v, e], device=device)
+
+    # e sums with a float atomic: order-dependent on CUDA, hence the tolerance.
+    return CaptureSpec(inputs={"x": x, "v": v}, outputs={"x": x, "e": e}, step=step, tolerances={"e": 1e-5})

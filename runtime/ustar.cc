@@ -1,0 +1,126 @@
+#include "runtime/ustar.h"
+
+#include <cstring>
+#include <set>
+
+#include "runtime/error.h"
+
+namespace wrp {
+namespace {
+
+constexpr size_t kBlock = 512;
+
+// ustar header field offsets and widths (POSIX.1-1988).
+constexpr size_t kNameOffset = 0, kNameSize = 100;
+constexpr size_t kSizeOffset = 124, kSizeSize = 12;
+constexpr size_t kChecksumOffset = 148, kChecksumSize = 8;
+constexpr size_t kTypeflagOffset = 156;
+constexpr size_t kMagicOffset = 257;
+constexpr size_t kPrefixOffset = 345, kPrefixSize = 155;
+
+std::string Field(const uint8_t* header, size_t offset, size_t width) {
+  const char* begin = reinterpret_cast<const char*>(header + offset);
+  size_t length = 0;
+  while (length < width && begin[length] != '\0') ++length;
+  return std::string(begin, length);
+}
+
+// Octal numeric field: optional leading spaces, octal digits, terminated by NUL or space.
+bool ParseOctal(const uint8_t* header, size_t offset, size_t width, uint64_t* out) {
+  size_t i = 0;
+  while (i < width && header[offset + i] == ' ') ++i;
+  uint64_t value = 0;
+  bool any = false;
+  for (; i < width; ++i) {
+    uint8_t c = header[offset + i];
+    if (c == '\0' || c == ' ') break;
+    if (c < '0' || c > '7') return false;
+    if (value >> 60) return false;  // would overflow
+    value = value * 8 + (c - '0');
+    any = true;
+  }
+  *out = value;
+  return any;
+}
+
+bool IsZeroBlock(const uint8_t* block) {
+  for (size_t i = 0; i < kBlock; ++i) {
+    if (block[i] != 0) return false;
+  }
+  return true;
+}
+
+bool IsSafeRelativePath(const std::string& path) {
+  if (path.empty() || path[0] == '/') return false;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    if (path.compare(start, end - start, "..") == 0 && end - start == 2) return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<TarEntry> ReadUstar(const void* data, size_t size, const std::string& origin) {
+  const uint8_t* bytes = static_cast<const uint8_t*>(data);
+  std::vector<TarEntry> entries;
+  std::set<std::string> seen;
+  const std::string fix = "; the embedded bundle is damaged: rebuild its wrp_artifact target";
+  if (size % kBlock != 0) {
+    throw Error(origin + ": not a ustar archive: size " + std::to_string(size) + " is not a multiple of 512" +
+                fix);
+  }
+  size_t offset = 0;
+  while (offset + kBlock <= size) {
+    const uint8_t* header = bytes + offset;
+    if (IsZeroBlock(header)) break;  // end-of-archive marker
+    const std::string where = origin + ": tar header at byte " + std::to_string(offset);
+
+    // Magic first: for bytes that are not a tar at all this says so, rather than "bad checksum".
+    if (std::memcmp(header + kMagicOffset, "ustar", 5) != 0) {
+      throw Error(where + ": missing \"ustar\" magic (only POSIX ustar archives are read)" + fix);
+    }
+    uint64_t recorded_checksum = 0;
+    if (!ParseOctal(header, kChecksumOffset, kChecksumSize, &recorded_checksum)) {
+      throw Error(where + ": unreadable checksum field" + fix);
+    }
+    uint64_t checksum = 0;
+    for (size_t i = 0; i < kBlock; ++i) {
+      bool in_checksum_field = i >= kChecksumOffset && i < kChecksumOffset + kChecksumSize;
+      checksum += in_checksum_field ? uint8_t(' ') : header[i];
+    }
+    if (checksum != recorded_checksum) throw Error(where + ": header checksum mismatch" + fix);
+
+    std::string name = Field(header, kNameOffset, kNameSize);
+    std::string prefix = Field(header, kPrefixOffset, kPrefixSize);
+    std::string path = prefix.empty() ? name : prefix + "/" + name;
+    uint64_t entry_size = 0;
+    if (!ParseOctal(header, kSizeOffset, kSizeSize, &entry_size)) {
+      throw Error(where + " (" + path + "): unreadable size field" + fix);
+    }
+    char typeflag = static_cast<char>(header[kTypeflagOffset]);
+    offset += kBlock;
+    if (entry_size > size - offset) {
+      throw Error(origin + ": entry " + path + " claims " + std::to_string(entry_size) + " bytes but only " +
+                  std::to_string(size - offset) + " remain (truncated archive)" + fix);
+    }
+    if (typeflag == '5') {
+      // Directory entry: the files carry their own paths.
+    } else if (typeflag == '0' || typeflag == '\0') {
+      if (!IsSafeRelativePath(path))
+        throw Error(origin + ": entry path \"" + path + "\" is not a safe relative path");
+      if (!seen.insert(path).second) throw Error(origin + ": entry " + path + " appears twice" + fix);
+      entries.push_back(TarEntry{path, bytes + offset, static_cast<size_t>(entry_size)});
+    } else {
+      throw Error(origin + ": entry " + path + " has tar type '" + std::string(1, typeflag) +
+                  "'; bundles hold only regular files and directories" + fix);
+    }
+    offset += (entry_size + kBlock - 1) / kBlock * kBlock;
+  }
+  return entries;
+}
+
+}  // namespace wrp

@@ -1,0 +1,147 @@
+#include "runtime/warp_library.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "runtime/error.h"
+#include "version.h"     // Warp: WP_VERSION_STRING of the headers we compile against
+#include "warp.h"        // Warp: wp_init, wp_version, wp_cuda_*
+#include "warp_clang.h"  // Warp: signatures of warp-clang's exports (resolved with dlsym, not linked)
+
+namespace wrp {
+namespace {
+
+std::string WarpErrorString() {
+  const char* s = wp_get_error_string();
+  return (s && *s) ? s : "no error text from Warp";
+}
+
+std::string DirectoryOf(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+template <typename Fn>
+Fn Symbol(void* library, const char* name, const std::string& path) {
+  void* symbol = dlsym(library, name);
+  if (!symbol)
+    throw Error(path + ": has no symbol " + name + "; fix: use the warp-clang.so of the same Warp release");
+  return reinterpret_cast<Fn>(symbol);
+}
+
+WarpClang OpenWarpClang() {
+  InitWarp();
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("WRP_WARP_CLANG")) candidates.push_back(env);
+  const std::string warp_dir = WarpLibraryDirectory();
+  candidates.push_back(warp_dir + "/warp-clang.so");
+  char resolved[PATH_MAX];
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&wp_init), &info) && info.dli_fname &&
+      realpath(info.dli_fname, resolved)) {
+    std::string real_dir = DirectoryOf(resolved);
+    if (real_dir != warp_dir) candidates.push_back(real_dir + "/warp-clang.so");
+  }
+  candidates.push_back("warp-clang.so");  // the dynamic loader's own search (LD_LIBRARY_PATH, RUNPATH)
+
+  std::string tried;
+  for (const std::string& candidate : candidates) {
+    // RTLD_LOCAL: warp-clang is reached only through the pointers below, as Python's ctypes does.
+    void* library = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+      const char* why = dlerror();
+      tried += "\n  " + candidate + ": " + (why ? why : "not loadable");
+      continue;
+    }
+    WarpClang clang;
+    clang.path = candidate;
+    auto version = Symbol<decltype(&wp_warp_clang_version)>(library, "wp_warp_clang_version", candidate);
+    if (std::string(version()) != LinkedWarpVersion()) {
+      throw Error(candidate + ": warp-clang version " + version() + " differs from warp.so's " +
+                  LinkedWarpVersion() + "; fix: use warp-clang.so and warp.so from the same Warp release");
+    }
+    // Cooperative (tiled) CPU kernels call the block scheduler through this table; without it they fail.
+    auto set_block_runtime =
+        Symbol<decltype(&wp_llvm_set_cpu_block_runtime)>(library, "wp_llvm_set_cpu_block_runtime", candidate);
+    if (!set_block_runtime(wp_cpu_block_runtime_get_api())) {
+      throw Error(candidate + ": binding Warp's CPU block runtime failed: " + WarpErrorString());
+    }
+    clang.load_obj_from_bytes =
+        Symbol<decltype(&wp_load_obj_from_bytes)>(library, "wp_load_obj_from_bytes", candidate);
+    clang.unload_obj = Symbol<decltype(&wp_unload_obj)>(library, "wp_unload_obj", candidate);
+    clang.lookup = Symbol<decltype(&wp_lookup)>(library, "wp_lookup", candidate);
+    return clang;  // the library stays loaded for the life of the process, like Python's
+  }
+  throw Error(
+      "cannot load warp-clang.so, which CPU bundles need to load their kernel objects; looked at:" + tried +
+      "\nfix: put warp-clang.so (same Warp release) next to warp.so, or set WRP_WARP_CLANG to its path");
+}
+
+}  // namespace
+
+void InitWarp() {
+  static std::once_flag once;
+  static std::string failure;
+  std::call_once(once, [] {
+    if (wp_init(WP_VERSION_STRING) != 0) failure = WarpErrorString();
+  });
+  if (!failure.empty()) {
+    throw Error("Warp initialization failed (headers are Warp " + std::string(WP_VERSION_STRING) +
+                ", warp.so is Warp " + wp_version() + "): " + failure +
+                "\nfix: compile and link against the same Warp release (toolchains/warp)");
+  }
+}
+
+std::string LinkedWarpVersion() { return wp_version(); }
+
+std::string WarpLibraryDirectory() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&wp_init), &info) && info.dli_fname) return DirectoryOf(info.dli_fname);
+  return ".";
+}
+
+int CudaDeviceCount() {
+  InitWarp();
+  if (!wp_is_cuda_enabled()) return 0;
+  return wp_cuda_device_get_count();
+}
+
+CudaDeviceFacts QueryCudaDevice(int ordinal) {
+  InitWarp();
+  int count = CudaDeviceCount();
+  if (ordinal < 0 || ordinal >= count) {
+    throw Error("device cuda:" + std::to_string(ordinal) + " does not exist: " + std::to_string(count) +
+                " CUDA device(s) visible (driver version " + std::to_string(wp_cuda_driver_version()) +
+                "); fix: run on a machine with an NVIDIA GPU and driver, check CUDA_VISIBLE_DEVICES, or pick "
+                "--device cpu for a CPU bundle");
+  }
+  CudaDeviceFacts facts;
+  facts.alias = "cuda:" + std::to_string(ordinal);
+  const char* name = wp_cuda_device_get_name(ordinal);
+  facts.name = name ? name : "unknown GPU";
+  facts.sm = wp_cuda_device_get_arch(ordinal);
+  facts.driver_version = wp_cuda_driver_version();
+  return facts;
+}
+
+const WarpClang& GetWarpClang() {
+  static std::once_flag once;
+  static WarpClang clang;
+  static std::string failure;
+  std::call_once(once, [] {
+    try {
+      clang = OpenWarpClang();
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+  });
+  if (!failure.empty()) throw Error(failure);
+  return clang;
+}
+
+}  // namespace wrp
