@@ -232,14 +232,20 @@ def build_bundle_dir(
     module_entries = []
     for raw_record in sorted(raw.metadata.modules, key=lambda m: m.hash):
         packed = multiarch_module_artifacts(raw_record, arch_dirs, ptx_dir) if multiarch else None
+        source_name = raw_record.source_filename
         if packed is not None:
             artifacts, toolchain.nvrtc = packed
+            if source_name:
+                # Warp names the source after the capture SM (x.sm90.cu); a multi-arch bundle
+                # must be the same whichever GPU model ran the capture.
+                source_name = artifacts.binary_filename.split(".", 1)[0] + ".cu"
             canonical = wrpformat.replace_module_binary(
                 canonical,
                 raw_record.hash,
                 artifacts.binary_filename,
                 _sha256(artifacts.binary),
                 wrpformat.BinaryKind.CUBIN,
+                new_source_filename=source_name or None,
             )
         else:
             artifacts = captured_module_artifacts(raw, raw_record, raw_modules_dir)
@@ -251,8 +257,8 @@ def build_bundle_dir(
                 raise BundleError(f"{src_path}: retained CUDA source of {raw_record.name} is missing")
             if sha256_file(src_path) != raw_record.source_sha256:
                 raise BundleError(f"{src_path}: sha256 differs from the .wrp's {raw_record.source_sha256}")
-            shutil.copyfile(src_path, work / modules_dir_name / raw_record.source_filename)
-            source = f"{modules_dir_name}/{raw_record.source_filename}"
+            shutil.copyfile(src_path, work / modules_dir_name / source_name)
+            source = f"{modules_dir_name}/{source_name}"
         module_entries.append(
             ModuleEntry(
                 name=raw_record.name,

@@ -1473,8 +1473,13 @@ def replace_module_binary(
     new_filename: str,
     new_sha256: str,
     kind: BinaryKind = BinaryKind.CUBIN,
+    *,
+    new_source_filename: str | None = None,
 ) -> WrpFile:
     """A copy of `wrp` whose module `module_hash` names another binary (e.g. a fatbin).
+
+    `new_source_filename` renames the retained CUDA source too (same sha256): Warp names
+    it after the capture SM (`.sm90.cu`), which a multi-arch bundle must not depend on.
 
     The loader hands the file's bytes to cuModuleLoadDataEx after checking their sha256, so
     a fatbin may stand in for a cubin; its filename must still end in `.cubin` (CUBIN) or
@@ -1491,6 +1496,8 @@ def replace_module_binary(
     module.binary_filename = new_filename
     module.binary_sha256 = new_sha256
     module.binary_kind = BinaryKind(kind)
+    if new_source_filename is not None:
+        module.source_filename = new_source_filename
     problem = validate_module(module, DeviceType(out.header.device_type))
     if problem:
         raise WrpFormatError(
