@@ -3,11 +3,11 @@
 load(":archs.bzl", "resolve_archs")
 load(":bundle.bzl", "declare_bundle")
 load(":capture.bzl", "declare_capture", "recorded_capture")
+load(":cc.bzl", "wrp_cc_library")
 load(":compile.bzl", "declare_compiles")
 load(":flags.bzl", "ArchListInfo")
 load(":providers.bzl", "WrpInfo")
 load(":python.bzl", "WRPKG_TOOL_ATTRS")
-load(":cc.bzl", "wrp_cc_library")
 load(":test.bzl", "wrp_replay_test")
 
 _CUDA_TOOLCHAIN = "//toolchains/cuda:toolchain_type"

@@ -8,7 +8,7 @@ set -euo pipefail
 export PYTHONPATH=${PYTHONPATH:-}:$PWD PYTHONUNBUFFERED=1
 out=${OUT:-/tmp/wrp-out}
 work=$(mktemp -d)
-python3 -c 'import warp as wp; wp.config.quiet = True; wp.init(); d = wp.get_cuda_device(0); print("device:", d.name, "sm", d.arch, "driver", wp.context.runtime.driver_version)'
+python3 -c 'import warp as wp; wp.config.quiet = True; wp.init(); d = wp.get_cuda_device(0); print("device:", d.name, "sm", d.arch)'
 capture() {  # capture NAME [python statements run before the harness]
   python3 - "$work/$1" "${2:-}" <<'PY'
 import sys
