@@ -352,6 +352,9 @@ void Graph::Synchronize() {
 
 const Device& Graph::device() const { return impl_->device; }
 void* Graph::cuda_stream() const { return impl_->stream ? impl_->stream->get() : nullptr; }
+void* Graph::cuda_graph_exec() const {
+  return !impl_->device.is_cpu() ? wp_apic_get_cuda_graph_exec(impl_->graph.get()) : nullptr;
+}
 const std::string& Graph::load_note() const { return impl_->load_note; }
 const std::string& Graph::load_source() const { return impl_->load_source; }
 

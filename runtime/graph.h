@@ -64,6 +64,9 @@ class Graph {
 
   const Device& device() const;
   void* cuda_stream() const;  // nullptr on CPU
+  // The instantiated cudaGraphExec_t (== CUgraphExec) Warp built, for callers that launch it themselves;
+  // nullptr on CPU. Owned by the Graph.
+  void* cuda_graph_exec() const;
   // Non-empty when the CUDA load had to JIT PTX or compile source (see ArchDecision::message).
   const std::string& load_note() const;
   // How it was loaded: "directory" or "memory".

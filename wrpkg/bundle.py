@@ -209,6 +209,7 @@ def build_bundle_dir(
     work: Path,
     arch_dirs: dict[str, Path] | None = None,
     ptx_dir: Path | None = None,
+    keep_source: bool = True,
 ) -> tuple[Manifest, bytes]:
     """Writes the bundle's files into `work` (an empty dir); returns the manifest and its bytes."""
     raw_wrp_path = raw_dir / f"{stem}.wrp"
@@ -232,7 +233,7 @@ def build_bundle_dir(
     module_entries = []
     for raw_record in sorted(raw.metadata.modules, key=lambda m: m.hash):
         packed = multiarch_module_artifacts(raw_record, arch_dirs, ptx_dir) if multiarch else None
-        source_name = raw_record.source_filename
+        source_name = raw_record.source_filename if keep_source else ""
         if packed is not None:
             artifacts, toolchain.nvrtc = packed
             if source_name:
@@ -245,13 +246,23 @@ def build_bundle_dir(
                 artifacts.binary_filename,
                 _sha256(artifacts.binary),
                 wrpformat.BinaryKind.CUBIN,
-                new_source_filename=source_name or None,
+                new_source_filename=source_name,
             )
         else:
             artifacts = captured_module_artifacts(raw, raw_record, raw_modules_dir)
         (work / modules_dir_name / artifacts.binary_filename).write_bytes(artifacts.binary)
         source = None
-        if raw_record.source_filename:
+        if not keep_source and raw_record.source_filename and packed is None:
+            # Without compiled replacements the record still names its source: drop it too.
+            canonical = wrpformat.replace_module_binary(
+                canonical,
+                raw_record.hash,
+                raw_record.binary_filename,
+                raw_record.binary_sha256,
+                raw_record.binary_kind,
+                new_source_filename="",
+            )
+        if source_name:
             src_path = raw_modules_dir / raw_record.source_filename
             if not src_path.is_file():
                 raise BundleError(f"{src_path}: retained CUDA source of {raw_record.name} is missing")
@@ -406,6 +417,7 @@ def bundle(
     hash_path: str | os.PathLike,
     arch_dirs: dict[str, str | os.PathLike] | None = None,
     ptx_dir: str | os.PathLike | None = None,
+    keep_source: bool = True,
 ) -> BundleResult:
     raw_dir, out_dir, tar_path, hash_path = Path(raw_dir), Path(out_dir), Path(tar_path), Path(hash_path)
     arch_dirs = {arch: Path(d) for arch, d in (arch_dirs or {}).items()}
@@ -415,7 +427,9 @@ def bundle(
     try:
         work = staging / name
         work.mkdir()
-        manifest, manifest_bytes = build_bundle_dir(raw_dir, stem, name, label, work, arch_dirs, ptx_dir)
+        manifest, manifest_bytes = build_bundle_dir(
+            raw_dir, stem, name, label, work, arch_dirs, ptx_dir, keep_source=keep_source
+        )
         content_hash = content_hash_of_bytes(manifest_bytes)
         staged_tar = staging / "bundle.tar"
         write_deterministic_tar(work, name, staged_tar)
@@ -463,6 +477,11 @@ def configure_parser(parser) -> None:
         "--arch-dir", action="append", default=[], metavar="ARCH=DIR", help="per-SM compile output"
     )
     parser.add_argument("--ptx-dir", default=None, help="PTX compile output")
+    parser.add_argument(
+        "--no-source",
+        action="store_true",
+        help="leave out the retained CUDA source (no load-time compile fallback on newer GPUs)",
+    )
     parser.add_argument("--out-dir", required=True, help="the bundle directory to write")
     parser.add_argument("--tar", required=True, help="the deterministic tar to write")
     parser.add_argument("--hash", required=True, help="the content-hash file to write")
@@ -480,6 +499,7 @@ def run(args) -> int:
         args.hash,
         arch_dirs=arch_dirs,
         ptx_dir=args.ptx_dir,
+        keep_source=not args.no_source,
     )
     print(f"bundled {result.manifest.label} -> {result.out_dir} (content hash {result.content_hash})")
     return 0

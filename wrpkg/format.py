@@ -1498,6 +1498,9 @@ def replace_module_binary(
     module.binary_kind = BinaryKind(kind)
     if new_source_filename is not None:
         module.source_filename = new_source_filename
+        if not new_source_filename:
+            module.source_sha256 = ""
+            module.fallback_reason = FallbackReason.SOURCE_UNAVAILABLE
     problem = validate_module(module, DeviceType(out.header.device_type))
     if problem:
         raise WrpFormatError(

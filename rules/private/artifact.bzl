@@ -69,6 +69,10 @@ _ATTRS.update({
         values = ["cuda", "cpu"],
         doc = "Where the capture runs. cuda needs a GPU runner (--config=gpu); cpu runs anywhere.",
     ),
+    "keep_source": attr.bool(
+        default = True,
+        doc = "Keep the retained CUDA source (Warp compiles it at load time on a GPU no SASS/PTX fits).",
+    ),
     "ptx": attr.string(
         default = "lowest",
         doc = '"lowest" (PTX for the lowest SM in archs), "none", or compute_NN.',
@@ -88,7 +92,7 @@ wrp_artifact_rule = rule(
     doc = "Captures a Warp program and bundles it for every listed GPU architecture.",
 )
 
-def wrp_artifact(name, tags = [], visibility = None, testonly = False, **kwargs):
+def wrp_artifact(name, tags = [], visibility = None, testonly = False, replay_tests = True, **kwargs):
     """A bundle plus everything C++ needs to use and test it.
 
     Declares:
@@ -104,6 +108,7 @@ def wrp_artifact(name, tags = [], visibility = None, testonly = False, **kwargs)
         CUDA capture too (it needs a GPU runner).
       visibility: of every target.
       testonly: of every target.
+      replay_tests: declare the two replay tests (False for a bundle meant not to load).
       **kwargs: capture, deps, data, device, archs, ptx, stem, recorded_capture (see wrp_artifact_rule).
     """
     device = kwargs.get("device", "cuda")
@@ -129,6 +134,8 @@ def wrp_artifact(name, tags = [], visibility = None, testonly = False, **kwargs)
         visibility = visibility,
         testonly = testonly,
     )
+    if not replay_tests:
+        return
     wrp_replay_test(
         name = name + "_replay_test",
         cc_library = ":" + name + "_cc",

@@ -28,6 +28,8 @@ def declare_bundle(ctx, raw, stem, sass_dirs, ptx_dir, extra_files = []):
         arguments += ["--arch-dir", "{}={}".format(arch, sass_dirs[arch].path)]
     if ptx_dir:
         arguments += ["--ptx-dir", ptx_dir.path]
+    if not ctx.attr.keep_source:
+        arguments.append("--no-source")
     run_wrpkg(
         ctx,
         tool = "bundle",

@@ -1,0 +1,74 @@
+"""GPU check: load a bundle, replay it once from its captured state, compare with golden.
+
+    python tools/gpu/replay_check.py BUNDLE_DIR [--stock] [--expect-mismatch]
+
+--stock loads with a bare wp.capture_load (no wrpkg checks) to show stock Warp reads the
+bundle; --expect-mismatch expects wrpkg.load to refuse the device and prints its message.
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import warp as wp
+
+from wrpkg.errors import ArchMismatchError
+from wrpkg.load import load
+
+
+def compare(graph, bundle: Path, manifest: dict) -> list[str]:
+    failures = []
+    sizes = {b["name"]: b["bytes"] for b in manifest["bindings"]}
+    for g in manifest["golden"]:
+        want = np.frombuffer((bundle / g["file"]).read_bytes(), dtype=np.uint8)
+        out = wp.zeros(sizes[g["name"]], dtype=wp.uint8, device="cuda:0")
+        graph.get_param(g["name"], out)
+        got = out.numpy()
+        if g["tolerance"] is None:
+            ok = np.array_equal(got, want)
+        else:
+            a, b = got.view(np.float32), want.view(np.float32)
+            ok = bool(np.all(np.abs(a - b) <= g["tolerance"] * np.maximum(np.abs(b), 1e-30)))
+        print(f"    {g['name']:<14} {'bit-exact' if g['tolerance'] is None else 'tol ' + str(g['tolerance'])}: "
+              f"{'OK' if ok else 'MISMATCH'}")
+        if not ok:
+            failures.append(g["name"])
+    return failures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("bundle")
+    parser.add_argument("--stock", action="store_true")
+    parser.add_argument("--expect-mismatch", action="store_true")
+    args = parser.parse_args()
+    bundle = Path(args.bundle)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    wp.init()
+    wp.synchronize_device("cuda:0")
+    t0 = time.perf_counter()
+    try:
+        if args.stock:
+            graph = wp.capture_load(str(bundle / manifest["wrp"]), device="cuda:0")
+        else:
+            graph, _ = load(bundle, device="cuda:0")
+    except ArchMismatchError as err:
+        print(f"  {bundle.name}: refused: {err}")
+        return 0 if args.expect_mismatch else 1
+    load_ms = (time.perf_counter() - t0) * 1e3
+    if args.expect_mismatch:
+        print(f"  {bundle.name}: loaded, but a mismatch was expected")
+        return 1
+    wp.capture_launch(graph)
+    wp.synchronize_device("cuda:0")
+    print(f"  {bundle.name} ({'stock wp.capture_load' if args.stock else 'wrpkg.load'}): loaded in {load_ms:.0f} ms")
+    failures = compare(graph, bundle, manifest)
+    print(f"  {bundle.name}: {'PASS' if not failures else 'FAIL ' + ', '.join(failures)}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
