@@ -17,7 +17,7 @@ from wrpkg import format as wrpformat
 from wrpkg.bundle import bundle
 from wrpkg.errors import ArchMismatchError, BundleError, VerifyError
 from wrpkg.load import arch_mismatch_message, check_device, device_fit
-from wrpkg.manifest import MANIFEST_SCHEMA, from_json_bytes, to_json_bytes
+from wrpkg.manifest import MANIFEST_SCHEMA, PtxEntry, from_json_bytes, to_json_bytes
 from wrpkg.verify import bundle_content_hash, verify_bundle
 
 REPO = Path(__file__).resolve().parent.parent
@@ -415,6 +415,21 @@ def test_check_device_on_a_cuda_manifest(cuda_bundle):
     assert "SASS sm_90; PTX none" in text and "NVIDIA A100-SXM4-80GB (sm_80)" in text
     assert 'add "sm_80" to the archs attribute of //tests:particles_wrp' in text
     assert device_fit(manifest, 90).how == "sass"
+
+
+def test_ptx_needs_a_driver_as_new_as_its_nvrtc(cuda_bundle):
+    # Seen on an H200 with a CUDA 13.0 driver: PTX from NVRTC 13.4 does not JIT there.
+    manifest = from_json_bytes((cuda_bundle / "manifest.json").read_bytes())
+    manifest.modules[0].ptx = PtxEntry("compute_75", 10, "0" * 64, "13.4")
+    manifest.modules[0].sass = []
+    manifest.ptx_min_driver = "13.4"
+    assert device_fit(manifest, 90, (13, 4)).how == "ptx"
+    assert device_fit(manifest, 90, (13, 0)).how == "source"
+    manifest.modules[0].source = None
+    with pytest.raises(ArchMismatchError) as err:
+        check_device(manifest, "f" * 64, "NVIDIA H200", 90, (13, 0))
+    assert "PTX compute_75" in str(err.value)
+    assert "needs a CUDA 13.4 driver or newer to JIT; this driver is CUDA 13.0" in str(err.value)
 
 
 def test_multiarch_seam_packs_a_fatbin_from_compile_outputs(cuda_bundle, tmp_path):

@@ -56,13 +56,28 @@ def ptx_runs_on(arch: str, device_sm: int) -> bool:
     return sm <= device_sm
 
 
-def device_fit(manifest: Manifest, device_sm: int) -> DeviceFit:
-    """The best way the device can run every module of the bundle."""
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".")[:2])
+
+
+def driver_can_jit(manifest: Manifest, driver_version: tuple[int, int] | None) -> bool:
+    """A driver JIT-compiles PTX only from a toolkit no newer than itself (ptx_min_driver)."""
+    if manifest.ptx_min_driver is None or driver_version is None:
+        return True
+    return tuple(driver_version[:2]) >= _version_tuple(manifest.ptx_min_driver)
+
+
+def device_fit(
+    manifest: Manifest, device_sm: int, driver_version: tuple[int, int] | None = None
+) -> DeviceFit:
+    """The best way the device can run every module of the bundle.
+
+    `driver_version` (major, minor) of the CUDA driver; None skips the PTX driver check."""
     sass = [a for a in manifest.sass_archs() if sass_runs_on(a, device_sm)]
     if sass:
         return DeviceFit("sass", sass[-1])
     ptx = [a for a in manifest.ptx_archs() if ptx_runs_on(a, device_sm)]
-    if ptx:
+    if ptx and driver_can_jit(manifest, driver_version):
         return DeviceFit("ptx", ptx[-1])
     if manifest.has_source_fallback():
         return DeviceFit("source")
@@ -89,9 +104,15 @@ def arch_mismatch_message(
     )
 
 
-def check_device(manifest: Manifest, content_hash: str, device_name: str, device_sm: int) -> DeviceFit:
+def check_device(
+    manifest: Manifest,
+    content_hash: str,
+    device_name: str,
+    device_sm: int,
+    driver_version: tuple[int, int] | None = None,
+) -> DeviceFit:
     """Raises ArchMismatchError when the device can run neither SASS, PTX nor the source."""
-    fit = device_fit(manifest, device_sm)
+    fit = device_fit(manifest, device_sm, driver_version)
     if fit.how is None:
         raise ArchMismatchError(
             arch_mismatch_message(
@@ -103,8 +124,19 @@ def check_device(manifest: Manifest, content_hash: str, device_name: str, device
                 device_name,
                 device_sm,
             )
+            + _driver_note(manifest, driver_version)
         )
     return fit
+
+
+def _driver_note(manifest: Manifest, driver_version: tuple[int, int] | None) -> str:
+    if manifest.ptx_archs() and not driver_can_jit(manifest, driver_version):
+        have = ".".join(map(str, driver_version[:2]))
+        return (
+            f"\n  note: its PTX needs a CUDA {manifest.ptx_min_driver} driver or newer to JIT; "
+            f"this driver is CUDA {have}"
+        )
+    return ""
 
 
 def load(bundle_dir: str | os.PathLike, device=None):
@@ -121,6 +153,8 @@ def load(bundle_dir: str | os.PathLike, device=None):
             f"variant of {manifest.label}",
         )
     if dev.is_cuda:
-        check_device(manifest, bundle_content_hash(bundle_dir), dev.name, dev.arch)
+        check_device(
+            manifest, bundle_content_hash(bundle_dir), dev.name, dev.arch, wp.get_cuda_driver_version()
+        )
     graph = wp.capture_load(str(bundle_dir / manifest.wrp), device=dev)
     return graph, manifest

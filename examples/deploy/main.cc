@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "models/sim_cpu_wrp_cc.h"
 #include "runtime/bundle.h"
 #include "runtime/error.h"
 #include "runtime/graph.h"
-#include "models/sim_cpu_wrp_cc.h"
 #ifdef WRP_DEPLOY_LIVE_CAPTURE
 #include "models/sim_wrp_cc.h"
 #define WRP_CUDA_BUNDLE wrp_bundle_sim_wrp
@@ -52,8 +52,8 @@ int main(int argc, char** argv) {
     const WrpEmbeddedBundle* embedded = cuda ? WRP_CUDA_BUNDLE() : wrp_bundle_sim_cpu_wrp();
     wrp::BundleOptions bundle_options;
     bundle_options.expected_content_hash = embedded->content_hash;
-    wrp::Bundle bundle = wrp::Bundle::FromTar(embedded->data, embedded->size,
-                                              std::string("embedded bundle of ") + embedded->label, bundle_options);
+    wrp::Bundle bundle = wrp::Bundle::FromTar(
+        embedded->data, embedded->size, std::string("embedded bundle of ") + embedded->label, bundle_options);
     wrp::Graph graph = wrp::Graph::Load(bundle, wrp::Device::Parse(options.device));
     if (!graph.load_note().empty()) std::printf("note: %s\n", graph.load_note().c_str());
 
@@ -73,8 +73,8 @@ int main(int argc, char** argv) {
     }
     mean_height /= static_cast<double>(x.size() / 3);
     std::printf("%s on %s: %d replays, %zu particles, mean height %.5f, lowest %.5f, energy %.5f\n",
-                bundle.manifest().label.c_str(), options.device.c_str(), options.steps, x.size() / 3, mean_height,
-                lowest, energy.back());
+                bundle.manifest().label.c_str(), options.device.c_str(), options.steps, x.size() / 3,
+                mean_height, lowest, energy.back());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "deploy: %s\n", e.what());

@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
     void* libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (!libcuda) libcuda = dlopen("libcuda.so.1", RTLD_NOW);
     auto launch = reinterpret_cast<CuGraphLaunch>(libcuda ? dlsym(libcuda, "cuGraphLaunch") : nullptr);
-    auto sync = reinterpret_cast<CuStreamSynchronize>(libcuda ? dlsym(libcuda, "cuStreamSynchronize") : nullptr);
+    auto sync =
+        reinterpret_cast<CuStreamSynchronize>(libcuda ? dlsym(libcuda, "cuStreamSynchronize") : nullptr);
     if (!launch || !sync) throw wrp::Error("replay_bench: cannot resolve cuGraphLaunch from libcuda.so.1");
     void* stream = graph.cuda_stream();
     void* exec = graph.cuda_graph_exec();
@@ -74,11 +75,12 @@ int main(int argc, char** argv) {
     double bare_host_us = Seconds(t2, t3) / host_n * 1e6;
     double wrp_sps = steps / Seconds(t4, t5);
     double bare_sps = steps / Seconds(t5, t6);
-    std::printf("bundle %s (%s)\n", bundle.manifest().label.c_str(), bundle.content_hash().substr(0, 16).c_str());
+    std::printf("bundle %s (%s)\n", bundle.manifest().label.c_str(),
+                bundle.content_hash().substr(0, 16).c_str());
     std::printf("C++ wrp::Graph::Launch   : %10.1f replays/s, host %.2f us/launch\n", wrp_sps, wrp_host_us);
     std::printf("bare cuGraphLaunch       : %10.1f replays/s, host %.2f us/launch\n", bare_sps, bare_host_us);
-    std::printf("ratio wrp/bare host time : %.3f   throughput ratio wrp/bare: %.3f\n", wrp_host_us / bare_host_us,
-                wrp_sps / bare_sps);
+    std::printf("ratio wrp/bare host time : %.3f   throughput ratio wrp/bare: %.3f\n",
+                wrp_host_us / bare_host_us, wrp_sps / bare_sps);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "replay_bench: %s\n", e.what());
