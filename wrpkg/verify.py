@@ -63,7 +63,8 @@ def verify_files(bundle_dir: Path, manifest: Manifest) -> None:
             raise VerifyError(f"{bundle_dir / rel}: file not listed in {MANIFEST_NAME}", fix=fix)
     for entry in manifest.files:
         path = bundle_dir / entry.path
-        if path.is_symlink() or not path.is_file():
+        # A symlink to a file is fine (Bazel's runfiles are symlinks): its content is what is hashed.
+        if not path.is_file():
             raise VerifyError(f"{path}: listed in {MANIFEST_NAME} but missing (or not a plain file)", fix=fix)
         size = path.stat().st_size
         if size != entry.size:

@@ -1,0 +1,41 @@
+"""The multi-arch bundle Bazel builds from the recorded H200 capture of models/sim.py:
+every module's fatbin holds exactly the default SASS targets plus the PTX (as the pinned
+cuobjdump lists them), agrees with the manifest, and the rewritten .wrp verifies."""
+
+import json
+import os
+from pathlib import Path
+
+from wrpkg import archs
+from wrpkg.cuda_tools import fatbin_contents
+from wrpkg.format import BinaryKind, read_wrp
+from wrpkg.verify import verify_bundle
+
+
+def bundle_dir() -> Path:
+    # Passed by tests/BUILD.bazel as $(rootpath //models:sim_recorded_wrp_dir).
+    return Path(os.environ["WRP_RECORDED_BUNDLE"])
+
+
+def test_fatbins_hold_exactly_the_default_targets():
+    root = bundle_dir()
+    manifest = json.loads((root / "manifest.json").read_text())
+    expected = sorted([*archs.DEFAULT_SASS_ARCHS, archs.DEFAULT_PTX_ARCH])
+    assert len(manifest["modules"]) == 2
+    for module in manifest["modules"]:
+        listed = fatbin_contents((root / module["binary"]).read_bytes())
+        assert sorted(listed) == expected, module["name"]
+        assert sorted(s["arch"] for s in module["sass"]) == sorted(archs.DEFAULT_SASS_ARCHS)
+        assert module["ptx"]["arch"] == archs.DEFAULT_PTX_ARCH
+        assert module["source"] and module["source"].endswith(".cu") and ".sm90." not in module["source"]
+
+
+def test_rewritten_wrp_points_at_the_fatbins_and_verifies():
+    root = bundle_dir()
+    manifest = verify_bundle(root)
+    wrp = read_wrp(root / manifest.wrp)
+    for record in wrp.metadata.modules:
+        assert record.binary_kind == BinaryKind.CUBIN
+        assert record.binary_filename.endswith(".fatbin.cubin")
+        assert (root / "sim_modules" / record.binary_filename).is_file()
+        assert (root / "sim_modules" / record.source_filename).is_file()
