@@ -451,7 +451,9 @@ def test_multiarch_seam_packs_a_fatbin_from_compile_outputs(cuda_bundle, tmp_pat
     assert module.binary == "sim_modules/wp___main___5bca816.fatbin.cubin"
     assert [s.arch for s in module.sass] == ["sm_90"] and module.ptx.arch == "compute_75"
     assert module.source is not None and manifest.ptx_min_driver == "13.4"
-    assert manifest.toolchain.nvrtc == manifest.toolchain.nvfatbin == "13.4.92"
+    assert (
+        manifest.toolchain.nvrtc == manifest.toolchain.nvfatbin == manifest.toolchain.nvrtc_ptx == "13.4.92"
+    )
     fatbin = (out / "particles_wrp" / module.binary).read_bytes()
     assert fatbin_contents(fatbin) == ["sm_90", "compute_75"]
     (record,) = wrpformat.read_wrp(out / "particles_wrp" / "sim.wrp").metadata.modules
@@ -459,3 +461,47 @@ def test_multiarch_seam_packs_a_fatbin_from_compile_outputs(cuda_bundle, tmp_pat
     assert record.binary_sha256 == next(f.sha256 for f in manifest.files if f.path == module.binary)
     assert result.content_hash != bundle_content_hash(cuda_bundle)
     assert device_fit(manifest, 120).how == "ptx" and device_fit(manifest, 90).how == "sass"
+
+
+def _relabel_compile_dir(src: Path, dst: Path, nvrtc: str, arch: str | None = None) -> Path:
+    """A copy of a `wrpkg compile` output as if another NVRTC (and SM) had made it."""
+    shutil.copytree(src, dst)
+    index = json.loads((dst / "compile.json").read_text())
+    index["toolchain"]["nvrtc"] = nvrtc
+    if arch:
+        index["arch"] = arch
+        for entry in index["modules"]:
+            entry["nvrtc_arch"] = arch
+    (dst / "compile.json").write_text(json.dumps(index))
+    return dst
+
+
+def test_ptx_may_come_from_an_older_nvrtc_but_sass_from_one(cuda_bundle, tmp_path):
+    """SASS from Warp's NVRTC, PTX from an older one (what //toolchains/cuda does): the
+    manifest names both, and the PTX's NVRTC decides the oldest driver that JITs it."""
+    from wrpkg.compile import compile_wrp
+
+    raw = cuda_bundle.parent.parent / "raw"
+    compile_wrp(raw / "sim.wrp", raw / "sim_modules", "sm_90", tmp_path / "sm_90")
+    compile_wrp(raw / "sim.wrp", raw / "sim_modules", "compute_75", tmp_path / "ptx")
+    old_ptx = _relabel_compile_dir(tmp_path / "ptx", tmp_path / "ptx_13_0", "13.0.88")
+    out = tmp_path / "out"
+    bundle(
+        raw, "sim", "particles_wrp", "//tests:particles_wrp", out / "particles_wrp", out / "p.tar", out / "p.sha256",
+        arch_dirs={"sm_90": tmp_path / "sm_90"}, ptx_dir=old_ptx,
+    )  # fmt: skip
+    manifest = verify_bundle(out / "particles_wrp")
+    (module,) = manifest.modules
+    assert module.ptx.nvrtc_version == "13.0.88" and manifest.ptx_min_driver == "13.0"
+    assert manifest.toolchain.nvrtc == "13.4.92" and manifest.toolchain.nvrtc_ptx == "13.0.88"
+    assert device_fit(manifest, 120, (13, 0)).how == "ptx"
+
+    # Two SASS outputs from different NVRTCs would mix codegens inside one fatbin: refused.
+    other_sass = _relabel_compile_dir(tmp_path / "sm_90", tmp_path / "sm_80", "13.0.88", arch="sm_80")
+    with pytest.raises(
+        BundleError, match=r"its SASS was compiled by several NVRTC versions \['13.0.88', '13.4.92'\]"
+    ):
+        bundle(
+            raw, "sim", "particles_wrp", "//tests:particles_wrp", out / "bad", out / "b.tar", out / "b.sha256",
+            arch_dirs={"sm_90": tmp_path / "sm_90", "sm_80": other_sass}, ptx_dir=old_ptx,
+        )  # fmt: skip

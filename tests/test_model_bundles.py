@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from wrpkg import archs
-from wrpkg.cuda_tools import fatbin_contents
+from wrpkg.cuda_tools import fatbin_contents, fatbin_entries
 from wrpkg.format import BinaryKind, read_wrp
 from wrpkg.verify import verify_bundle
 
@@ -39,3 +39,16 @@ def test_rewritten_wrp_points_at_the_fatbins_and_verifies():
         assert record.binary_filename.endswith(".fatbin.cubin")
         assert (root / "sim_modules" / record.binary_filename).is_file()
         assert (root / "sim_modules" / record.source_filename).is_file()
+
+
+def test_ptx_comes_from_the_older_nvrtc_and_sass_from_warps():
+    # PTX from NVRTC 13.0.88 (ISA 9.0) JITs on every CUDA 13 driver; SASS stays Warp's 13.4.92.
+    root = bundle_dir()
+    manifest = verify_bundle(root)
+    assert manifest.toolchain.nvrtc == archs.DEFAULT_TOOLCHAIN == "13.4.92"
+    assert manifest.toolchain.nvrtc_ptx == archs.PTX_TOOLCHAIN == "13.0.88"
+    assert manifest.ptx_min_driver == "13.0"
+    for module in manifest.modules:
+        assert module.ptx.nvrtc_version == "13.0.88", module.name
+        entries = fatbin_entries((root / module.binary).read_bytes())
+        assert [e.code_version for e in entries if e.kind == "ptx"] == ["9.0"], module.name

@@ -20,14 +20,22 @@ from dataclasses import dataclass
 
 from wrpkg.errors import CompileError
 
-# The one registered toolchain: NVRTC + nvFatbin + cuobjdump 13.4.92 from the pinned wheels
-# (the NVRTC Warp 1.19.0 embeds). Keyed by toolchain version so a second one can be added
-# later (CUDA 12.9 NVRTC is the last that targets sm_70/sm_72); add its SM list only once
-# it has been checked against that NVRTC's nvrtcGetSupportedArchs().
+# The NVRTCs rules_warp pins, keyed by the nvidia-cuda-nvrtc wheel's version. Each runs in
+# its own venv; wrpkg.cuda_tools uses the entry of the wheel installed in the running one.
+# - 13.4.92 (DEFAULT_TOOLCHAIN): the NVRTC Warp 1.19.0 embeds, for SASS (cubins byte-equal
+#   to Warp's), with nvFatbin + cuobjdump 13.4.92 for packing.
+# - 13.0.88 (PTX_TOOLCHAIN): the PTX compiler. Its PTX (ISA 9.0) is JIT-able by every
+#   CUDA 13 driver; 13.4's (ISA 9.4) only by 13.4+ drivers.
+# Add another (e.g. CUDA 12.9, the last NVRTC with sm_70/sm_72) only with an SM list
+# checked against that NVRTC's nvrtcGetSupportedArchs() (tests do, for every entry whose
+# wheel they can run).
 DEFAULT_TOOLCHAIN = "13.4.92"
+PTX_TOOLCHAIN = "13.0.88"
 SUPPORTED_SMS: dict[str, tuple[int, ...]] = {
     # nvrtcGetSupportedArchs() of nvidia-cuda-nvrtc 13.4.92.
     "13.4.92": (75, 80, 86, 87, 88, 89, 90, 100, 103, 107, 110, 120, 121),
+    # nvrtcGetSupportedArchs() of nvidia-cuda-nvrtc 13.0.88.
+    "13.0.88": (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121),
 }
 
 # Lowest SM for which NVRTC accepts each suffix (checked by compiling a kernel for every

@@ -119,19 +119,23 @@ def captured_module_artifacts(
 
 def multiarch_module_artifacts(
     raw_record: wrpformat.ModuleRecord, arch_dirs: dict[str, Path], ptx_dir: Path | None
-) -> tuple[ModuleArtifacts, str | None] | None:
+) -> tuple[ModuleArtifacts, str | None, str | None] | None:
     """The per-SM seam: one fatbin per module from the compile actions' outputs.
 
     Each --arch-dir/--ptx-dir DIR is a `wrpkg compile` output: `compile.json` (format
     wrpkg.compile/1) lists per module hash the output file, its sha256 and size, and the
-    NVRTC version. Returns the fatbin's artifacts and that NVRTC version, or None when every
-    compile skipped the module (no retained source): it then keeps its packaged binary.
+    NVRTC version. Every SASS must come from one NVRTC; the PTX may come from another (an
+    older one, so that older drivers can JIT it). Returns the fatbin's artifacts, the SASS
+    NVRTC version and the PTX NVRTC version (None for either without such outputs), or
+    None when every compile skipped the module (no retained source): it then keeps its
+    packaged binary.
     """
     from wrpkg import cuda_tools  # noqa: PLC0415 - loads nvFatbin; only multi-arch bundles need it
 
     cubins: dict[str, bytes] = {}
     sass: list[SassEntry] = []
-    nvrtc_versions = set()
+    sass_nvrtc_versions = set()
+    ptx_nvrtc = None
     skipped = []
     for arch, directory in sorted(arch_dirs.items()):
         found = _compiled_output(directory, raw_record, arch)
@@ -141,7 +145,7 @@ def multiarch_module_artifacts(
         entry, data, nvrtc = found
         cubins[entry["nvrtc_arch"]] = data
         sass.append(SassEntry(arch=entry["nvrtc_arch"], size=len(data), sha256=_sha256(data)))
-        nvrtc_versions.add(nvrtc)
+        sass_nvrtc_versions.add(nvrtc)
     ptx_entry = None
     ptx_pair = None
     if ptx_dir is not None:
@@ -149,26 +153,27 @@ def multiarch_module_artifacts(
         if found is None:
             skipped.append("ptx")
         else:
-            entry, data, nvrtc = found
+            entry, data, ptx_nvrtc = found
             ptx_pair = (entry["nvrtc_arch"], data)
-            ptx_entry = PtxEntry(entry["nvrtc_arch"], len(data), _sha256(data), nvrtc)
-            nvrtc_versions.add(nvrtc)
+            ptx_entry = PtxEntry(entry["nvrtc_arch"], len(data), _sha256(data), ptx_nvrtc)
     if skipped and (cubins or ptx_pair):
         raise BundleError(
             f"module {raw_record.name} ({raw_record.hash}): compiled for some targets but skipped for {skipped}"
         )
     if not cubins and ptx_pair is None:
         return None
-    if len(nvrtc_versions) > 1:
+    if len(sass_nvrtc_versions) > 1:
         raise BundleError(
-            f"module {raw_record.name}: compiled by several NVRTC versions {sorted(map(str, nvrtc_versions))}",
-            fix="build every arch of the target with one CUDA toolchain",
+            f"module {raw_record.name}: its SASS was compiled by several NVRTC versions "
+            f"{sorted(map(str, sass_nvrtc_versions))}",
+            fix="build every SM of the target with one CUDA toolchain (the PTX may use another)",
         )
     fatbin = cuda_tools.pack_fatbin(cubins, ptx_pair, module=raw_record.name)
     stem = raw_record.binary_filename.split(".", 1)[0]
     # Warp decides CUBIN vs PTX by the extension; a fatbin loads through the CUBIN path.
     filename = f"{stem}.fatbin.cubin"
-    return ModuleArtifacts(filename, fatbin, sass, ptx_entry), next(iter(nvrtc_versions))
+    sass_nvrtc = next(iter(sass_nvrtc_versions)) if sass_nvrtc_versions else None
+    return ModuleArtifacts(filename, fatbin, sass, ptx_entry), sass_nvrtc, ptx_nvrtc
 
 
 def _compiled_output(directory: Path, raw_record: wrpformat.ModuleRecord, arch: str | None):
@@ -235,7 +240,16 @@ def build_bundle_dir(
         packed = multiarch_module_artifacts(raw_record, arch_dirs, ptx_dir) if multiarch else None
         source_name = raw_record.source_filename if keep_source else ""
         if packed is not None:
-            artifacts, toolchain.nvrtc = packed
+            artifacts, sass_nvrtc, ptx_nvrtc = packed
+            for field_name, version in (("nvrtc", sass_nvrtc), ("nvrtc_ptx", ptx_nvrtc)):
+                known = getattr(toolchain, field_name)
+                if version and known and version != known:
+                    raise BundleError(
+                        f"{raw_wrp_path}: modules were compiled by different NVRTC versions "
+                        f"({known}, {version})",
+                        fix=f"rebuild {label} with one CUDA toolchain",
+                    )
+                setattr(toolchain, field_name, version or known)
             if source_name:
                 # Warp names the source after the capture SM (x.sm90.cu); a multi-arch bundle
                 # must be the same whichever GPU model ran the capture.
@@ -349,10 +363,11 @@ def build_bundle_dir(
 def _ptx_min_driver(modules: list[ModuleEntry]) -> str | None:
     """The oldest driver that can JIT the bundle's PTX: the CUDA release of the NVRTC that
     wrote it (a driver JITs PTX from toolkits up to its own CUDA version)."""
-    versions = sorted({m.ptx.nvrtc_version for m in modules if m.ptx and m.ptx.nvrtc_version})
+    versions = {m.ptx.nvrtc_version for m in modules if m.ptx and m.ptx.nvrtc_version}
     if not versions:
         return None
-    return ".".join(versions[-1].split(".")[:2])
+    major, minor = max(tuple(int(p) for p in v.split(".")[:2]) for v in versions)
+    return f"{major}.{minor}"
 
 
 def _relative_files(root: Path) -> list[str]:

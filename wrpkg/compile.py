@@ -6,7 +6,8 @@
 Each CUDA module's retained `.cu` is compiled with the compile recipe recorded in its
 module record (the NVRTC options Warp 1.19.0 derives from it, see wrpkg/recipe.py) and
 written as `OUT/<module hash>.<arch>.cubin` (`.ptx` for `--arch compute_N`), next to
-`OUT/compile.json`: the arch, the toolchain versions, and per module the output file,
+`OUT/compile.json`: the arch, the NVRTC version (that of the venv running this: 13.4.92
+for SASS, 13.0.88 for the PTX compiler), and per module the output file,
 its sha256 and size. Outputs are deterministic (no paths, times or host names) and
 appear atomically: everything is written to a temporary sibling directory first.
 
@@ -51,7 +52,10 @@ def configure_parser(parser) -> None:
 
 
 def run(args) -> int:
-    arch = parse_arch(args.arch)
+    from wrpkg import cuda_tools  # noqa: PLC0415 - reads the wheel's version only
+
+    # Validate against the SMs of the NVRTC in this venv (the PTX compiler's may differ).
+    arch = parse_arch(args.arch, cuda_tools.pinned_nvrtc_version())
     result = compile_wrp(args.wrp, args.modules_dir, arch, args.out_dir, include_dir=args.include_dir)
     compiled = result["modules"]
     print(
@@ -72,11 +76,13 @@ def compile_wrp(wrp_path, modules_dir, arch: Arch | str, out_dir, *, include_dir
     from wrpkg import cuda_tools  # loads NVRTC: keep `wrpkg --help` light
     from wrpkg.format import FallbackReason, read_wrp
 
-    arch = parse_arch(arch)
+    arch = parse_arch(arch, cuda_tools.pinned_nvrtc_version())
     wrp_path, modules_dir = Path(wrp_path), Path(modules_dir)
     wrp = read_wrp(wrp_path)
     include_dir = include_dir or cuda_tools.warp_include_dir()
-    versions = cuda_tools.toolchain_versions()
+    # Only NVRTC: nvFatbin and cuobjdump are packing tools, absent from the PTX compiler's venv.
+    versions = cuda_tools.nvrtc_versions()
+    cuda_version = cuda_tools.nvrtc_cuda_version()
 
     modules = sorted(wrp.metadata.modules if wrp.is_cuda else [], key=lambda m: (m.name, m.hash))
     outputs: dict[str, bytes] = {}
@@ -114,7 +120,7 @@ def compile_wrp(wrp_path, modules_dir, arch: Arch | str, out_dir, *, include_dir
             "nvrtc_program_name": program_name,
             "nvrtc_options": [
                 o.decode().replace(str(include_dir), INCLUDE_DIR_PLACEHOLDER)
-                for o in recipe.nvrtc_options(target, include_dir, module=label)
+                for o in recipe.nvrtc_options(target, include_dir, cuda_version=cuda_version, module=label)
             ],
             "output": name,
             "sha256": hashlib.sha256(data).hexdigest(),

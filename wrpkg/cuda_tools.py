@@ -3,10 +3,13 @@
 The hermetic CUDA toolchain of rules_warp: no host CUDA, no nvcc, no driver needed.
 
 - NVRTC is `cuda.bindings.nvrtc`; the shared library is the one cuda-pathfinder finds
-  in the `nvidia-cuda-nvrtc` wheel. Before first use we check that the file loaded is
-  that wheel's file, that the wheel is the pinned version, that the library's embedded
-  build string says so too, and that no other libnvrtc is mapped into the process (a
-  host /usr/local/cuda must never be picked up).
+  in the `nvidia-cuda-nvrtc` wheel. Which NVRTC that is depends on the venv: 13.4.92 in
+  the main one (SASS), 13.0.88 in the PTX compiler's (see toolchains/cuda/BUILD.bazel);
+  the installed wheel's version must be one of the pinned ones (wrpkg.archs.SUPPORTED_SMS).
+  Before first use we check that the file loaded is that wheel's file, that the library's
+  embedded build string names the wheel's version too, that nvrtcVersion() and
+  nvrtcGetSupportedArchs() agree with it, and that no other libnvrtc is mapped into the
+  process (a host /usr/local/cuda must never be picked up).
 - nvFatbin is `cuda.bindings.nvfatbin`, checked the same way against `nvidia-nvfatbin`.
 - cuobjdump is the executable shipped in `nvidia-cuda-cuobjdump`, located through that
   installed distribution's file list, never through PATH.
@@ -29,13 +32,16 @@ from pathlib import Path
 from wrpkg import WARP_VERSION
 from wrpkg.archs import DEFAULT_TOOLCHAIN, SUPPORTED_SMS, Arch, parse_arch
 from wrpkg.errors import CompileError
-from wrpkg.recipe import CompileRecipe
+from wrpkg.recipe import CompileRecipe, cuda_version_number
 
-# Library -> (wheel distribution that must provide it, pinned version, whether the library
-# embeds NVIDIA's "V<version>" build string: libnvrtc does, libnvfatbin does not, so for
-# nvFatbin the wheel's version and nvFatbinVersion()'s major.minor have to do).
+_NVRTC_DIST = "nvidia-cuda-nvrtc"
+# Library -> (wheel distribution that must provide it, pinned version or None for "the
+# installed nvidia-cuda-nvrtc, if rules_warp pins it" (pinned_nvrtc_version), whether the
+# library embeds NVIDIA's "V<version>" build string: libnvrtc does, libnvfatbin does not,
+# so for nvFatbin the wheel's version and nvFatbinVersion()'s major.minor have to do).
+# nvFatbin and cuobjdump only pack and inspect: they stay those of the main venv.
 _PINNED_LIBS = {
-    "nvrtc": ("nvidia-cuda-nvrtc", DEFAULT_TOOLCHAIN, True),
+    "nvrtc": (_NVRTC_DIST, None, True),
     "nvfatbin": ("nvidia-nvfatbin", DEFAULT_TOOLCHAIN, False),
 }
 _CUOBJDUMP_DIST = ("nvidia-cuda-cuobjdump", DEFAULT_TOOLCHAIN)
@@ -56,6 +62,32 @@ def _distribution(name: str, version: str) -> importlib.metadata.Distribution:
             fix=_INSTALL_FIX,
         )
     return dist
+
+
+@functools.cache
+def pinned_nvrtc_version() -> str:
+    """The NVRTC this process compiles with: the installed nvidia-cuda-nvrtc wheel's version,
+    which must be one rules_warp pins (13.4.92 for SASS, 13.0.88 for PTX). Read from the
+    wheel's metadata, without loading the library."""
+    try:
+        version = importlib.metadata.version(_NVRTC_DIST)
+    except importlib.metadata.PackageNotFoundError:
+        raise CompileError(f"the CUDA wheel {_NVRTC_DIST} is not installed", fix=_INSTALL_FIX) from None
+    if version not in SUPPORTED_SMS:
+        raise CompileError(
+            f"{_NVRTC_DIST} {version} is installed, but rules_warp pins only NVRTC "
+            f"{', '.join(sorted(SUPPORTED_SMS))} (cubins and PTX differ between NVRTC releases)",
+            fix="run with a venv made from toolchains/python/requirements.lock or "
+            "toolchains/cuda/nvrtc_13_0/requirements.lock; a new NVRTC needs its "
+            "nvrtcGetSupportedArchs() list in wrpkg.archs.SUPPORTED_SMS first",
+        )
+    return version
+
+
+def nvrtc_cuda_version() -> int:
+    """CUDA_VERSION-style number (13000 for 13.0.88) of the pinned NVRTC in use: Warp's
+    NVRTC options depend on it (recipe.nvrtc_options' cuda_version)."""
+    return cuda_version_number(pinned_nvrtc_version())
 
 
 def _dist_files(dist: importlib.metadata.Distribution, pattern: str) -> list[Path]:
@@ -106,6 +138,7 @@ class PinnedLibrary:
 @functools.cache
 def _load_pinned(name: str) -> PinnedLibrary:
     dist_name, version, has_build_string = _PINNED_LIBS[name]
+    version = version or pinned_nvrtc_version()
     dist = _distribution(dist_name, version)
     wheel_files = set(_dist_files(dist, rf"^lib{name}\.so"))
     if not wheel_files:
@@ -191,26 +224,36 @@ def toolchain_library_paths() -> dict[str, str]:
 
 
 @functools.cache
-def toolchain_versions() -> dict:
-    """Versions of the pinned toolchain, for manifests and compile.json (no paths)."""
+def nvrtc_versions() -> dict:
+    """The NVRTC in use, for compile.json (no paths): what a compile action needs and records."""
+    version = pinned_nvrtc_version()
     nvrtc = _nvrtc()
     nvrtc_api = _check(nvrtc, nvrtc.nvrtcVersion(), "nvrtcVersion")
-    nvfatbin = _nvfatbin()
-    nvfatbin_api = nvfatbin.version()
     supported = sorted(_check(nvrtc, nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs"))
-    if tuple(supported) != SUPPORTED_SMS[DEFAULT_TOOLCHAIN]:
+    if tuple(supported) != SUPPORTED_SMS[version]:
         raise CompileError(
-            f"NVRTC reports supported SMs {supported}, but wrpkg.archs lists "
-            f"{list(SUPPORTED_SMS[DEFAULT_TOOLCHAIN])} for {DEFAULT_TOOLCHAIN}"
+            f"NVRTC {version} reports supported SMs {supported}, but wrpkg.archs lists "
+            f"{list(SUPPORTED_SMS[version])} for it",
+            fix="correct wrpkg.archs.SUPPORTED_SMS (and toolchains/cuda/BUILD.bazel) from nvrtcGetSupportedArchs()",
         )
     return {
-        "toolchain": DEFAULT_TOOLCHAIN,
+        "toolchain": version,
         "nvrtc": _load_pinned("nvrtc").version,
         "nvrtc_api": f"{nvrtc_api[0]}.{nvrtc_api[1]}",
+        "supported_sms": supported,
+    }
+
+
+@functools.cache
+def toolchain_versions() -> dict:
+    """Versions of the whole pinned toolchain (NVRTC, nvFatbin, cuobjdump), for manifests (no paths)."""
+    nvfatbin = _nvfatbin()
+    nvfatbin_api = nvfatbin.version()
+    return {
+        **nvrtc_versions(),
         "nvfatbin": _load_pinned("nvfatbin").version,
         "nvfatbin_api": f"{nvfatbin_api[0]}.{nvfatbin_api[1]}",
         "cuobjdump": _CUOBJDUMP_DIST[1],
-        "supported_sms": supported,
     }
 
 
@@ -267,7 +310,9 @@ def _compile(
             f"module {module}: {arch.name} is {'a PTX' if arch.is_ptx else 'a SASS'} target",
             fix=f"use {'compile_ptx' if arch.is_ptx else 'compile_cubin'} or {arch.as_ptx().name if want_ptx else arch.as_sass().name}",
         )
-    options = recipe.nvrtc_options(arch, include_dir or warp_include_dir(), module=module)
+    options = recipe.nvrtc_options(
+        arch, include_dir or warp_include_dir(), cuda_version=nvrtc_cuda_version(), module=module
+    )
     target = recipe.target_arch(arch, module=module)
     nvrtc = _nvrtc()
     program = _check(
@@ -280,7 +325,7 @@ def _compile(
             log = b" " * log_size
             _check(nvrtc, nvrtc.nvrtcGetProgramLog(program, log), "nvrtcGetProgramLog")
             raise CompileError(
-                f"NVRTC {toolchain_versions()['nvrtc']} failed to compile module {module} "
+                f"NVRTC {nvrtc_versions()['nvrtc']} failed to compile module {module} "
                 f"({program_name}) for {target.name}: {_nvrtc_error_string(nvrtc, result)}\n"
                 f"{log.rstrip(b' ').rstrip(bytes(1)).decode(errors='replace')}",
                 fix="the retained .cu or its recipe does not compile with the pinned NVRTC; re-capture it",
@@ -314,7 +359,8 @@ def compile_cubin(
     program_name: str = "module.cu",
     include_dir: str | None = None,
 ) -> bytes:
-    """SASS for one SM, exactly as Warp 1.19.0 would build it from `source` and `recipe`.
+    """SASS for one SM, exactly as Warp 1.19.0 would build it from `source` and `recipe`
+    (with NVRTC 13.4.92, Warp's own; another pinned NVRTC gives its own cubins).
 
     `program_name` must be Warp's (`recipe.nvrtc_program_name(source_filename)`) for the
     bytes to equal Warp's cubin: NVRTC embeds it.
@@ -334,7 +380,8 @@ def compile_ptx(
     include_dir: str | None = None,
 ) -> bytes:
     """PTX for a virtual architecture (`compute_75`), NUL-terminated as NVRTC returns it and
-    as Warp writes and loads its `.ptx` files."""
+    as Warp writes and loads its `.ptx` files. Its ISA (`.version`) is the loaded NVRTC's:
+    9.0 for 13.0.88, 9.4 for 13.4.92; only drivers at least that new can JIT it."""
     return _compile(
         source, recipe, arch, True, module=module, program_name=program_name, include_dir=include_dir
     )

@@ -78,8 +78,11 @@ class FileEntry:
 @dataclass
 class Toolchain:
     warp: str
-    nvrtc: str | None = None
+    nvrtc: str | None = None  # the NVRTC of the SASS (Warp's own, 13.4.92)
     nvfatbin: str | None = None
+    # The NVRTC of the PTX (13.0.88: older than the SASS one, so that older drivers can
+    # JIT it); None when the bundle has no compiled PTX.
+    nvrtc_ptx: str | None = None
 
 
 @dataclass

@@ -32,7 +32,10 @@ from wrpkg.errors import CompileError, WrpFormatError
 RECIPE_SIZE = 16
 
 # CUDA_VERSION Warp 1.19.0's native library was built with (runtime.toolkit_version is
-# (13, 4)); the option rules below branch on it exactly as warp.cu's #if's do.
+# (13, 4)), i.e. that of the NVRTC it embeds; the option rules below branch on it exactly
+# as warp.cu's #if's do. It is only the default: the rules are about NVRTC's behaviour, so
+# wrpkg.cuda_tools passes the version of the NVRTC it actually loaded (13000 for the PTX
+# compiler's 13.0.88), as a Warp built against that toolkit would.
 WARP_CUDA_VERSION = 13040
 # Warp 1.19.0's Linux wheels are built with MathDx (wp_is_mathdx_enabled() == 1), which
 # warp.cu turns into --define-macro=WP_ENABLE_MATHDX=1 for every module.
@@ -195,6 +198,14 @@ def _common_nvrtc_options(recipe: CompileRecipe, target: Arch, cuda_version: int
         "--diag-suppress=177,550",
     ]
     return options
+
+
+def cuda_version_number(version: str) -> int:
+    """CUDA_VERSION-style number of a CUDA release: "13.0.88" -> 13000, "12.9" -> 12090."""
+    parts = version.split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+        raise CompileError(f"{version!r} is not a CUDA version (major.minor[.patch])")
+    return int(parts[0]) * 1000 + int(parts[1]) * 10
 
 
 def nvrtc_program_name(source_filename: str) -> str:

@@ -34,13 +34,17 @@ def check_sass_arch(label, name, cuda):
     return name
 
 def check_ptx_arch(label, name, cuda):
+    """Fails the analysis when the toolchain's PTX compiler (cuda.ptx_compiler) cannot emit `name`."""
+    ptx = cuda.ptx_compiler
     parsed = _split(name, "compute_")
-    supported = [_split(a, "sm_")[0] for a in cuda.supported_archs]
+    supported = [_split(a, "sm_")[0] for a in ptx.supported_archs]
     if parsed == None or parsed[1] or parsed[0] not in supported:
-        fail(("{}: unknown or unsupported PTX architecture '{}' in `ptx`. Use \"none\", or one of: {}").format(
+        fail(("{}: unknown or unsupported PTX architecture '{}' in `ptx`. The PTX compiler " +
+              "(CUDA {} NVRTC) supports: {}. Use \"none\", or one of those.").format(
             label,
             name,
-            ", ".join(cuda.ptx_archs),
+            ptx.cuda_version,
+            ", ".join(ptx.ptx_archs),
         ))
     return name
 

@@ -31,8 +31,8 @@ def run_wrpkg(
         toolchain = None):
     """Runs `python -m wrpkg.<tool> <arguments>` hermetically: only declared inputs, no host packages.
 
-    `toolchain` (a WrpCudaToolchainInfo) replaces the default venv with that toolchain's
-    interpreter and files."""
+    `toolchain` (a WrpCudaToolchainInfo, or the WrpNvrtcInfo of its ptx_compiler) replaces
+    the default venv with that compiler's interpreter and files."""
     interpreter = toolchain.interpreter if toolchain else ctx.file._python
     interpreter_files = toolchain.files if toolchain else ctx.attr._python_files[DefaultInfo].files
     python_path = [_import_root(ctx)]

@@ -1,15 +1,18 @@
 """wrp_python_venv: the one repository rule that downloads anything.
 
-It makes a virtual environment from the hash-locked requirements file
+It makes a virtual environment from a hash-locked requirements file
 (`pip install --require-hashes`), so every action and test runs the same pinned
 warp-lang, NVRTC, nvFatbin, numpy and pytest, never the host's packages or the
-host's CUDA. The venv is re-made whenever the lock file changes.
+host's CUDA. The venv is re-made whenever the lock file changes. WORKSPACE declares
+two: @wrp_venv (toolchains/python/requirements.lock: everything, NVRTC 13.4.92 for SASS)
+and @wrp_nvrtc_13_0_venv (toolchains/cuda/nvrtc_13_0/requirements.lock: warp-lang +
+cuda-bindings + NVRTC 13.0.88, the PTX compiler; see toolchains/cuda/BUILD.bazel).
 
 Targets of the generated repository:
   :python          the venv's interpreter (an executable file)
   :python_files    every file of the venv (inputs of the actions that run it)
   :py3_runtime     py_runtime over the venv, for py_test/py_binary via toolchains/python
-  :ruff            the pinned ruff binary (lint test)
+  :ruff            the pinned ruff binary (lint test; empty where the lock has no ruff)
   :warp_cc         Warp's native library (warp.so) + headers (warp/native) for C++
   :warp_clang      warp-clang.so, which Warp loads at run time for CPU modules
   :cuda_files      NVRTC, nvFatbin and cuobjdump from the pinned wheels
@@ -49,7 +52,7 @@ py_runtime(
 
 filegroup(
     name = "ruff",
-    srcs = ["venv/bin/ruff"],
+    srcs = glob(["venv/bin/ruff"]),
 )
 
 cc_import(
@@ -118,7 +121,7 @@ def _wrp_python_venv_impl(rctx):
     )
     info = _run(rctx, [venv_python, "-c", "\n".join([
         "import json, sys, sysconfig, importlib.metadata as m",
-        "names = ['warp-lang', 'numpy', 'cuda-bindings', 'nvidia-cuda-nvrtc', 'nvidia-nvfatbin', 'nvidia-cuda-cuobjdump', 'pytest', 'ruff']",
+        "names = {}".format(json.encode(rctx.attr.packages)),
         "print(json.dumps({'python': '%d.%d.%d' % sys.version_info[:3],",
         "  'site': sysconfig.get_paths()['purelib'],",
         "  'packages': {n: m.version(n) for n in names}}, sort_keys=True))",
@@ -133,6 +136,19 @@ def _wrp_python_venv_impl(rctx):
 wrp_python_venv = repository_rule(
     implementation = _wrp_python_venv_impl,
     attrs = {
+        "packages": attr.string_list(
+            default = [
+                "warp-lang",
+                "numpy",
+                "cuda-bindings",
+                "nvidia-cuda-nvrtc",
+                "nvidia-nvfatbin",
+                "nvidia-cuda-cuobjdump",
+                "pytest",
+                "ruff",
+            ],
+            doc = "Distributions whose installed versions versions.json reports (each must be in the lock).",
+        ),
         "python_interpreter": attr.string(
             default = "python3",
             doc = "The interpreter the venv is made from (looked up on PATH).",

@@ -32,8 +32,10 @@ def compare(graph, bundle: Path, manifest: dict) -> list[str]:
         else:
             a, b = got.view(np.float32), want.view(np.float32)
             ok = bool(np.all(np.abs(a - b) <= g["tolerance"] * np.maximum(np.abs(b), 1e-30)))
-        print(f"    {g['name']:<14} {'bit-exact' if g['tolerance'] is None else 'tol ' + str(g['tolerance'])}: "
-              f"{'OK' if ok else 'MISMATCH'}")
+        print(
+            f"    {g['name']:<14} {'bit-exact' if g['tolerance'] is None else 'tol ' + str(g['tolerance'])}: "
+            f"{'OK' if ok else 'MISMATCH'}"
+        )
         if not ok:
             failures.append(g["name"])
     return failures
@@ -64,7 +66,9 @@ def main() -> int:
         return 1
     wp.capture_launch(graph)
     wp.synchronize_device("cuda:0")
-    print(f"  {bundle.name} ({'stock wp.capture_load' if args.stock else 'wrpkg.load'}): loaded in {load_ms:.0f} ms")
+    print(
+        f"  {bundle.name} ({'stock wp.capture_load' if args.stock else 'wrpkg.load'}): loaded in {load_ms:.0f} ms"
+    )
     failures = compare(graph, bundle, manifest)
     print(f"  {bundle.name}: {'PASS' if not failures else 'FAIL ' + ', '.join(failures)}")
     return 1 if failures else 0
