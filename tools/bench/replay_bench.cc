@@ -4,11 +4,13 @@
 //   replay_bench --bundle DIR [--steps N]
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "runtime/bundle.h"
 #include "runtime/error.h"
@@ -23,11 +25,16 @@ double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_cloc
   return std::chrono::duration<double>(b - a).count();
 }
 
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string dir;
-  int steps = 2000;
+  int steps = 300;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--bundle") && i + 1 < argc) dir = argv[++i];
     if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) steps = std::atoi(argv[++i]);
@@ -51,16 +58,23 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 20; ++i) graph.Launch();  // warm-up
     graph.Synchronize();
 
-    // Host time per launch: enqueue cost only (the GPU queue absorbs the launches).
-    const int host_n = 200;
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < host_n; ++i) graph.Launch();
-    auto t1 = std::chrono::steady_clock::now();
-    graph.Synchronize();
-    auto t2 = std::chrono::steady_clock::now();
-    for (int i = 0; i < host_n; ++i) launch(exec, stream);
-    auto t3 = std::chrono::steady_clock::now();
-    sync(stream);
+    // Host time per launch: enqueue cost only. Rounds of `batch` launches with the GPU
+    // drained between rounds (so the queue never fills and blocks), alternating the two
+    // ways, median of the per-round means.
+    const int rounds = 21, batch = 20;
+    std::vector<double> wrp_round_us, bare_round_us;
+    for (int r = 0; r < rounds; ++r) {
+      auto a = std::chrono::steady_clock::now();
+      for (int i = 0; i < batch; ++i) graph.Launch();
+      auto b = std::chrono::steady_clock::now();
+      graph.Synchronize();
+      auto c = std::chrono::steady_clock::now();
+      for (int i = 0; i < batch; ++i) launch(exec, stream);
+      auto d = std::chrono::steady_clock::now();
+      sync(stream);
+      wrp_round_us.push_back(Seconds(a, b) / batch * 1e6);
+      bare_round_us.push_back(Seconds(c, d) / batch * 1e6);
+    }
 
     // Throughput: launches until the GPU is done.
     auto t4 = std::chrono::steady_clock::now();
@@ -71,8 +85,8 @@ int main(int argc, char** argv) {
     sync(stream);
     auto t6 = std::chrono::steady_clock::now();
 
-    double wrp_host_us = Seconds(t0, t1) / host_n * 1e6;
-    double bare_host_us = Seconds(t2, t3) / host_n * 1e6;
+    double wrp_host_us = Median(wrp_round_us);
+    double bare_host_us = Median(bare_round_us);
     double wrp_sps = steps / Seconds(t4, t5);
     double bare_sps = steps / Seconds(t5, t6);
     std::printf("bundle %s (%s)\n", bundle.manifest().label.c_str(),

@@ -69,6 +69,8 @@ def main() -> int:
     print(
         f"  {bundle.name} ({'stock wp.capture_load' if args.stock else 'wrpkg.load'}): loaded in {load_ms:.0f} ms"
     )
+    compiled = sorted(p.name for p in bundle.rglob("apic_guest_*"))
+    print(f"  Warp compiled retained source at load: {', '.join(compiled) if compiled else 'no'}")
     failures = compare(graph, bundle, manifest)
     print(f"  {bundle.name}: {'PASS' if not failures else 'FAIL ' + ', '.join(failures)}")
     return 1 if failures else 0

@@ -11,6 +11,11 @@ step() { echo; echo "== $*"; }
 check() { "$@" || { echo "!! FAILED: $*"; status=1; }; }
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
 
+step "benchmark: load times (issue 5), before any other load leaves caches behind"
+check python3 tools/bench/load_bench.py $c/sim_recorded_wrp models/recorded/sim_cuda_sm90 $c/sim_ptx_only_wrp $c/sim_source_only_wrp
+step "benchmark: replay throughput and host overhead (issue 6)"
+check python3 tools/bench/python_replay_bench.py $c/sim_recorded_wrp
+check $c/replay_bench --bundle $c/sim_recorded_wrp
 step "multi-arch bundle: stock wp.capture_load, then wrpkg.load (verify + arch check)"
 check python3 tools/gpu/replay_check.py $c/sim_recorded_wrp --stock
 check python3 tools/gpu/replay_check.py $c/sim_recorded_wrp
@@ -32,11 +37,9 @@ check $c/replay --bundle $c/sim_ptx_only_wrp
 check $c/replay --bundle $c/sim_source_only_wrp
 check bash tests/gpu/expect_arch_mismatch_test.sh $c/replay $c/sim_no_fit_wrp
 
-step "benchmark: load times (issue 5)"
-check python3 tools/bench/load_bench.py $c/sim_recorded_wrp models/recorded/sim_cuda_sm90 $c/sim_ptx_only_wrp $c/sim_source_only_wrp
-step "benchmark: replay throughput and host overhead (issue 6)"
-check python3 tools/bench/python_replay_bench.py $c/sim_recorded_wrp
-check $c/replay_bench --bundle $c/sim_recorded_wrp
+step "examples/deploy on the GPU (its CPU path runs in CI: the GPU machine's Warp pack has no warp-clang.so)"
+check $c/deploy_recorded --device cuda --steps 100
+
 echo
 [ "$status" -eq 0 ] && echo "verify_cuda: all passed" || echo "verify_cuda: FAILURES above"
 exit "$status"
