@@ -1,5 +1,5 @@
 // Bundle verification and end-to-end CPU replay through Warp. Arguments: BUNDLE_DIR BUNDLE_TAR (a CPU bundle
-// made by runtime/testdata/make_cpu_bundle.py).
+// built by //runtime:particles_cpu_wrp from runtime/testdata/particles.py).
 #include "runtime/bundle.h"
 
 #include <unistd.h>
