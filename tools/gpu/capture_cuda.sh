@@ -30,3 +30,6 @@ for c in cap1 cap2 cap_ptx80; do
 done
 cmp "$work/b_cap1/sim_wrp.tar" "$work/b_cap2/sim_wrp.tar" && echo "cap1 and cap2: byte-identical bundle tars"
 tar -C "$work" -cf "$out/raw_captures.tar" cap1 cap2 cap_ptx80
+# The model sources this capture was made from: checked in beside a recorded capture
+# (models/recorded/<name>.sources.sha256), tests/test_recorded_capture.py fails when they drift.
+sha256sum models/sim.py models/sim_kernels.py > "$out/sources.sha256"
