@@ -3,6 +3,7 @@ the arch-mismatch message. CPU only: the CUDA side runs on the in-repo sm_90 fix
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -17,7 +18,7 @@ from wrpkg import format as wrpformat
 from wrpkg.bundle import bundle
 from wrpkg.errors import ArchMismatchError, BundleError, VerifyError
 from wrpkg.load import arch_mismatch_message, check_device, device_fit
-from wrpkg.manifest import MANIFEST_SCHEMA, PtxEntry, from_json_bytes, to_json_bytes
+from wrpkg.manifest import MANIFEST_SCHEMA, PtxEntry, SassEntry, from_json_bytes, to_json_bytes
 from wrpkg.verify import bundle_content_hash, verify_bundle
 
 REPO = Path(__file__).resolve().parent.parent
@@ -386,20 +387,23 @@ def test_verify_catches_a_module_that_disagrees_with_the_wrp(cuda_bundle, tmp_pa
 # --- arch checks ---------------------------------------------------------------------------
 
 
-def test_arch_mismatch_message_names_bundle_device_and_fix():
-    message = arch_mismatch_message(
-        "//models:sim_wrp",
-        "ab" * 32,
-        ["sm_80", "sm_90"],
-        ["compute_90"],
-        False,
-        "NVIDIA GeForce RTX 2080",
-        75,
+def test_arch_mismatch_message_names_bundle_device_and_fix(cuda_bundle):
+    manifest = from_json_bytes((cuda_bundle / "manifest.json").read_bytes())
+    manifest.label = "//models:sim_wrp"
+    manifest.modules[0].sass = [SassEntry("sm_80", 1, "0" * 64), SassEntry("sm_90", 1, "0" * 64)]
+    manifest.modules[0].ptx = PtxEntry("compute_90", 1, "0" * 64, "13.0.88")
+    manifest.modules[0].source = None
+    manifest.ptx_min_driver = "13.0"
+    message = arch_mismatch_message(manifest, "ab" * 32, "cuda:0", "NVIDIA GeForce RTX 2080", 75, (13, 0))
+    module = manifest.modules[0]
+    assert message == (
+        'bundle //models:sim_wrp (content sha256 abababababababab...) has no code that runs on cuda:0 "NVIDIA '
+        'GeForce RTX 2080" (sm_75, driver CUDA 13.0).\n'
+        "  the bundle holds: SASS sm_80 and sm_90, PTX compute_90 (needs driver CUDA >= 13.0), no CUDA source\n"
+        f"  module {module.name} ({module.hash[:8]}): no SASS for sm_75 (has sm_80 and sm_90), no CUDA source; "
+        "PTX compute_90 is newer than sm_75\n"
+        'fix: add "sm_75" to the archs attribute of //models:sim_wrp and rebuild it'
     )
-    assert "//models:sim_wrp" in message and "ab" * 32 in message
-    assert "SASS sm_80, sm_90" in message and "PTX compute_90" in message and "CUDA source no" in message
-    assert "NVIDIA GeForce RTX 2080 (sm_75)" in message
-    assert 'add "sm_75" to the archs attribute of //models:sim_wrp' in message
 
 
 def test_check_device_on_a_cuda_manifest(cuda_bundle):
@@ -409,10 +413,10 @@ def test_check_device_on_a_cuda_manifest(cuda_bundle):
     assert device_fit(manifest, 80).how == "source"  # the retained .cu still fits
     manifest.modules[0].source = None  # as if built without source fallback
     with pytest.raises(ArchMismatchError) as err:
-        check_device(manifest, content_hash, "NVIDIA A100-SXM4-80GB", 80)
+        check_device(manifest, content_hash, "cuda:0", "NVIDIA A100-SXM4-80GB", 80, (13, 0))
     text = str(err.value)
-    assert "//tests:particles_wrp" in text and content_hash in text
-    assert "SASS sm_90; PTX none" in text and "NVIDIA A100-SXM4-80GB (sm_80)" in text
+    assert "//tests:particles_wrp" in text and content_hash[:16] in text
+    assert "SASS sm_90, PTX none" in text and '"NVIDIA A100-SXM4-80GB" (sm_80' in text
     assert 'add "sm_80" to the archs attribute of //tests:particles_wrp' in text
     assert device_fit(manifest, 90).how == "sass"
 
@@ -427,9 +431,20 @@ def test_ptx_needs_a_driver_as_new_as_its_nvrtc(cuda_bundle):
     assert device_fit(manifest, 90, (13, 0)).how == "source"
     manifest.modules[0].source = None
     with pytest.raises(ArchMismatchError) as err:
-        check_device(manifest, "f" * 64, "NVIDIA H200", 90, (13, 0))
-    assert "PTX compute_75" in str(err.value)
-    assert "needs a CUDA 13.4 driver or newer to JIT; this driver is CUDA 13.0" in str(err.value)
+        check_device(manifest, "f" * 64, "cuda:0", "NVIDIA H200", 90, (13, 0))
+    assert "PTX compute_75 (needs driver CUDA >= 13.4)" in str(err.value)
+    assert "PTX compute_75 needs driver CUDA >= 13.4, the device's driver is CUDA 13.0" in str(err.value)
+
+
+def test_per_module_fit_mixes_sass_and_ptx(cuda_bundle):
+    """One module with native code and another with only PTX still loads (as in C++)."""
+    manifest = from_json_bytes((cuda_bundle / "manifest.json").read_bytes())
+    second = copy.deepcopy(manifest.modules[0])
+    second.name, second.sass, second.source = "other", [], None
+    second.ptx = PtxEntry("compute_75", 1, "0" * 64, "13.0.88")
+    manifest.modules.append(second)
+    fit = device_fit(manifest, 90, (13, 0))
+    assert fit.how == "ptx" and [m.how for m in fit.modules] == ["sass", "ptx"]
 
 
 def test_multiarch_seam_packs_a_fatbin_from_compile_outputs(cuda_bundle, tmp_path):

@@ -24,40 +24,61 @@ _PTX_RE = re.compile(r"compute_([0-9]+)([af]?)$")
 
 
 @dataclass
-class DeviceFit:
-    """How a device can run a bundle: `how` is "sass", "ptx", "source" or None (it cannot)."""
+class ModuleFit:
+    """How the device runs one module: `how` is "sass", "ptx", "source" or None (it cannot)."""
 
+    module: str
     how: str | None
     arch: str | None = None
+    problem: str | None = None
+
+
+@dataclass
+class DeviceFit:
+    """How a device runs a bundle: "sass" when every module has native code, "ptx" or "source"
+    when some module compiles at load time, None when some module cannot run at all."""
+
+    how: str | None
+    modules: list[ModuleFit]
+
+
+def _parse(arch: str, pattern: re.Pattern) -> tuple[int, str] | None:
+    match = pattern.match(arch)
+    return (int(match.group(1)), match.group(2)) if match else None
 
 
 def sass_runs_on(arch: str, device_sm: int) -> bool:
     """CUDA's SASS compatibility: a cubin for sm_XY runs on sm_XZ with Z >= Y (same major);
-    `a` (arch-specific) runs on exactly that SM; `f` (family) on that SM and later members
-    of its family (same major)."""
-    match = _SASS_RE.match(arch)
-    if not match:
+    `a` (arch-specific) runs on exactly that SM; `f` (family) likewise within its major."""
+    parsed = _parse(arch, _SASS_RE)
+    if parsed is None:
         return False
-    sm, suffix = int(match.group(1)), match.group(2)
+    sm, suffix = parsed
     if suffix == "a":
         return sm == device_sm
     return sm // 10 == device_sm // 10 and sm % 10 <= device_sm % 10
 
 
 def ptx_runs_on(arch: str, device_sm: int) -> bool:
-    """PTX for compute_XY is JIT-compiled by the driver for any SM >= XY (plain PTX only:
-    `a`/`f` PTX carries the same restrictions as the SASS)."""
-    match = _PTX_RE.match(arch)
-    if not match:
+    """PTX for compute_XY is JIT-compiled for any SM >= XY; `a` PTX only for that SM and
+    `f` PTX only within its family."""
+    parsed = _parse(arch, _PTX_RE)
+    if parsed is None:
         return False
-    sm, suffix = int(match.group(1)), match.group(2)
-    if suffix:
-        return sass_runs_on(f"sm_{sm}{suffix}", device_sm)
+    sm, suffix = parsed
+    if suffix == "a":
+        return sm == device_sm
+    if suffix == "f":
+        return sm // 10 == device_sm // 10 and sm % 10 <= device_sm % 10
     return sm <= device_sm
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(".")[:2])
+
+
+def _format_version(version) -> str:
+    return "unknown" if version is None else ".".join(str(v) for v in tuple(version)[:2])
 
 
 def driver_can_jit(manifest: Manifest, driver_version: tuple[int, int] | None) -> bool:
@@ -70,73 +91,110 @@ def driver_can_jit(manifest: Manifest, driver_version: tuple[int, int] | None) -
 def device_fit(
     manifest: Manifest, device_sm: int, driver_version: tuple[int, int] | None = None
 ) -> DeviceFit:
-    """The best way the device can run every module of the bundle.
+    """Per module, the best code the device can run: the closest SASS, else PTX (when the
+    driver can JIT it), else the retained source. The same decision as runtime/arch.cc."""
+    device = f"sm_{device_sm}"
+    modules = []
+    for module in manifest.modules:
+        runnable = [s.arch for s in module.sass if sass_runs_on(s.arch, device_sm)]
+        if runnable:
+            best = max(runnable, key=lambda a: _parse(a, _SASS_RE)[0])
+            modules.append(ModuleFit(module.name, "sass", best))
+            continue
+        why = ""
+        if module.ptx is not None:
+            if not ptx_runs_on(module.ptx.arch, device_sm):
+                why = f"PTX {module.ptx.arch} is newer than {device}"
+            elif not driver_can_jit(manifest, driver_version):
+                why = (
+                    f"PTX {module.ptx.arch} needs driver CUDA >= "
+                    f"{_format_version(_version_tuple(manifest.ptx_min_driver))}, "
+                    f"the device's driver is CUDA {_format_version(driver_version)}"
+                )
+            else:
+                modules.append(ModuleFit(module.name, "ptx", module.ptx.arch))
+                continue
+        if module.source is not None:
+            modules.append(ModuleFit(module.name, "source"))
+            continue
+        problem = f"module {module.name} ({module.hash[:8]}): no SASS for {device}"
+        held = [s.arch for s in module.sass]
+        if held:
+            problem += f" (has {_join(held)})"
+        if module.ptx is None:
+            problem += ", no PTX"
+        if module.source is None:
+            problem += ", no CUDA source"
+        if why:
+            problem += f"; {why}"
+        modules.append(ModuleFit(module.name, None, problem=problem))
+    hows = [m.how for m in modules]
+    if not modules or None in hows:
+        how = None
+    elif all(h == "sass" for h in hows):
+        how = "sass"
+    else:
+        how = "ptx" if "ptx" in hows and "source" not in hows else "source"
+    return DeviceFit(how, modules)
 
-    `driver_version` (major, minor) of the CUDA driver; None skips the PTX driver check."""
-    sass = [a for a in manifest.sass_archs() if sass_runs_on(a, device_sm)]
-    if sass:
-        return DeviceFit("sass", sass[-1])
-    ptx = [a for a in manifest.ptx_archs() if ptx_runs_on(a, device_sm)]
-    if ptx and driver_can_jit(manifest, driver_version):
-        return DeviceFit("ptx", ptx[-1])
-    if manifest.has_source_fallback():
-        return DeviceFit("source")
-    return DeviceFit(None)
+
+def _join(items: list[str]) -> str:
+    """ "a, b and c", as runtime/arch.cc's JoinList writes lists."""
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def bundle_title(label: str, content_hash: str) -> str:
+    """How a bundle is named in messages (runtime/bundle.cc's Bundle::Title)."""
+    return f"bundle {label} (content sha256 {content_hash[:16]}...)"
 
 
 def arch_mismatch_message(
-    label: str,
+    manifest: Manifest,
     content_hash: str,
-    sass_archs: list[str],
-    ptx_archs: list[str],
-    has_source: bool,
+    device_alias: str,
     device_name: str,
     device_sm: int,
+    driver_version: tuple[int, int] | None,
+    fit: DeviceFit | None = None,
 ) -> str:
-    """The error text when a bundle holds nothing the device can run (pure, for tests and C++ parity)."""
-    holds_sass = ", ".join(sass_archs) if sass_archs else "none"
-    holds_ptx = ", ".join(ptx_archs) if ptx_archs else "none"
-    return (
-        f"bundle {label} (content hash {content_hash}) has no code for this device.\n"
-        f"  bundle holds: SASS {holds_sass}; PTX {holds_ptx}; CUDA source {'yes' if has_source else 'no'}\n"
-        f"  device: {device_name} (sm_{device_sm})\n"
-        f'  fix: add "sm_{device_sm}" to the archs attribute of {label} and rebuild it'
-    )
+    """The error text when a bundle holds nothing the device can run: word for word what
+    the C++ runtime says (runtime/arch.cc), so a user sees one message from either side."""
+    fit = fit or device_fit(manifest, device_sm, driver_version)
+    sass = sorted({s.arch for m in manifest.modules for s in m.sass})
+    ptx = sorted({m.ptx.arch for m in manifest.modules if m.ptx is not None})
+    holds = "SASS " + (_join(sass) if sass else "none") + ", PTX " + (_join(ptx) if ptx else "none")
+    if ptx and manifest.ptx_min_driver:
+        holds += f" (needs driver CUDA >= {_format_version(_version_tuple(manifest.ptx_min_driver))})"
+    holds += ", CUDA source" if any(m.source is not None for m in manifest.modules) else ", no CUDA source"
+    lines = [
+        f"{bundle_title(manifest.label, content_hash)} has no code that runs on {device_alias} "
+        f'"{device_name}" (sm_{device_sm}, driver CUDA {_format_version(driver_version)}).',
+        f"  the bundle holds: {holds}",
+        *(f"  {m.problem}" for m in fit.modules if m.how is None),
+        f'fix: add "sm_{device_sm}" to the archs attribute of {manifest.label} and rebuild it',
+    ]
+    return "\n".join(lines)
 
 
 def check_device(
     manifest: Manifest,
     content_hash: str,
+    device_alias: str,
     device_name: str,
     device_sm: int,
     driver_version: tuple[int, int] | None = None,
 ) -> DeviceFit:
-    """Raises ArchMismatchError when the device can run neither SASS, PTX nor the source."""
+    """Raises ArchMismatchError when some module can run neither SASS, PTX nor its source."""
     fit = device_fit(manifest, device_sm, driver_version)
     if fit.how is None:
         raise ArchMismatchError(
             arch_mismatch_message(
-                manifest.label,
-                content_hash,
-                manifest.sass_archs(),
-                manifest.ptx_archs(),
-                manifest.has_source_fallback(),
-                device_name,
-                device_sm,
+                manifest, content_hash, device_alias, device_name, device_sm, driver_version, fit
             )
-            + _driver_note(manifest, driver_version)
         )
     return fit
-
-
-def _driver_note(manifest: Manifest, driver_version: tuple[int, int] | None) -> str:
-    if manifest.ptx_archs() and not driver_can_jit(manifest, driver_version):
-        have = ".".join(map(str, driver_version[:2]))
-        return (
-            f"\n  note: its PTX needs a CUDA {manifest.ptx_min_driver} driver or newer to JIT; "
-            f"this driver is CUDA {have}"
-        )
-    return ""
 
 
 def load(bundle_dir: str | os.PathLike, device=None):
@@ -154,7 +212,12 @@ def load(bundle_dir: str | os.PathLike, device=None):
         )
     if dev.is_cuda:
         check_device(
-            manifest, bundle_content_hash(bundle_dir), dev.name, dev.arch, wp.get_cuda_driver_version()
+            manifest,
+            bundle_content_hash(bundle_dir),
+            str(dev),
+            dev.name,
+            dev.arch,
+            wp.get_cuda_driver_version(),
         )
     graph = wp.capture_load(str(bundle_dir / manifest.wrp), device=dev)
     return graph, manifest
