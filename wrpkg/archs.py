@@ -118,6 +118,17 @@ def _unsupported(text: str, why: str, toolchain: str) -> CompileError:
     )
 
 
+def split_arch(text: str) -> Arch | None:
+    """The shape of a target name alone, with no toolchain check: `"sm_90a"` -> Arch(90, 'a'),
+    None when it is not sm_<N>[a|f] or compute_<N>[a|f]. For reading manifests, whose
+    names a toolchain already accepted."""
+    match = _ARCH_RE.fullmatch(text.strip()) if isinstance(text, str) else None
+    if not match:
+        return None
+    prefix, number, suffix = match.groups()
+    return Arch(int(number), suffix, prefix == "compute")
+
+
 def parse_arch(text: str | Arch, toolchain: str = DEFAULT_TOOLCHAIN) -> Arch:
     """`"sm_90a"` -> Arch(90, 'a'); `"compute_75"` -> Arch(75, '', is_ptx=True).
 
@@ -128,11 +139,10 @@ def parse_arch(text: str | Arch, toolchain: str = DEFAULT_TOOLCHAIN) -> Arch:
         text = text.name
     if not isinstance(text, str):
         raise _unsupported(repr(text), "not a string", toolchain)
-    match = _ARCH_RE.fullmatch(text.strip())
-    if not match:
+    arch = split_arch(text)
+    if arch is None:
         raise _unsupported(text, "expected sm_<N>[a|f] or compute_<N>[a|f]", toolchain)
-    prefix, number, suffix = match.groups()
-    arch = Arch(int(number), suffix, prefix == "compute")
+    suffix = arch.suffix
     if arch.sm not in _toolchain_sms(toolchain):
         raise _unsupported(text, f"NVRTC {toolchain} has no target sm_{arch.sm}", toolchain)
     if suffix and arch.sm < SUFFIX_MIN_SM[suffix]:

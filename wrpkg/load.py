@@ -11,16 +11,13 @@ it compares the device's SM with what the bundle holds before Warp tries to load
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from wrpkg.archs import split_arch
 from wrpkg.errors import ArchMismatchError
 from wrpkg.manifest import Manifest
 from wrpkg.verify import bundle_content_hash, verify_bundle
-
-_SASS_RE = re.compile(r"sm_([0-9]+)([af]?)$")
-_PTX_RE = re.compile(r"compute_([0-9]+)([af]?)$")
 
 
 @dataclass
@@ -42,35 +39,32 @@ class DeviceFit:
     modules: list[ModuleFit]
 
 
-def _parse(arch: str, pattern: re.Pattern) -> tuple[int, str] | None:
-    match = pattern.match(arch)
-    return (int(match.group(1)), match.group(2)) if match else None
+def _same_family_or_later(sm: int, device_sm: int) -> bool:
+    return sm // 10 == device_sm // 10 and sm % 10 <= device_sm % 10
 
 
 def sass_runs_on(arch: str, device_sm: int) -> bool:
     """CUDA's SASS compatibility: a cubin for sm_XY runs on sm_XZ with Z >= Y (same major);
     `a` (arch-specific) runs on exactly that SM; `f` (family) likewise within its major."""
-    parsed = _parse(arch, _SASS_RE)
-    if parsed is None:
+    parsed = split_arch(arch)
+    if parsed is None or parsed.is_ptx:
         return False
-    sm, suffix = parsed
-    if suffix == "a":
-        return sm == device_sm
-    return sm // 10 == device_sm // 10 and sm % 10 <= device_sm % 10
+    if parsed.suffix == "a":
+        return parsed.sm == device_sm
+    return _same_family_or_later(parsed.sm, device_sm)
 
 
 def ptx_runs_on(arch: str, device_sm: int) -> bool:
     """PTX for compute_XY is JIT-compiled for any SM >= XY; `a` PTX only for that SM and
     `f` PTX only within its family."""
-    parsed = _parse(arch, _PTX_RE)
-    if parsed is None:
+    parsed = split_arch(arch)
+    if parsed is None or not parsed.is_ptx:
         return False
-    sm, suffix = parsed
-    if suffix == "a":
-        return sm == device_sm
-    if suffix == "f":
-        return sm // 10 == device_sm // 10 and sm % 10 <= device_sm % 10
-    return sm <= device_sm
+    if parsed.suffix == "a":
+        return parsed.sm == device_sm
+    if parsed.suffix == "f":
+        return _same_family_or_later(parsed.sm, device_sm)
+    return parsed.sm <= device_sm
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
@@ -98,7 +92,7 @@ def device_fit(
     for module in manifest.modules:
         runnable = [s.arch for s in module.sass if sass_runs_on(s.arch, device_sm)]
         if runnable:
-            best = max(runnable, key=lambda a: _parse(a, _SASS_RE)[0])
+            best = max(runnable, key=lambda a: split_arch(a).sm)
             modules.append(ModuleFit(module.name, "sass", best))
             continue
         why = ""

@@ -15,6 +15,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from wrpkg.archs import split_arch
 from wrpkg.errors import VerifyError
 
 MANIFEST_SCHEMA = "rules_warp.manifest/1"
@@ -120,8 +121,8 @@ class Manifest:
 
 
 def _arch_number(arch: str) -> int:
-    digits = "".join(ch for ch in arch.split("_", 1)[-1] if ch.isdigit())
-    return int(digits) if digits else 0
+    parsed = split_arch(arch)
+    return parsed.sm if parsed else 0
 
 
 def sha256_file(path: str | os.PathLike) -> str:
