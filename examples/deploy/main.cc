@@ -8,10 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "models/sim_cpu_wrp_cc.h"
 #include "runtime/bundle.h"
 #include "runtime/error.h"
 #include "runtime/graph.h"
+#ifdef WRP_DEPLOY_CPU_BUNDLE
+#include "models/sim_cpu_wrp_cc.h"
+#endif
 #ifdef WRP_DEPLOY_LIVE_CAPTURE
 #include "models/sim_wrp_cc.h"
 #define WRP_CUDA_BUNDLE wrp_bundle_sim_wrp
@@ -43,13 +45,25 @@ Options ParseOptions(int argc, char** argv) {
   return options;
 }
 
+// A CPU bundle holds object code for the CPU it was captured on (the build host), so a build for another
+// CPU (e.g. --platforms=//platforms:linux_aarch64) carries only the CUDA bundle.
+const WrpEmbeddedBundle* CpuBundle() {
+#ifdef WRP_DEPLOY_CPU_BUNDLE
+  return wrp_bundle_sim_cpu_wrp();
+#else
+  throw wrp::Error(
+      "this build of deploy has no CPU bundle: //models:sim_cpu_wrp holds object code for the build host's "
+      "CPU and this binary is for another CPU; fix: run with --device cuda, or build deploy for the host");
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     Options options = ParseOptions(argc, argv);
     const bool cuda = options.device.rfind("cuda", 0) == 0;
-    const WrpEmbeddedBundle* embedded = cuda ? WRP_CUDA_BUNDLE() : wrp_bundle_sim_cpu_wrp();
+    const WrpEmbeddedBundle* embedded = cuda ? WRP_CUDA_BUNDLE() : CpuBundle();
     wrp::BundleOptions bundle_options;
     bundle_options.expected_content_hash = embedded->content_hash;
     wrp::Bundle bundle = wrp::Bundle::FromTar(

@@ -114,6 +114,13 @@ def wrp_artifact(name, tags = [], visibility = None, testonly = False, replay_te
     device = kwargs.get("device", "cuda")
     gpu = ["gpu"] if device == "cuda" else []
 
+    # A CPU bundle's modules are object code for the capture host's CPU: C++ targets that
+    # embed or replay it exist only for that CPU (the bundle itself is data and builds anywhere).
+    same_cpu = select({
+        str(Label("//rules:target_cpu_is_host_cpu")): [],
+        "//conditions:default": [str(Label("//rules:cpu_bundle_needs_the_capture_cpu"))],
+    }) if device == "cpu" else []
+
     # Only a live CUDA capture needs a GPU to build; a recorded one compiles and bundles anywhere.
     build_tags = tags + (gpu if not kwargs.get("recorded_capture") else [])
     test_tags = tags + gpu
@@ -131,6 +138,7 @@ def wrp_artifact(name, tags = [], visibility = None, testonly = False, replay_te
         name = name + "_cc",
         artifact = ":" + name,
         tags = build_tags,
+        target_compatible_with = same_cpu,
         visibility = visibility,
         testonly = testonly,
     )
@@ -142,10 +150,12 @@ def wrp_artifact(name, tags = [], visibility = None, testonly = False, replay_te
         bundle_dir = ":" + name + "_dir",
         content_hash = ":" + name + "_sha256",
         tags = test_tags,
+        target_compatible_with = same_cpu,
     )
     wrp_replay_test(
         name = name + "_embedded_replay_test",
         cc_library = ":" + name + "_cc",
         embedded = True,
         tags = test_tags,
+        target_compatible_with = same_cpu,
     )
