@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the build needs on a fresh Debian machine, and nothing twice:
 #   - Bazel (Debian's bazel-bootstrap, 4.2.3) and clang-format (lint), from apt
+#   - the aarch64 cross compiler (g++-aarch64-linux-gnu, GCC 12.2) and qemu-user-static,
+#     from apt, for the Jetson/Grace builds and their qemu tests (tests/aarch64)
 #   - buildifier, pinned with its integrity hash in third_party/buildifier (npm ci)
 # The Python venv (warp-lang, NVRTC, nvFatbin, ...) is made by Bazel itself from
 # toolchains/python/requirements.lock on first use (toolchains/python/repositories.bzl).
@@ -13,6 +15,8 @@ command -v clang-format >/dev/null 2>&1 || need_apt+=(clang-format)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-venv)
 command -v xz >/dev/null 2>&1 || need_apt+=(xz-utils)
+command -v aarch64-linux-gnu-g++ >/dev/null 2>&1 || need_apt+=(g++-aarch64-linux-gnu)
+command -v qemu-aarch64-static >/dev/null 2>&1 || need_apt+=(qemu-user-static)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   echo "setup: apt-get install ${need_apt[*]}" >&2
   sudo_cmd=()
