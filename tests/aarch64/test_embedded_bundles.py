@@ -26,7 +26,9 @@ def _elf_machine(data):
 def test_bundle_bytes_do_not_depend_on_the_target_cpu():
     host = pathlib.Path(os.environ["X86_64_TAR"]).read_bytes()
     cross = pathlib.Path(os.environ["AARCH64_TAR"]).read_bytes()
-    print(f"tar sha256: x86_64 {hashlib.sha256(host).hexdigest()} aarch64 {hashlib.sha256(cross).hexdigest()}")
+    print(
+        f"tar sha256: x86_64 {hashlib.sha256(host).hexdigest()} aarch64 {hashlib.sha256(cross).hexdigest()}"
+    )
     assert host == cross
 
 

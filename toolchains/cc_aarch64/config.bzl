@@ -6,6 +6,7 @@ features (include paths, dependency files, libraries to link, ...), as the host'
 autoconfigured toolchain does.
 """
 
+load("@bazel_tools//tools/build_defs/cc:action_names.bzl", "ACTION_NAMES")
 load(
     "@bazel_tools//tools/cpp:cc_toolchain_config_lib.bzl",
     "feature",
@@ -13,7 +14,6 @@ load(
     "flag_set",
     "tool_path",
 )
-load("@bazel_tools//tools/build_defs/cc:action_names.bzl", "ACTION_NAMES")
 
 _COMPILE_ACTIONS = [
     ACTION_NAMES.assemble,

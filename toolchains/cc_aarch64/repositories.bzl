@@ -126,6 +126,7 @@ def _include_directories(rctx, gxx):
 def _impl(rctx):
     cpu = rctx.attr.cpu
     prefix = cpu + "-linux-gnu-"
+
     # repository_ctx.os.arch is newer than Bazel 4.2.
     machine = _first_line(rctx, ["uname", "-m"])
     host_cpu = _HOST_CPU.get(machine)
