@@ -79,7 +79,9 @@ exec {tool} "$@"
 
 _MISSING = """\
 #!/bin/sh
-echo "{message}" >&2
+cat >&2 <<'END_OF_MESSAGE'
+{message}
+END_OF_MESSAGE
 exit 1
 """
 
@@ -144,11 +146,14 @@ def _impl(rctx):
     elif gcc_version != rctx.attr.gcc_version:
         problem = "{}g++ is GCC {}, the build pins {}".format(prefix, gcc_version, rctx.attr.gcc_version)
     if problem:
-        message = "{}: {} (cross compiler for {} Linux). Fix: install {} (tools/setup.sh does) and run `bazel sync --configure`.".format(
+        message = ("{}: {} (the C++ cross compiler for {} Linux). Fix: install {} with GCC {} " +
+                   "(tools/setup.sh installs Debian 12's), or change gcc_version in WORKSPACE; then run " +
+                   "`bazel sync --configure`.").format(
             rctx.name,
             problem,
             cpu,
             rctx.attr.debian_package,
+            rctx.attr.gcc_version,
         )
         for name in _TOOLS:
             rctx.file("bin/" + name, _MISSING.format(message = message))

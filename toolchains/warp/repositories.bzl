@@ -76,8 +76,11 @@ def _wrp_warp_wheel_impl(rctx):
     if not python:
         fail("wrp_warp_wheel {}: no python3 on PATH; install it (tools/setup.sh does)".format(rctx.name))
     lock = rctx.path(rctx.attr.requirements)
+
+    # A venv only for its pip: Debian's python3 has no pip of its own (python3-venv brings ensurepip).
+    _run(rctx, [python, "-m", "venv", "pip_venv"], "creating a venv for pip")
     _run(rctx, [
-        python,
+        str(rctx.path("pip_venv/bin/python3")),
         "-m",
         "pip",
         "download",
@@ -106,6 +109,7 @@ def _wrp_warp_wheel_impl(rctx):
         "unpacking " + wheels[0].basename,
     )
     rctx.delete("wheels")
+    rctx.delete("pip_venv")
     rctx.file("wheel.json", info)
     rctx.file("BUILD.bazel", _BUILD)
     rctx.file("WORKSPACE", "workspace(name = \"{}\")\n".format(rctx.name))
