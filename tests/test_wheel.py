@@ -2,6 +2,7 @@
 exactly the wrpkg package and its `wrpkg` command, and the installed command runs."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,13 +14,16 @@ FIXTURE_WRP = REPO / "tests" / "fixtures" / "cuda-sm90-particles" / "sim.wrp"
 
 
 def _pip(*args: str, cwd: Path) -> None:
-    subprocess.run(
+    # A clean environment: the test's PYTHONPATH (the repository's own wrpkg) stays out.
+    env = {"PATH": os.defpath, "HOME": str(cwd), "PYTHONNOUSERSITE": "1", "PIP_NO_CACHE_DIR": "1"}
+    done = subprocess.run(
         [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input", *args],
         cwd=cwd,
-        check=True,
+        env=env,
         capture_output=True,
         text=True,
     )
+    assert done.returncode == 0, f"pip {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
 
 
 def test_wheel_builds_installs_and_runs(tmp_path):
@@ -68,3 +72,16 @@ def test_wheel_builds_installs_and_runs(tmp_path):
     )
     assert inspect.returncode == 0, inspect.stderr
     assert "device: cuda   target arch: sm_90" in inspect.stdout
+
+
+def test_pins_agree():
+    """The `cuda` extra installs the very builds the hash-locked venv pins."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    lock = (REPO / "toolchains" / "python" / "requirements.lock").read_text()
+    pinned = dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", lock, flags=re.M))
+    for requirement in [*project["dependencies"], *project["optional-dependencies"]["cuda"]]:
+        name, _, version = requirement.partition("==")
+        if version:
+            assert pinned[name] == version, requirement

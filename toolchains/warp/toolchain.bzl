@@ -28,9 +28,13 @@ def _warp_library_impl(ctx):
         runfiles = warp_cc[DefaultInfo].default_runfiles,
     )]
 
+# The library is linked into target binaries: its toolchain must be configured for the
+# target, which Bazel 4 does only for rules that opt into the toolchain transition
+# (later Bazel always does).
 warp_library = rule(
     implementation = _warp_library_impl,
     toolchains = [_TYPE],
+    incompatible_use_toolchain_transition = True,
     doc = "The resolved toolchain's Warp library, as a CcInfo dependency.",
 )
 
@@ -41,5 +45,6 @@ def _warp_clang_files_impl(ctx):
 warp_clang_files = rule(
     implementation = _warp_clang_files_impl,
     toolchains = [_TYPE],
+    incompatible_use_toolchain_transition = True,
     doc = "The resolved toolchain's warp-clang.so, as data.",
 )

@@ -3,7 +3,7 @@
 import numpy as np
 import warp as wp
 
-from scale.kernels import scale
+from scale_kernels import scale
 from wrpkg.capture import CaptureSpec
 
 
