@@ -13,11 +13,17 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURE_WRP = REPO / "tests" / "fixtures" / "cuda-sm90-particles" / "sim.wrp"
 
 
+def _venv_python() -> str:
+    """The pinned venv's interpreter in its repository, not through runfiles: setuptools
+    reads a vendored file whose name has a space, which Bazel cannot carry as a runfile."""
+    return str(Path(os.path.realpath(os.environ["WRP_VENV_VERSIONS"])).parent / "venv" / "bin" / "python3")
+
+
 def _pip(*args: str, cwd: Path) -> None:
     # A clean environment: the test's PYTHONPATH (the repository's own wrpkg) stays out.
     env = {"PATH": os.defpath, "HOME": str(cwd), "PYTHONNOUSERSITE": "1", "PIP_NO_CACHE_DIR": "1"}
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input", *args],
+        [_venv_python(), "-m", "pip", "--disable-pip-version-check", "--no-input", *args],
         cwd=cwd,
         env=env,
         capture_output=True,
