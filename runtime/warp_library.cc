@@ -113,7 +113,8 @@ int InitWithoutNoDriverWarning() {
   std::rewind(captured);
   char line[4096];
   while (std::fgets(line, sizeof line, captured)) {
-    if (!std::strstr(line, "Warp CUDA warning: Could not find or load the NVIDIA CUDA driver")) std::fputs(line, stderr);
+    if (!std::strstr(line, "Warp CUDA warning: Could not find or load the NVIDIA CUDA driver"))
+      std::fputs(line, stderr);
   }
   std::fclose(captured);
   return result;

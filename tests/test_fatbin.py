@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from wrpkg import cuda_tools
-from wrpkg.inspect import module_contents
 from wrpkg.errors import CompileError
 from wrpkg.format import read_wrp
+from wrpkg.inspect import module_contents
 from wrpkg.recipe import CompileRecipe, nvrtc_program_name
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "cuda-sm90-particles"

@@ -71,7 +71,9 @@ def test_inspect_leads_with_the_bundle_summary():
     assert bundle["content_sha256"] == hashlib.sha256((root / "manifest.json").read_bytes()).hexdigest()
     assert bundle["label"] == "//models:sim_recorded_wrp"
     assert bundle["sass"] == list(archs.DEFAULT_SASS_ARCHS)
-    assert bundle["ptx"] == [archs.DEFAULT_PTX_ARCH] and bundle["ptx_min_driver"] == manifest["ptx_min_driver"]
+    assert (
+        bundle["ptx"] == [archs.DEFAULT_PTX_ARCH] and bundle["ptx_min_driver"] == manifest["ptx_min_driver"]
+    )
     assert bundle["source_kept"] is True
     directions = {b["name"]: b["direction"] for b in manifest["bindings"]}
     assert {b["name"]: b["direction"] for b in bundle["bindings"]} == directions
@@ -79,7 +81,9 @@ def test_inspect_leads_with_the_bundle_summary():
     # The .wrp part takes its directions from the manifest too: none is left unknown.
     assert wrp["directions_from"] == "manifest.json"
     as_wrp = {"in": "input", "out": "output", "inout": "both"}
-    assert {b["name"]: b["direction"] for b in wrp["bindings"]} == {n: as_wrp[d] for n, d in directions.items()}
+    assert {b["name"]: b["direction"] for b in wrp["bindings"]} == {
+        n: as_wrp[d] for n, d in directions.items()
+    }
     for module in wrp["modules"]:
         assert module["fatbin"] == [*archs.DEFAULT_SASS_ARCHS, archs.DEFAULT_PTX_ARCH]
 

@@ -113,7 +113,11 @@ def test_readme_command_runs(command, tmp_path):
     else:
         assert argv[0] == "wrpkg"
         done = subprocess.run(
-            [sys.executable, "-m", "wrpkg.cli", *argv[1:]], cwd=workdir, env=env, capture_output=True, text=True
+            [sys.executable, "-m", "wrpkg.cli", *argv[1:]],
+            cwd=workdir,
+            env=env,
+            capture_output=True,
+            text=True,
         )
     assert done.returncode == 0, done.stderr
     assert RUN[command] in done.stdout

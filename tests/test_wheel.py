@@ -41,7 +41,16 @@ def test_wheel_builds_installs_and_runs(tmp_path):
         shutil.copy(REPO / "wrpkg" / name, src / "wrpkg" / name)
 
     dist = tmp_path / "dist"
-    _pip("wheel", "--no-deps", "--no-build-isolation", "--no-index", "--wheel-dir", str(dist), str(src), cwd=tmp_path)
+    _pip(
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "--no-index",
+        "--wheel-dir",
+        str(dist),
+        str(src),
+        cwd=tmp_path,
+    )
     (wheel,) = dist.glob("wrpkg-0.1.0-py3-none-any.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()

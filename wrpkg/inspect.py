@@ -162,7 +162,8 @@ def summarize_bundle(bundle_dir: Path) -> dict:
         "source_kept": manifest.has_source_fallback(),
         "bindings": [{"name": b.name, "direction": b.direction, "bytes": b.bytes} for b in manifest.bindings],
         "golden": [
-            {"name": g.name, "file": g.file, "bytes": g.bytes, "tolerance": g.tolerance} for g in manifest.golden
+            {"name": g.name, "file": g.file, "bytes": g.bytes, "tolerance": g.tolerance}
+            for g in manifest.golden
         ],
     }
 

@@ -44,7 +44,9 @@ def init_warp(wp) -> None:
             os.dup2(saved, 2)
             os.close(saved)
             captured.seek(0)
-            kept = [line for line in captured.read().splitlines(keepends=True) if NO_DRIVER_WARNING not in line]
+            kept = [
+                line for line in captured.read().splitlines(keepends=True) if NO_DRIVER_WARNING not in line
+            ]
             if kept:
                 sys.stderr.buffer.write(b"".join(kept))
                 sys.stderr.flush()

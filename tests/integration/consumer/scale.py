@@ -2,8 +2,8 @@
 
 import numpy as np
 import warp as wp
-
 from scale_kernels import scale
+
 from wrpkg.capture import CaptureSpec
 
 
