@@ -3,8 +3,11 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -82,13 +85,48 @@ WarpClang OpenWarpClang() {
       "\nfix: put warp-clang.so (same Warp release) next to warp.so, or set WRP_WARP_CLANG to its path");
 }
 
+// warp.so prints "Warp CUDA warning: Could not find or load the NVIDIA CUDA driver" on every
+// start without libcuda: on CPU-only machines, where it says nothing (CPU bundles need no
+// driver; CUDA ones fail with their own error). Probe the names warp.so tries; only when
+// none loads, wp_init's stderr goes through a file and comes back without that line.
+bool CudaDriverLoadable() {
+  for (const char* name : {"libcuda.so", "libcuda.so.1"}) {
+    if (dlopen(name, RTLD_NOW | RTLD_LOCAL)) return true;  // stays loaded: warp.so loads it next
+  }
+  return false;
+}
+
+int InitWithoutNoDriverWarning() {
+  if (CudaDriverLoadable()) return wp_init(WP_VERSION_STRING);
+  std::fflush(stderr);
+  FILE* captured = std::tmpfile();
+  int saved = captured ? dup(2) : -1;
+  if (saved < 0 || dup2(fileno(captured), 2) < 0) {
+    if (saved >= 0) close(saved);
+    if (captured) std::fclose(captured);
+    return wp_init(WP_VERSION_STRING);
+  }
+  int result = wp_init(WP_VERSION_STRING);
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  std::rewind(captured);
+  char line[4096];
+  while (std::fgets(line, sizeof line, captured)) {
+    if (!std::strstr(line, "Warp CUDA warning: Could not find or load the NVIDIA CUDA driver"))
+      std::fputs(line, stderr);
+  }
+  std::fclose(captured);
+  return result;
+}
+
 }  // namespace
 
 void InitWarp() {
   static std::once_flag once;
   static std::string failure;
   std::call_once(once, [] {
-    if (wp_init(WP_VERSION_STRING) != 0) failure = WarpErrorString();
+    if (InitWithoutNoDriverWarning() != 0) failure = WarpErrorString();
   });
   if (!failure.empty()) {
     throw Error("Warp initialization failed (headers are Warp " + std::string(WP_VERSION_STRING) +

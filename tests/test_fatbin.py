@@ -10,6 +10,7 @@ import pytest
 from wrpkg import cuda_tools
 from wrpkg.errors import CompileError
 from wrpkg.format import read_wrp
+from wrpkg.inspect import module_contents
 from wrpkg.recipe import CompileRecipe, nvrtc_program_name
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "cuda-sm90-particles"
@@ -70,6 +71,9 @@ def test_suffixed_targets_keep_their_suffix():
     ptx = cuda_tools.compile_ptx(TINY, CompileRecipe(arch_suffix="f"), "compute_100")
     fatbin = cuda_tools.pack_fatbin(cubins, ("compute_100f", ptx))
     assert cuda_tools.fatbin_contents(fatbin) == ["sm_90a", "sm_100f", "sm_120", "compute_100f"]
+    # `wrpkg inspect` reads fatbins through the same pinned cuobjdump: suffixes stay exact.
+    assert module_contents(fatbin) == ["sm_90a", "sm_100f", "sm_120", "compute_100f"]
+    assert module_contents(cubins["sm_100f"]) is None
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,6 @@ from wrpkg.format import (
     replace_module_binary,
     write_wrp,
 )
-from wrpkg.inspect import fatbin_contents
 
 
 @pytest.fixture(scope="module")
@@ -242,45 +241,6 @@ def test_replace_module_binary_points_at_a_fatbin():
 # --- inspect ----------------------------------------------------------------------------
 
 
-def _fatbin(entries: list[tuple[int, int, bytes]]) -> bytes:
-    """A fatbin container built from the layout wrpkg.inspect documents."""
-    body = b""
-    for kind, arch, payload in entries:
-        header = (
-            struct.pack("<HHIQ", kind, 0x0101, 64, len(payload)) + bytes(8) + struct.pack("<HHI", 0, 0, arch)
-        )
-        body += header + bytes(64 - len(header)) + payload
-    return struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body
-
-
-def test_fatbin_contents_lists_sass_and_ptx():
-    assert fatbin_contents(_fatbin([(2, 90, b"\x7fELF" + bytes(60)), (1, 75, b".version 8.0\0")])) == [
-        "compute_75",
-        "sm_90",
-    ]
-    assert (
-        fatbin_contents((FIXTURE_DIR / "sim_modules" / "wp___main___5bca816.sm90.cubin").read_bytes()) is None
-    )
-    assert fatbin_contents(b"") is None
-
-
-def test_fatbin_contents_reads_nvfatbin_output():
-    nvfatbin = pytest.importorskip(
-        "cuda.bindings.nvfatbin", reason="cuda-bindings (the 'cuda' extra) not installed"
-    )
-    cubin = (FIXTURE_DIR / "sim_modules" / "wp___main___5bca816.sm90.cubin").read_bytes()
-    ptx = b".version 8.0\n.target sm_75\n.address_size 64\n.visible .entry noop()\n{\n\tret;\n}\n\0"
-    handle = nvfatbin.create([], 0)
-    try:
-        nvfatbin.add_cubin(handle, cubin, len(cubin), "90", "m")
-        nvfatbin.add_ptx(handle, ptx, len(ptx), "75", "m", "")
-        buf = bytearray(nvfatbin.size(handle))
-        nvfatbin.get(handle, buf)
-    finally:
-        nvfatbin.destroy(handle)
-    assert fatbin_contents(bytes(buf)) == ["compute_75", "sm_90"]
-
-
 def _inspect(*argv: str) -> tuple[int, str]:
     out = io.StringIO()
     with redirect_stdout(out):
@@ -291,7 +251,7 @@ def _inspect(*argv: str) -> tuple[int, str]:
 def test_inspect_json_on_fixture_directory():
     code, out = _inspect(str(FIXTURE_DIR), "--json")
     assert code == 0
-    summary = json.loads(out)
+    summary = json.loads(out)["wrp"]
     assert (summary["device"], summary["target_arch"], summary["warp_version"]) == ("cuda", 90, "1.19.0")
     (module,) = summary["modules"]
     assert module["binary_kind"] == "CUBIN" and module["binary_size"] == 41488 and module["fatbin"] is None

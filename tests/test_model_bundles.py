@@ -2,8 +2,11 @@
 every module's fatbin holds exactly the default SASS targets plus the PTX (as the pinned
 cuobjdump lists them), agrees with the manifest, and the rewritten .wrp verifies."""
 
+import hashlib
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from wrpkg import archs
@@ -52,3 +55,41 @@ def test_ptx_comes_from_the_older_nvrtc_and_sass_from_warps():
         assert module.ptx.nvrtc_version == "13.0.88", module.name
         entries = fatbin_entries((root / module.binary).read_bytes())
         assert [e.code_version for e in entries if e.kind == "ptx"] == ["9.0"], module.name
+
+
+def test_inspect_leads_with_the_bundle_summary():
+    root = bundle_dir()
+    out = subprocess.run(
+        [sys.executable, "-m", "wrpkg.cli", "inspect", "--json", str(root)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    doc = json.loads(out.stdout)
+    bundle, wrp = doc["bundle"], doc["wrp"]
+    manifest = json.loads((root / "manifest.json").read_text())
+    assert bundle["content_sha256"] == hashlib.sha256((root / "manifest.json").read_bytes()).hexdigest()
+    assert bundle["label"] == "//models:sim_recorded_wrp"
+    assert bundle["sass"] == list(archs.DEFAULT_SASS_ARCHS)
+    assert (
+        bundle["ptx"] == [archs.DEFAULT_PTX_ARCH] and bundle["ptx_min_driver"] == manifest["ptx_min_driver"]
+    )
+    assert bundle["source_kept"] is True
+    directions = {b["name"]: b["direction"] for b in manifest["bindings"]}
+    assert {b["name"]: b["direction"] for b in bundle["bindings"]} == directions
+    assert [g["name"] for g in bundle["golden"]] == sorted(directions)
+    # The .wrp part takes its directions from the manifest too: none is left unknown.
+    assert wrp["directions_from"] == "manifest.json"
+    as_wrp = {"in": "input", "out": "output", "inout": "both"}
+    assert {b["name"]: b["direction"] for b in wrp["bindings"]} == {
+        n: as_wrp[d] for n, d in directions.items()
+    }
+    for module in wrp["modules"]:
+        assert module["fatbin"] == [*archs.DEFAULT_SASS_ARCHS, archs.DEFAULT_PTX_ARCH]
+
+    text = subprocess.run(
+        [sys.executable, "-m", "wrpkg.cli", "inspect", str(root)], capture_output=True, text=True, check=True
+    ).stdout
+    assert text.startswith("bundle //models:sim_recorded_wrp")
+    assert f"content sha256: {bundle['content_sha256']}" in text
+    assert "CUDA source: kept" in text and "unknown" not in text

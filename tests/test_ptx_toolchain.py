@@ -26,7 +26,7 @@ MODULES = FIXTURE / "sim_modules"
 
 
 def _ptx_python() -> Path:
-    """The PTX toolchain's interpreter: $(rootpath //toolchains/cuda:nvrtc_13_0) under Bazel;
+    """The PTX toolchain's interpreter: $(rootpath @rules_warp_toolchains//:nvrtc_13_0) under Bazel;
     outside it, the venv Bazel made (bazel-<workspace>/external/wrp_nvrtc_13_0_venv)."""
     given = os.environ.get("WRP_PTX_PYTHON")
     if given:
@@ -35,7 +35,7 @@ def _ptx_python() -> Path:
     if not found:
         pytest.fail(
             "the PTX compiler's venv is missing: run `bazel test //tests:ptx_toolchain_test`, "
-            "or `bazel build //toolchains/cuda:nvrtc_13_0` once before running pytest directly"
+            "or `bazel build @rules_warp_toolchains//:nvrtc_13_0` once before running pytest directly"
         )
     return found[0]
 

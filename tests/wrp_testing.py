@@ -85,9 +85,11 @@ def replay_cpu(wrp_path: Path, launches: int = 1, *, cache_dir: Path) -> dict[st
     """Load a CPU .wrp with wp.capture_load, launch it, and return every binding's bytes."""
     import warp as wp
 
+    from wrpkg.warp_init import init_warp
+
     wp.config.quiet = True
     wp.config.kernel_cache_dir = str(cache_dir)
-    wp.init()
+    init_warp(wp)
     from wrpkg.format import read_wrp
 
     wrp = read_wrp(wrp_path)

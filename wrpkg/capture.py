@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from wrpkg.errors import CaptureError
+from wrpkg.warp_init import init_warp
 
 INTERFACE_SCHEMA = "rules_warp.capture_interface/1"
 CAPTURE_INFO_SCHEMA = "rules_warp.capture/1"
@@ -305,7 +306,7 @@ def _capture_into(script, device_name, work, stem, label, cache_dir, target) -> 
     wp.config.cpu_compiler_flags = PORTABLE_CPU_COMPILER_FLAGS
     if wp._src.context.runtime is None:
         wp.config.kernel_cache_dir = str(cache)
-        wp.init()
+        init_warp(wp)
     else:
         wp._src.build.init_kernel_cache(str(cache))
 

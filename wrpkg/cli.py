@@ -69,6 +69,10 @@ def run_tool(module_name: str, prog: list[str], argv: list[str]) -> int:
     except WrpError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) closed the pipe: not an error of ours.
+        sys.stderr.close()
+        return 0
 
 
 def tool_main(module_name: str) -> None:

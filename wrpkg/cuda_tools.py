@@ -4,7 +4,7 @@ The hermetic CUDA toolchain of rules_warp: no host CUDA, no nvcc, no driver need
 
 - NVRTC is `cuda.bindings.nvrtc`; the shared library is the one cuda-pathfinder finds
   in the `nvidia-cuda-nvrtc` wheel. Which NVRTC that is depends on the venv: 13.4.92 in
-  the main one (SASS), 13.0.88 in the PTX compiler's (see toolchains/cuda/BUILD.bazel);
+  the main one (SASS), 13.0.88 in the PTX compiler's (see toolchains/toolchains.bzl);
   the installed wheel's version must be one of the pinned ones (wrpkg.archs.SUPPORTED_SMS).
   Before first use we check that the file loaded is that wheel's file, that the library's
   embedded build string names the wheel's version too, that nvrtcVersion() and
@@ -234,7 +234,7 @@ def nvrtc_versions() -> dict:
         raise CompileError(
             f"NVRTC {version} reports supported SMs {supported}, but wrpkg.archs lists "
             f"{list(SUPPORTED_SMS[version])} for it",
-            fix="correct wrpkg.archs.SUPPORTED_SMS (and toolchains/cuda/BUILD.bazel) from nvrtcGetSupportedArchs()",
+            fix="correct wrpkg.archs.SUPPORTED_SMS (and toolchains/toolchains.bzl) from nvrtcGetSupportedArchs()",
         )
     return {
         "toolchain": version,

@@ -1,62 +1,38 @@
-"""Summarize a .wrp file (or a directory holding exactly one): device, target arch, Warp
-version, modules (binary kind, size, and the SMs/PTX a fatbin holds), kernels, bindings,
-memory regions and operation counts. `--json` prints the same as one JSON object."""
+"""Summarize a bundle or a .wrp file.
+
+For a bundle (a directory with manifest.json, or the .wrp inside one) it leads with what a
+user wants first: label, content hash, SASS list, PTX and the driver it needs, whether
+the CUDA source is kept, bindings with their directions, golden outputs and tolerances.
+For every .wrp: device, target arch, Warp version, modules (binary kind, size, and what
+a fatbin holds), kernels, bindings, memory regions and operation counts. `--json` prints
+the same as one JSON object."""
 
 from __future__ import annotations
 
 import json
-import struct
 import sys
 from pathlib import Path
 
-from wrpkg.errors import WrpFormatError
-from wrpkg.format import WrpFile, binding_infos, read_wrp
+from wrpkg import manifest as manifest_mod
+from wrpkg.errors import CompileError, WrpFormatError
+from wrpkg.format import Direction, WrpFile, binding_infos, read_wrp
 
-# NVIDIA fatbin container (the payload of a `.nv_fatbin` section, and what nvFatbin writes).
-# Not documented by NVIDIA; this layout is the one used by every reverse-engineered reader
-# (and matches nvFatbin's output for CUDA 12/13):
-#   header: u32 magic 0xBA55ED50, u16 version, u16 header_size, u64 entries_size
-#   entry:  u16 kind (1 PTX, 2 ELF/cubin, 4? LTO-IR), u16 version, u32 header_size,
-#           u64 payload_size, ..., u32 arch at entry offset 28; payload follows the entry
-#           header, the next entry follows the payload.
-FATBIN_MAGIC = 0xBA55ED50
-_FATBIN_HEADER = struct.Struct("<IHHQ")
-_FATBIN_ENTRY = struct.Struct("<HHIQ")
-_FATBIN_KINDS = {1: "compute", 2: "sm", 8: "lto"}
+# The first four bytes of a fatbin container (little-endian 0xBA55ED50); anything else
+# (a plain cubin, PTX, a CPU object) is listed as what its record says it is.
+_FATBIN_MAGIC = b"\x50\xed\x55\xba"
+
+# manifest.json / interface.json spell directions as the capture does.
+_DIRECTIONS = {"in": Direction.INPUT, "out": Direction.OUTPUT, "inout": Direction.BOTH}
 
 
-def fatbin_contents(data: bytes) -> list[str] | None:
-    """What a fatbin holds: 'sm_90' per cubin, 'compute_75' per PTX, sorted and unique.
-
-    None when `data` is not a fatbin container (e.g. a plain cubin, PTX or a CPU object).
-    Malformed containers list what could be read before the damage.
-    """
-    if len(data) < _FATBIN_HEADER.size:
+def module_contents(data: bytes) -> list[str] | None:
+    """What a fatbin holds as the pinned cuobjdump reads it ('sm_90a', 'sm_100f',
+    'compute_75', suffixes exact), None when `data` is no fatbin."""
+    if not data.startswith(_FATBIN_MAGIC):
         return None
-    magic, _version, header_size, entries_size = _FATBIN_HEADER.unpack_from(data, 0)
-    if magic != FATBIN_MAGIC or header_size < _FATBIN_HEADER.size:
-        return None
-    found: set[str] = set()
-    # A file may hold several containers back to back (nvFatbin writes one).
-    container = 0
-    while container + _FATBIN_HEADER.size <= len(data):
-        magic, _version, header_size, entries_size = _FATBIN_HEADER.unpack_from(data, container)
-        if magic != FATBIN_MAGIC or header_size < _FATBIN_HEADER.size:
-            break
-        pos = container + header_size
-        end = min(len(data), pos + entries_size)
-        while pos + 32 <= end:
-            kind, _ver, entry_header_size, payload_size = _FATBIN_ENTRY.unpack_from(data, pos)
-            (arch,) = struct.unpack_from("<I", data, pos + 28)
-            if entry_header_size < 32:
-                break
-            prefix = _FATBIN_KINDS.get(kind, f"kind{kind}")
-            found.add(f"{prefix}_{arch}")
-            pos += entry_header_size + payload_size
-        container += header_size + entries_size
-        # containers are 8-byte aligned
-        container = (container + 7) & ~7
-    return sorted(found, key=lambda s: (s.split("_")[0], int(s.rsplit("_", 1)[1]) if s[-1].isdigit() else 0))
+    from wrpkg.cuda_tools import fatbin_contents
+
+    return fatbin_contents(data)
 
 
 def find_wrp(path: Path) -> Path:
@@ -78,27 +54,28 @@ def find_wrp(path: Path) -> Path:
     return path
 
 
-def _io_names(wrp_path: Path) -> tuple[list[str] | None, list[str] | None]:
-    """Input/output names from a capture.json or manifest.json beside the file, if any."""
-    for name in ("capture.json", "manifest.json"):
+def _directions(wrp_path: Path) -> tuple[dict[str, Direction] | None, str]:
+    """Binding directions recorded beside the file (bundle manifest or raw capture)."""
+    for name in (manifest_mod.MANIFEST_NAME, "interface.json"):
         sidecar = wrp_path.parent / name
         if not sidecar.is_file():
             continue
         try:
             doc = json.loads(sidecar.read_text())
-        except (OSError, ValueError):
+            return {b["name"]: _DIRECTIONS[b["direction"]] for b in doc["bindings"]}, name
+        except (OSError, ValueError, KeyError, TypeError):
             continue
-        if isinstance(doc, dict) and ("inputs" in doc or "outputs" in doc):
+    return None, "the .wrp alone"
 
-            def names(value):
-                if isinstance(value, dict):
-                    return list(value)
-                if isinstance(value, list):
-                    return [v if isinstance(v, str) else v.get("name") for v in value if v]
-                return None
 
-            return names(doc.get("inputs")), names(doc.get("outputs"))
-    return None, None
+def _fatbin_holds(binary: Path) -> tuple[list[str] | None, str | None]:
+    if not binary.is_file():
+        return None, None
+    try:
+        return module_contents(binary.read_bytes()), None
+    except CompileError as err:
+        # The pinned cuobjdump comes with the `cuda` extra (pip install 'wrpkg[cuda]').
+        return None, f"not read: {err.message}"
 
 
 def summarize(wrp_path: Path, wrp: WrpFile | None = None) -> dict:
@@ -108,7 +85,7 @@ def summarize(wrp_path: Path, wrp: WrpFile | None = None) -> dict:
     for module in wrp.metadata.modules:
         binary = modules_dir / module.binary_filename
         size = binary.stat().st_size if binary.is_file() else None
-        contents = fatbin_contents(binary.read_bytes()) if binary.is_file() else None
+        contents, unread = _fatbin_holds(binary)
         source = modules_dir / module.source_filename if module.source_filename else None
         modules.append(
             {
@@ -119,6 +96,7 @@ def summarize(wrp_path: Path, wrp: WrpFile | None = None) -> dict:
                 "binary_size": size,
                 "binary_sha256": module.binary_sha256 or None,
                 "fatbin": contents,
+                "fatbin_unread": unread,
                 "target_arch": module.target_arch,
                 "source_filename": module.source_filename or None,
                 "source_present": bool(source and source.is_file()),
@@ -126,7 +104,13 @@ def summarize(wrp_path: Path, wrp: WrpFile | None = None) -> dict:
             }
         )
     module_names = {m.hash: m.name for m in wrp.metadata.modules}
-    inputs, outputs = _io_names(wrp_path)
+    directions, directions_from = _directions(wrp_path)
+    bindings = []
+    for b in binding_infos(wrp):
+        direction = directions.get(b.name, Direction.UNKNOWN) if directions is not None else b.direction
+        bindings.append(
+            {"name": b.name, "region_id": b.region_id, "direction": direction.value, "bytes": b.byte_size}
+        )
     regions = wrp.memory.regions
     return {
         "path": str(wrp_path),
@@ -145,10 +129,8 @@ def summarize(wrp_path: Path, wrp: WrpFile | None = None) -> dict:
             }
             for k in wrp.metadata.kernels
         ],
-        "bindings": [
-            {"name": b.name, "region_id": b.region_id, "direction": b.direction.value, "bytes": b.byte_size}
-            for b in binding_infos(wrp, inputs=inputs, outputs=outputs)
-        ],
+        "bindings": bindings,
+        "directions_from": directions_from,
         "meshes": len(wrp.metadata.meshes),
         "memory": {
             "regions": len(regions),
@@ -156,6 +138,33 @@ def summarize(wrp_path: Path, wrp: WrpFile | None = None) -> dict:
             "initial_data_bytes": sum(len(r.initial_data) for r in regions if r.initial_data is not None),
         },
         "operations": dict(sorted(wrp.op_counts().items())),
+    }
+
+
+def summarize_bundle(bundle_dir: Path) -> dict:
+    """The bundle-level facts, from its manifest (the one source the runtime trusts too)."""
+    path = bundle_dir / manifest_mod.MANIFEST_NAME
+    data = path.read_bytes()
+    manifest = manifest_mod.from_json_bytes(data, path)
+    ptx_archs = manifest.ptx_archs()
+    return {
+        "bundle": str(bundle_dir),
+        "name": manifest.name,
+        "label": manifest.label,
+        "content_sha256": manifest_mod.content_hash_of_bytes(data),
+        "device": manifest.device,
+        "warp_version": manifest.warp_version,
+        "sass": manifest.sass_archs(),
+        "sass_nvrtc": manifest.toolchain.nvrtc,
+        "ptx": ptx_archs,
+        "ptx_nvrtc": manifest.toolchain.nvrtc_ptx,
+        "ptx_min_driver": manifest.ptx_min_driver if ptx_archs else None,
+        "source_kept": manifest.has_source_fallback(),
+        "bindings": [{"name": b.name, "direction": b.direction, "bytes": b.bytes} for b in manifest.bindings],
+        "golden": [
+            {"name": g.name, "file": g.file, "bytes": g.bytes, "tolerance": g.tolerance}
+            for g in manifest.golden
+        ],
     }
 
 
@@ -169,6 +178,38 @@ def _human(n: int | None) -> str:
     return str(n)
 
 
+def render_bundle_text(b: dict) -> str:
+    if b["device"] == "cuda":
+        sass = ", ".join(b["sass"]) or "none"
+        ptx = (
+            f"{', '.join(b['ptx'])} (NVRTC {b['ptx_nvrtc']}; JIT needs a driver for CUDA {b['ptx_min_driver']}+)"
+            if b["ptx"]
+            else "none"
+        )
+        code = [f"SASS: {sass} (NVRTC {b['sass_nvrtc']})", f"PTX: {ptx}"]
+        code.append(
+            "CUDA source: kept (Warp compiles it on a GPU that no SASS or PTX fits)"
+            if b["source_kept"]
+            else "CUDA source: not kept"
+        )
+    else:
+        code = ["code: CPU objects (no SASS/PTX)"]
+    lines = [
+        f"bundle {b['label']}  ({b['bundle']})",
+        f"content sha256: {b['content_sha256']}",
+        f"device: {b['device']}   Warp {b['warp_version']}",
+        *code,
+        f"bindings ({len(b['bindings'])}):",
+    ]
+    for x in b["bindings"]:
+        lines.append(f"  {x['name']:<20} {x['direction']:<6} {_human(x['bytes'])}")
+    lines.append(f"golden outputs ({len(b['golden'])}):")
+    for g in b["golden"]:
+        tolerance = "bit-exact" if g["tolerance"] is None else f"relative tolerance {g['tolerance']:g}"
+        lines.append(f"  {g['name']:<20} {_human(g['bytes']):<10} {tolerance}")
+    return "\n".join(lines)
+
+
 def render_text(s: dict) -> str:
     arch = f"sm_{s['target_arch']}" if s["device"] == "cuda" else "-"
     lines = [
@@ -178,6 +219,8 @@ def render_text(s: dict) -> str:
     ]
     for m in s["modules"]:
         holds = f"  holds {', '.join(m['fatbin'])}" if m["fatbin"] else ""
+        if m["fatbin_unread"]:
+            holds = f"  fatbin {m['fatbin_unread']}"
         source = f"  source {m['source_filename']}" if m["source_filename"] else ""
         lines.append(
             f"  {m['name']} {m['hash'][:12]}  {m['binary_filename']}  {m['binary_kind']}  "
@@ -186,7 +229,7 @@ def render_text(s: dict) -> str:
     lines.append(f"kernels ({len(s['kernels'])}):")
     for k in s["kernels"]:
         lines.append(f"  {k['module']}.{k['key']}  block_dim {k['block_dim']}")
-    lines.append(f"bindings ({len(s['bindings'])}):")
+    lines.append(f"bindings ({len(s['bindings'])}, directions from {s['directions_from']}):")
     for b in s["bindings"]:
         lines.append(f"  {b['name']:<20} {b['direction']:<8} region {b['region_id']:<4} {_human(b['bytes'])}")
     mem = s["memory"]
@@ -206,11 +249,18 @@ def configure_parser(parser) -> None:
 
 def run(args) -> int:
     wrp_path = find_wrp(args.path)
+    bundle_dir = wrp_path.parent
+    bundle = None
+    if (bundle_dir / manifest_mod.MANIFEST_NAME).is_file():
+        bundle = summarize_bundle(bundle_dir)
     summary = summarize(wrp_path)
     if args.json:
-        json.dump(summary, sys.stdout, indent=2, sort_keys=True)
+        json.dump({"bundle": bundle, "wrp": summary}, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
+        if bundle:
+            print(render_bundle_text(bundle))
+            print()
         print(render_text(summary))
     return 0
 

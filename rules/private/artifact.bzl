@@ -7,10 +7,11 @@ load(":cc.bzl", "wrp_cc_library")
 load(":compile.bzl", "declare_compiles")
 load(":flags.bzl", "ArchListInfo")
 load(":providers.bzl", "WrpInfo")
-load(":python.bzl", "WRPKG_TOOL_ATTRS")
+load(":python.bzl", "WRPKG_PYTHON_TOOLCHAIN", "WRPKG_TOOL_ATTRS")
 load(":test.bzl", "wrp_replay_test")
 
-_CUDA_TOOLCHAIN = "//toolchains/cuda:toolchain_type"
+# Label(): resolved in rules_warp, also when a consuming workspace loads this file.
+_CUDA_TOOLCHAIN = str(Label("//toolchains/cuda:toolchain_type"))
 
 def _wrp_artifact_impl(ctx):
     script = ctx.file.capture
@@ -19,7 +20,7 @@ def _wrp_artifact_impl(ctx):
     stem = ctx.attr.stem or (script.basename[:-len(".py")] if script else "")
     if not stem:
         fail("{}: a recorded_capture needs `stem` (the .wrp file's name without .wrp)".format(ctx.label))
-    raw = recorded_capture(ctx) if ctx.attr.recorded_capture else declare_capture(ctx, stem)
+    raw = recorded_capture(ctx, stem) if ctx.attr.recorded_capture else declare_capture(ctx, stem)
     archs, ptx = [], None
     sass_dirs, ptx_dir = {}, None
     if ctx.attr.device == "cuda":
@@ -88,7 +89,7 @@ _ATTRS.update({
 wrp_artifact_rule = rule(
     implementation = _wrp_artifact_impl,
     attrs = _ATTRS,
-    toolchains = [_CUDA_TOOLCHAIN],
+    toolchains = [_CUDA_TOOLCHAIN, WRPKG_PYTHON_TOOLCHAIN],
     doc = "Captures a Warp program and bundles it for every listed GPU architecture.",
 )
 

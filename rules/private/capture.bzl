@@ -2,16 +2,47 @@
 
 load(":python.bzl", "run_wrpkg")
 
-def recorded_capture(ctx):
+def recorded_capture(ctx, stem):
     """A capture made earlier (checked in): its directory and files, in place of the capture action.
 
     Lets the GPU-free part of the pipeline (per-SM compiles, bundle) build and be tested
-    on machines without a GPU, from a raw capture made once on a GPU runner."""
+    on machines without a GPU, from a raw capture made once on a GPU runner. What the
+    later actions read is checked here, at analysis, so a wrong `stem` or a missing file
+    names itself instead of failing inside an action."""
     files = ctx.files.recorded_capture
     markers = [f for f in files if f.basename == "capture.json"]
     if len(markers) != 1:
-        fail("{}: recorded_capture must hold exactly one capture.json (a `wrpkg capture` output directory)".format(ctx.label))
-    return struct(path = markers[0].dirname, files = files)
+        fail("{}: recorded_capture must hold exactly one capture.json (a `wrpkg capture` output directory), found {}".format(
+            ctx.label,
+            len(markers),
+        ))
+    root = markers[0].dirname
+    relative = sorted([f.path[len(root) + 1:] for f in files if f.path.startswith(root + "/")])
+    wrps = [p for p in relative if "/" not in p and p.endswith(".wrp")]
+    if stem + ".wrp" not in wrps:
+        fail(("{label}: recorded_capture {capture} has no {stem}.wrp (stem = \"{stem}\"); its .wrp files: {found}.\n" +
+              "Fix: set stem to the recorded file's name without .wrp{hint}, or add {stem}.wrp to {capture}.").format(
+            label = ctx.label,
+            capture = ctx.attr.recorded_capture.label,
+            stem = stem,
+            found = ", ".join(wrps) or "none",
+            hint = " (stem = \"{}\")".format(wrps[0][:-len(".wrp")]) if len(wrps) == 1 else "",
+        ))
+    modules = [p for p in relative if p.startswith(stem + "_modules/")]
+    needed = ["interface.json"]
+    missing = [p for p in needed if p not in relative]
+    if not modules:
+        missing.append(stem + "_modules/ (the captured modules)")
+    if missing:
+        fail(("{label}: recorded_capture {capture} (in {root}) lacks {missing}.\n" +
+              "Fix: re-record it with `python -m wrpkg.capture ... --out-dir DIR` and include every file of DIR " +
+              "(e.g. glob([\"DIR/**\"])).").format(
+            label = ctx.label,
+            capture = ctx.attr.recorded_capture.label,
+            root = root,
+            missing = ", ".join(missing),
+        ))
+    return struct(path = root, files = files)
 
 def declare_capture(ctx, stem):
     """Declares and registers the capture of ctx.file.capture; returns struct(path, files)."""

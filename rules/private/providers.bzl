@@ -31,7 +31,7 @@ WrpCudaToolchainInfo = provider(
 
 The top-level fields are the SASS compiler (the NVRTC Warp embeds, so cubins equal Warp's);
 `ptx_compiler` is the NVRTC that makes the bundle's PTX, which may be older so that older
-drivers can JIT it (see toolchains/cuda/BUILD.bazel).""",
+drivers can JIT it (see toolchains/toolchains.bzl).""",
     fields = {
         "cuda_version": "CUDA release of the SASS NVRTC, e.g. 13.4.92.",
         "supported_archs": "SASS architectures the SASS NVRTC can target (sm_75, ...).",
@@ -41,5 +41,13 @@ drivers can JIT it (see toolchains/cuda/BUILD.bazel).""",
         "interpreter": "File: the venv interpreter that runs wrpkg with cuda-python (SASS compiles, packing).",
         "files": "depset of every file the SASS compile actions need (venv, NVRTC, nvFatbin).",
         "ptx_compiler": "WrpNvrtcInfo of the NVRTC the PTX action runs (the SASS NVRTC's own when none is given).",
+    },
+)
+
+WrpPythonInfo = provider(
+    doc = "The pinned venv that runs the wrpkg tools (capture, bundle, ...) in actions.",
+    fields = {
+        "interpreter": "File: the venv's interpreter (built for the execution platform).",
+        "files": "depset of every file an action running `interpreter` needs.",
     },
 )

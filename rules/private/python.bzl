@@ -2,14 +2,11 @@
 
 # Attributes every rule that runs a wrpkg tool carries.
 WRPKG_TOOL_ATTRS = {
-    "_python": attr.label(
-        default = "@wrp_venv//:venv/bin/python3",
-        allow_single_file = True,
-        cfg = "exec",
-    ),
-    "_python_files": attr.label(default = "@wrp_venv//:python_files", cfg = "exec"),
     "_wrpkg": attr.label(default = "//wrpkg:srcs", cfg = "exec"),
 }
+
+# The toolchain that rule must request: the venv interpreter (a wrp_python_toolchain).
+WRPKG_PYTHON_TOOLCHAIN = str(Label("//toolchains/python:toolchain_type"))
 
 def _import_root(ctx):
     # wrpkg/ sits at the root of this repository: "wrpkg" in the main workspace,
@@ -32,9 +29,11 @@ def run_wrpkg(
     """Runs `python -m wrpkg.<tool> <arguments>` hermetically: only declared inputs, no host packages.
 
     `toolchain` (a WrpCudaToolchainInfo, or the WrpNvrtcInfo of its ptx_compiler) replaces
-    the default venv with that compiler's interpreter and files."""
-    interpreter = toolchain.interpreter if toolchain else ctx.file._python
-    interpreter_files = toolchain.files if toolchain else ctx.attr._python_files[DefaultInfo].files
+    the wrpkg Python toolchain's venv with that compiler's interpreter and files."""
+    if not toolchain:
+        toolchain = ctx.toolchains[WRPKG_PYTHON_TOOLCHAIN].python
+    interpreter = toolchain.interpreter
+    interpreter_files = toolchain.files
     python_path = [_import_root(ctx)]
     if "." not in python_path:
         # User capture scripts import their own modules relative to the workspace root.

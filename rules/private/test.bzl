@@ -57,7 +57,7 @@ def wrp_replay_test(name, cc_library, embedded = False, bundle_dir = None, conte
         srcs = [":" + glue],
         args = args,
         data = data,
-        deps = [cc_library, "//runtime:replay_main"],
+        deps = [cc_library, Label("//runtime:replay_main")],
         # Self-contained test binaries (only Warp's own warp.so stays a shared library),
         # so a binary built on a CPU machine runs as-is on a GPU runner.
         linkstatic = True,

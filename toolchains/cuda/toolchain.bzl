@@ -86,5 +86,5 @@ _TOOLCHAIN_ATTRS.update({
 wrp_cuda_toolchain = rule(
     implementation = _wrp_cuda_toolchain_impl,
     attrs = _TOOLCHAIN_ATTRS,
-    doc = "Declares one hermetic CUDA compile toolchain (see toolchains/cuda/BUILD.bazel).",
+    doc = "Declares one hermetic CUDA compile toolchain (see toolchains/toolchains.bzl).",
 )

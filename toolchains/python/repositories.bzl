@@ -3,10 +3,15 @@
 It makes a virtual environment from a hash-locked requirements file
 (`pip install --require-hashes`), so every action and test runs the same pinned
 warp-lang, NVRTC, nvFatbin, numpy and pytest, never the host's packages or the
-host's CUDA. The venv is re-made whenever the lock file changes. WORKSPACE declares
-two: @wrp_venv (toolchains/python/requirements.lock: everything, NVRTC 13.4.92 for SASS)
-and @wrp_nvrtc_13_0_venv (toolchains/cuda/nvrtc_13_0/requirements.lock: warp-lang +
-cuda-bindings + NVRTC 13.0.88, the PTX compiler; see toolchains/cuda/BUILD.bazel).
+host's CUDA. The venv is re-made whenever the lock file changes. rules_warp_dependencies()
+(rules/repositories.bzl) declares two: the main venv (default @wrp_venv;
+toolchains/python/requirements.lock: everything, NVRTC 13.4.92 for SASS) and the PTX
+compiler's (default @wrp_nvrtc_13_0_venv; toolchains/cuda/nvrtc_13_0/requirements.lock:
+warp-lang + cuda-bindings + NVRTC 13.0.88; see toolchains/toolchains.bzl).
+
+With --repo_env=WRP_WHEELHOUSE=/abs/dir, pip installs from that directory only
+(--no-index --find-links), still with --require-hashes: for GPU runners without a
+package index. tools/fill_wheelhouse.sh fills one from the lock files.
 
 Targets of the generated repository:
   :python          the venv's interpreter (an executable file)
@@ -96,6 +101,14 @@ def _wrp_python_venv_impl(rctx):
             rctx.attr.python_interpreter,
         ))
     lock = rctx.path(rctx.attr.requirements)
+
+    # An air-gapped machine installs from a wheelhouse (filled by tools/fill_wheelhouse.sh)
+    # instead of an index; the lock's hashes are checked all the same.
+    wheelhouse = rctx.os.environ.get("WRP_WHEELHOUSE", "")
+    source = ["--no-index", "--find-links", wheelhouse] if wheelhouse else []
+    if wheelhouse and not rctx.path(wheelhouse).exists:
+        fail("wrp_python_venv {}: WRP_WHEELHOUSE={} does not exist; fill it with ".format(rctx.name, wheelhouse) +
+             "tools/fill_wheelhouse.sh {} (on a machine with a package index)".format(wheelhouse))
     _run(rctx, [python, "-m", "venv", "venv"], "creating the virtual environment")
     venv_python = str(rctx.path("venv/bin/python3"))
 
@@ -113,10 +126,14 @@ def _wrp_python_venv_impl(rctx):
             "--require-hashes",
             "--no-deps",
             "--only-binary=:all:",
+        ] + source + [
             "-r",
             str(lock),
         ],
-        "pip install --require-hashes -r {}".format(rctx.attr.requirements),
+        "pip install --require-hashes -r {}{}".format(
+            rctx.attr.requirements,
+            " from the wheelhouse " + wheelhouse if wheelhouse else "",
+        ),
         env = {"PYTHONDONTWRITEBYTECODE": "1"},
     )
     info = _run(rctx, [venv_python, "-c", "\n".join([
@@ -159,6 +176,6 @@ wrp_python_venv = repository_rule(
             doc = "A lock file from pip-compile --generate-hashes.",
         ),
     },
-    environ = ["PATH"],
+    environ = ["PATH", "WRP_WHEELHOUSE"],
     doc = "A virtual environment installed from a hash-locked requirements file.",
 )

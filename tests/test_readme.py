@@ -1,0 +1,131 @@
+"""Every command the README shows is accounted for, so the README cannot drift.
+
+Commands are the lines of its indented code blocks and its inline `code` spans that start
+like a command (bazel, tools/..., wrpkg, pip, python -m). Each one is either
+- RUN here, as the README writes it (paths under bazel-bin/ point at this test's bundles), or
+- ELSEWHERE: run by another test or CI job, or needing a GPU, a package index or two clean
+  builds; the entry says which and the script it names must exist.
+A README command in neither table, or an entry no longer in the README, fails the test."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+RUNFILES = Path(__file__).resolve().parents[1]
+# The README and scripts as checked out (this test is tagged local: it reads the tree).
+SOURCE = Path(os.path.realpath(os.environ["WRP_README"])).parent
+BUNDLES = {
+    "bazel-bin/models/sim_cpu_wrp": Path(os.environ["WRP_CPU_BUNDLE"]).resolve(),
+    "bazel-bin/models/sim_recorded_wrp": Path(os.environ["WRP_RECORDED_BUNDLE"]).resolve(),
+}
+WRPKG_BINARY = Path(os.environ["WRP_WRPKG_BINARY"]).resolve()
+
+GPU = "needs a CUDA GPU: tools/gpu/stage.sh here, then tools/gpu/verify_cuda.sh on the GPU machine"
+ELSEWHERE = {
+    "tools/dev.sh test": "CI: .ci/run runs exactly this",
+    "tools/dev.sh build": "CI builds its no-GPU branch (//models:sim_cpu_wrp, a dependency of its replay "
+    "tests); the GPU branch: " + GPU,
+    "bazel build //models:sim_wrp": GPU,
+    "bazel test --config=gpu //...": GPU,
+    "python -m wrpkg.capture ... --device cuda": GPU + " (tools/gpu/capture_cuda.sh)",
+    "tools/gpu/capture_cuda.sh": GPU,
+    "tools/gpu/stage.sh": GPU,
+    "tools/gpu/verify_cuda.sh": GPU,
+    "tools/bench/load_bench.py": GPU,
+    "tools/bench/python_replay_bench.py": GPU,
+    "pip install .": "//tests:wheel_test builds the wheel from pyproject.toml, installs it and runs `wrpkg`",
+    "pip install '.[cuda]'": "//tests:wheel_test (the extra's pins equal requirements.lock: test_pins_agree)",
+    "tools/check_incremental.sh": "two builds with execution logs (minutes): run by hand",
+    "tools/check_reproducible.sh": "two clean output bases (10+ minutes): run by hand",
+    "tools/format.sh": "//tests/lint:lint_test fails when it would change a file",
+    "toolchains/python/lock.sh": "needs a package index: run by hand when a pin changes",
+    "tools/fill_wheelhouse.sh /srv/wheelhouse": "needs a package index: run by hand (test_wheelhouse_script_reads_the_locks)",
+    "bazel build --repo_env=WRP_WHEELHOUSE=/srv/wheelhouse //models:sim_cpu_wrp": "needs a filled wheelhouse: "
+    "run by hand (the venv rule's --no-index --find-links branch)",
+}
+RUN = {
+    "bazel run //:wrpkg -- inspect bazel-bin/models/sim_cpu_wrp": "bundle //models:sim_cpu_wrp",
+    "bazel run //:wrpkg -- verify bazel-bin/models/sim_cpu_wrp": "content hash",
+    "bazel run //:wrpkg -- --help": "inspect",
+    "wrpkg inspect bazel-bin/models/sim_recorded_wrp": "bundle //models:sim_recorded_wrp",
+}
+
+_COMMAND = re.compile(r"^(bazel |tools/\S+\.(sh|py)|wrpkg |pip |python -m |toolchains/python/lock\.sh)")
+
+
+def readme_commands() -> list[str]:
+    text = (SOURCE / "README.md").read_text()
+    found = []
+    for line in text.splitlines():
+        if line.startswith("    "):
+            command = re.split(r"\s{2,}#", line.strip())[0].strip()
+            if _COMMAND.match(command):
+                found.append(command)
+    for span in re.findall(r"`([^`\n]+)`", text):
+        if _COMMAND.match(span):
+            found.append(span.strip())
+    return sorted(set(found))
+
+
+def test_every_readme_command_is_run_or_accounted_for():
+    commands = set(readme_commands())
+    unaccounted = commands - set(RUN) - set(ELSEWHERE)
+    assert not unaccounted, f"README commands no test runs or accounts for: {sorted(unaccounted)}"
+    stale = (set(RUN) | set(ELSEWHERE)) - commands
+    assert not stale, f"entries for commands the README no longer shows: {sorted(stale)}"
+
+
+@pytest.mark.parametrize("command", sorted(ELSEWHERE))
+def test_scripts_named_elsewhere_exist(command):
+    for word in shlex.split(command):
+        if re.fullmatch(r"(tools|toolchains)/\S+\.(sh|py)", word):
+            assert (SOURCE / word).is_file(), f"{command}: {word} is not in the tree"
+
+
+def _workdir(tmp_path: Path) -> Path:
+    """A directory where the README's bazel-bin/ paths lead to this test's bundles."""
+    for rel, target in BUNDLES.items():
+        link = tmp_path / rel
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(target)
+    return tmp_path
+
+
+@pytest.mark.parametrize("command", sorted(RUN))
+def test_readme_command_runs(command, tmp_path):
+    argv = shlex.split(command)
+    workdir = _workdir(tmp_path)
+    env = dict(os.environ)
+    if argv[:3] == ["bazel", "run", "//:wrpkg"]:
+        # What `bazel run` does: start the binary in its runfiles, the caller's directory in
+        # BUILD_WORKING_DIRECTORY.
+        env["BUILD_WORKING_DIRECTORY"] = str(workdir)
+        done = subprocess.run(
+            [str(WRPKG_BINARY), *argv[4:]], cwd=RUNFILES, env=env, capture_output=True, text=True
+        )
+    else:
+        assert argv[0] == "wrpkg"
+        done = subprocess.run(
+            [sys.executable, "-m", "wrpkg.cli", *argv[1:]],
+            cwd=workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+    assert done.returncode == 0, done.stderr
+    assert RUN[command] in done.stdout
+    assert "Could not find or load the NVIDIA CUDA driver" not in done.stdout + done.stderr
+
+
+def test_wheelhouse_script_reads_the_locks():
+    script = (SOURCE / "tools" / "fill_wheelhouse.sh").read_text()
+    for lock in re.findall(r"toolchains/\S+requirements\.lock", script):
+        assert (SOURCE / lock).is_file(), lock
+    assert "--require-hashes" in script and "--only-binary=:all:" in script

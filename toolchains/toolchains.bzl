@@ -1,0 +1,139 @@
+"""The toolchains of rules_warp, declared over venv repositories of any name.
+
+rules/repositories.bzl generates a small repository whose BUILD file calls
+`declare_rules_warp_toolchains` with the names the WORKSPACE chose; rules only ever
+resolve toolchain types, so no rule names a venv repository.
+
+The CUDA toolchain, from pinned wheels (no host CUDA):
+
+- SASS: NVRTC 13.4.92 (the NVRTC inside warp-lang 1.19.0), so every cubin is byte for
+  byte what Warp itself builds, plus nvFatbin 13.4.92 and cuobjdump 13.4.92 for
+  packing; all from toolchains/python/requirements.lock (the main venv).
+- PTX: NVRTC 13.0.88 (`nvrtc_13_0`, the PTX venv from
+  toolchains/cuda/nvrtc_13_0/requirements.lock). Why an older NVRTC: PTX is the bundle's
+  promise to GPUs without matching SASS, and the *driver* JITs it. A driver only JITs
+  PTX whose ISA it knows: NVRTC 13.4 writes `.version 9.4`, which drivers older than
+  CUDA 13.4 reject (measured on an H200 with driver 580 = CUDA 13.0: the bundle's PTX
+  did not load and Warp fell back to compiling the retained source). NVRTC 13.0 writes
+  `.version 9.0`, which every CUDA 13 driver (r580+) JITs. So a bundle's PTX must come
+  from a toolkit no newer than the oldest driver it promises; SASS needs no JIT and
+  keeps Warp's own NVRTC.
+
+Room for more: another wrp_nvrtc (e.g. CUDA 12.9's NVRTC, the last with sm_70/sm_72,
+whose PTX ISA 8.8 also older drivers JIT) in its own venv, and a wrp_cuda_toolchain
+that names it.
+
+tests/test_compile.py and tests/test_ptx_toolchain.py check each supported_archs list
+against the live nvrtcGetSupportedArchs() of its wheel (wrpkg.archs.SUPPORTED_SMS).
+"""
+
+load("@bazel_tools//tools/python:toolchain.bzl", "py_runtime_pair")
+load("//toolchains/cuda:toolchain.bzl", "wrp_cuda_toolchain", "wrp_nvrtc")
+load("//toolchains/python:toolchain.bzl", "wrp_python_toolchain")
+load("//toolchains/warp:toolchain.bzl", "wrp_warp_toolchain")
+
+NVRTC_13_0_SUPPORTED_ARCHS = [
+    "sm_75",
+    "sm_80",
+    "sm_86",
+    "sm_87",
+    "sm_88",
+    "sm_89",
+    "sm_90",
+    "sm_100",
+    "sm_103",
+    "sm_110",
+    "sm_120",
+    "sm_121",
+]
+
+NVRTC_13_4_SUPPORTED_ARCHS = [
+    "sm_75",
+    "sm_80",
+    "sm_86",
+    "sm_87",
+    "sm_88",
+    "sm_89",
+    "sm_90",
+    "sm_100",
+    "sm_103",
+    "sm_107",
+    "sm_110",
+    "sm_120",
+    "sm_121",
+]
+
+DEFAULT_ARCHS = ["sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_100", "sm_120"]
+
+def declare_rules_warp_toolchains(venv, ptx_venv):
+    """Declares every rules_warp toolchain in the calling package.
+
+    Args:
+      venv: the main venv repository, e.g. "@wrp_venv" (warp-lang, NVRTC 13.4.92, ...).
+      ptx_venv: the PTX compiler's venv repository, e.g. "@wrp_nvrtc_13_0_venv".
+
+    Declares (toolchain() targets end in _toolchain; rules_warp_register_toolchains
+    registers them): wrpkg_python, nvrtc_13_0, nvrtc_13_4, warp, py3_runtime_pair, and
+    the aliases cuda_files and ruff.
+    """
+    wrp_python_toolchain(
+        name = "wrpkg_python",
+        interpreter = venv + "//:venv/bin/python3",
+        python_files = venv + "//:python_files",
+    )
+    native.toolchain(
+        name = "wrpkg_python_toolchain",
+        toolchain = ":wrpkg_python",
+        toolchain_type = Label("//toolchains/python:toolchain_type"),
+    )
+
+    # The PTX compiler: its own venv, so its libnvrtc never meets 13.4.92's in one process.
+    wrp_nvrtc(
+        name = "nvrtc_13_0",
+        cuda_version = "13.0.88",
+        files = ptx_venv + "//:cuda_files",
+        interpreter = ptx_venv + "//:venv/bin/python3",
+        python_files = ptx_venv + "//:python_files",
+        supported_archs = NVRTC_13_0_SUPPORTED_ARCHS,
+    )
+    wrp_cuda_toolchain(
+        name = "nvrtc_13_4",
+        cuda_version = "13.4.92",
+        default_archs = DEFAULT_ARCHS,
+        default_ptx = "compute_75",
+        files = venv + "//:cuda_files",
+        interpreter = venv + "//:venv/bin/python3",
+        ptx_compiler = ":nvrtc_13_0",
+        python_files = venv + "//:python_files",
+        supported_archs = NVRTC_13_4_SUPPORTED_ARCHS,
+    )
+    native.toolchain(
+        name = "nvrtc_13_4_toolchain",
+        toolchain = ":nvrtc_13_4",
+        toolchain_type = Label("//toolchains/cuda:toolchain_type"),
+    )
+
+    wrp_warp_toolchain(
+        name = "warp",
+        warp_cc = venv + "//:warp_cc",
+        warp_clang = venv + "//:warp_clang",
+    )
+    native.toolchain(
+        name = "warp_toolchain",
+        toolchain = ":warp",
+        toolchain_type = Label("//toolchains/warp:toolchain_type"),
+    )
+
+    # For py_test/py_binary (e.g. bazel run @rules_warp//:wrpkg): registered only on request.
+    py_runtime_pair(
+        name = "py3_runtime_pair",
+        py3_runtime = venv + "//:py3_runtime",
+    )
+    native.toolchain(
+        name = "py3_toolchain",
+        toolchain = ":py3_runtime_pair",
+        toolchain_type = "@bazel_tools//tools/python:toolchain_type",
+    )
+
+    native.alias(name = "cuda_files", actual = venv + "//:cuda_files")
+    native.alias(name = "ruff", actual = venv + "//:ruff")

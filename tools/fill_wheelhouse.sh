@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Fills a wheelhouse for an air-gapped machine (e.g. a GPU runner without a package index)
+# with every wheel the lock files pin, checked against their sha256 hashes:
+#     tools/fill_wheelhouse.sh /abs/wheelhouse [pip download options]
+# e.g. for a runner whose Python differs from this machine's:
+#     tools/fill_wheelhouse.sh /abs/wheelhouse --python-version 3.12 --platform manylinux_2_28_x86_64
+# Then, there: bazel build --repo_env=WRP_WHEELHOUSE=/abs/wheelhouse //...
+# (the venvs install with pip --no-index --find-links, still --require-hashes).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=${1:?usage: tools/fill_wheelhouse.sh /abs/wheelhouse [pip download options]}
+shift
+mkdir -p "$dir"
+for lock in toolchains/python/requirements.lock toolchains/cuda/nvrtc_13_0/requirements.lock; do
+    python3 -m pip download --quiet --disable-pip-version-check --require-hashes --no-deps \
+        --only-binary=:all: --dest "$dir" -r "$root/$lock" "$@"
+done
+echo "fill_wheelhouse: $(find "$dir" -name '*.whl' | wc -l) wheels in $dir"
