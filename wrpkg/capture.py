@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from wrpkg.errors import CaptureError
+from wrpkg.stale_pointers import LaunchRecorder, check_launches
 
 INTERFACE_SCHEMA = "rules_warp.capture_interface/1"
 CAPTURE_INFO_SCHEMA = "rules_warp.capture/1"
@@ -329,7 +330,8 @@ def _capture_into(script, device_name, work, stem, label, cache_dir, target) -> 
 
     wp.capture_begin(device=device, apic=True)
     try:
-        spec.step()
+        with LaunchRecorder() as launches:
+            spec.step()
     except Exception as exc:  # the user's code
         # End the half-recorded capture so Warp's state is clean; its own error is secondary.
         with contextlib.suppress(Exception):
@@ -340,6 +342,7 @@ def _capture_into(script, device_name, work, stem, label, cache_dir, target) -> 
         ) from exc
     graph = wp.capture_end(device=device)
     _check_bindings_captured(graph, spec, target)
+    check_launches(wp, device, launches, [*spec.inputs.values(), *spec.outputs.values(), *spec.keep_alive], target)
 
     try:
         wp.capture_save(
