@@ -13,6 +13,11 @@ command -v clang-format >/dev/null 2>&1 || need_apt+=(clang-format)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-venv)
 command -v xz >/dev/null 2>&1 || need_apt+=(xz-utils)
+# runtime:locale_test compiles de_DE.UTF-8 from these sources into its temp dir.
+[ -f /usr/share/i18n/locales/de_DE ] || need_apt+=(locales)
+# The fuzz targets (tools/fuzz): Debian's clang with libFuzzer and the sanitizer runtimes.
+command -v clang++-14 >/dev/null 2>&1 || need_apt+=(clang-14)
+[ -d /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux ] || need_apt+=(libclang-rt-14-dev)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   echo "setup: apt-get install ${need_apt[*]}" >&2
   sudo_cmd=()

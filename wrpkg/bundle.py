@@ -337,7 +337,8 @@ def build_bundle_dir(
                 f"{binding_bytes.get(record['name'])}",
                 fix=f"rebuild {label}",
             )
-        golden.append(GoldenEntry(record["name"], dst_rel, size, record["tolerance"]))
+        atol, rtol = _golden_tolerance(record)
+        golden.append(GoldenEntry(record["name"], dst_rel, size, atol, rtol))
 
     files = [file_entry(work, rel) for rel in _relative_files(work) if rel not in UNHASHED_FILES]
     manifest = Manifest(
@@ -358,6 +359,15 @@ def build_bundle_dir(
     (work / MANIFEST_NAME).write_bytes(manifest_bytes)
     shutil.copyfile(raw_dir / CAPTURE_INFO_NAME, work / CAPTURE_INFO_NAME)
     return manifest, manifest_bytes
+
+
+def _golden_tolerance(record: dict) -> tuple[float | None, float | None]:
+    """(atol, rtol) of an interface.json golden record; captures recorded before atol existed
+    carry a relative "tolerance" alone."""
+    if "rtol" in record:
+        return record["atol"], record["rtol"]
+    legacy = record.get("tolerance")
+    return (None, None) if legacy is None else (0.0, float(legacy))
 
 
 def _ptx_min_driver(modules: list[ModuleEntry]) -> str | None:

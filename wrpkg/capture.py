@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from wrpkg.errors import CaptureError
+from wrpkg.golden import as_tolerance
 from wrpkg.stale_pointers import LaunchRecorder, check_launches
 
 INTERFACE_SCHEMA = "rules_warp.capture_interface/1"
@@ -50,8 +51,10 @@ class CaptureSpec:
     inputs/outputs: names -> `wp.array`s. A name may appear in both (an in-place array);
       each name binds the array's whole base allocation (Warp's capture_save rule).
     step: issues the Warp operations of one captured graph (launches, memsets, copies).
-    tolerances: output name -> relative tolerance, for outputs that are not bit-exact
-      across replays (float atomics on CUDA). Outputs not listed must match exactly.
+    tolerances: output name -> wrpkg.golden.Tolerance(atol=..., rtol=...), for float32 outputs
+      that are not bit-exact across replays (float atomics on CUDA): a replay passes where
+      |replay - golden| <= atol + rtol * |golden| (numpy.isclose). A bare number is rtol
+      alone. Outputs not listed must match bit for bit.
     keep_alive: objects (meshes, ...) that must live until the graph is saved.
     """
 
@@ -202,10 +205,13 @@ def _check_spec(wp, spec: Any, device, target: str) -> list[Binding]:
                 f"{target}: tolerance given for '{name}', which is not an output",
                 fix=f"tolerances keys must be output names: {sorted(spec.outputs)}",
             )
-        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not (0.0 < float(tol) < 1.0):
+        try:
+            as_tolerance(tol)
+        except ValueError as exc:
             raise CaptureError(
-                f"{target}: tolerance for '{name}' is {tol!r}; a relative tolerance in (0, 1) is expected"
-            )
+                f"{target}: tolerance for '{name}': {exc}",
+                fix="give wrpkg.golden.Tolerance(atol=..., rtol=...) or a bare relative tolerance in (0, 1)",
+            ) from exc
     return bindings
 
 
@@ -380,13 +386,14 @@ def _capture_into(script, device_name, work, stem, label, cache_dir, target) -> 
         path = golden_dir / f"{name}.bin"
         path.write_bytes(data)
         golden_files[name] = path
-        tol = spec.tolerances.get(name)
+        tol = as_tolerance(spec.tolerances[name]) if name in spec.tolerances else None
         golden_records.append(
             {
                 "name": name,
                 "file": f"golden/{name}.bin",
                 "bytes": len(data),
-                "tolerance": None if tol is None else float(tol),
+                "atol": None if tol is None else tol.atol,
+                "rtol": None if tol is None else tol.rtol,
             }
         )
     del loaded
