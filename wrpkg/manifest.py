@@ -219,9 +219,17 @@ def from_json_bytes(data: bytes, path: str | os.PathLike = MANIFEST_NAME) -> Man
             path,
             f"golden {g.name!r}: atol and rtol must both be null or both finite numbers >= 0",
         )
+    seen_paths = set()
     for f in manifest.files:
         _require(
             isinstance(f.path, str) and _is_safe_relpath(f.path), path, f"file path {f.path!r} is not safe"
+        )
+        _require(f.path not in seen_paths, path, f"file path {f.path!r} is listed twice")
+        seen_paths.add(f.path)
+        _require(
+            isinstance(f.size, int) and not isinstance(f.size, bool) and 0 <= f.size < 2**64,
+            path,
+            f"file {f.path!r} has size {f.size!r}",
         )
     # Re-serializing must give the same bytes: catches hand edits such as reordered keys,
     # added fields or changed whitespace, which would otherwise hash differently unnoticed.
