@@ -9,6 +9,7 @@
 
 #include "apic.h"  // Warp: wp_apic_*
 #include "runtime/arch.h"
+#include "runtime/crash_report.h"
 #include "runtime/error.h"
 #include "runtime/warp_library.h"
 #include "warp.h"  // Warp: wp_cuda_*, wp_get_error_string
@@ -73,6 +74,7 @@ struct Graph::Impl {
   std::string title;  // Bundle::Title()
   std::string origin;
   std::string rebuild_hint;
+  std::string crash_cause;  // LikelyReplayCrashCause, for CrashContext
   std::vector<BindingRecord> bindings;
   std::string load_note;
   std::string load_source;
@@ -140,7 +142,9 @@ Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions&
   impl->title = bundle.Title();
   impl->origin = bundle.origin();
   impl->rebuild_hint = manifest.RebuildHint();
+  impl->crash_cause = LikelyReplayCrashCause(impl->title, impl->rebuild_hint);
   impl->bindings = manifest.bindings;
+  CrashContext crash_context("loading " + impl->title + " on " + device.ToString(), impl->crash_cause);
 
   if ((manifest.device == "cpu") != device.is_cpu()) {
     throw Error(impl->title + " was captured for " + manifest.device + " and cannot load on " +
@@ -328,6 +332,7 @@ std::vector<std::string> Graph::ParamNames() const {
 void Graph::Launch() { Launch(impl_->stream ? impl_->stream->get() : nullptr); }
 
 void Graph::Launch(void* cuda_stream) {
+  CrashContext crash_context("launching " + impl_->title + " on " + impl_->device.ToString(), impl_->crash_cause);
   if (impl_->device.is_cpu()) {
     if (!wp_apic_cpu_replay_graph(impl_->graph.get())) {
       throw Error(impl_->title + ": CPU replay failed: " + WarpErrorString());
@@ -344,8 +349,12 @@ void Graph::Launch(void* cuda_stream) {
 
 void Graph::Synchronize() {
   if (impl_->device.is_cpu() || !impl_->launch_pending) return;
+  CrashContext crash_context("waiting for " + impl_->title + " on " + impl_->device.ToString(),
+                              impl_->crash_cause);
   if (!wp_cuda_stream_synchronize(impl_->pending_stream)) {
-    throw Error(impl_->title + ": waiting for " + impl_->device.ToString() + " failed: " + WarpErrorString());
+    // An illegal address on the GPU has the same usual cause as a crash on the CPU.
+    throw Error(impl_->title + ": waiting for " + impl_->device.ToString() + " failed: " + WarpErrorString() +
+                "\nlikely cause: " + impl_->crash_cause);
   }
   impl_->launch_pending = false;
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "runtime/bundle.h"
+#include "runtime/crash_report.h"
 #include "runtime/embedded.h"
 #include "runtime/error.h"
 #include "runtime/golden.h"
@@ -124,6 +125,9 @@ int Run(const Flags& flags) {
     return wrp::Bundle::FromTar(embedded->data, embedded->size, origin, options);
   }();
   auto verified = std::chrono::steady_clock::now();
+  // Graph reports crashes inside Warp itself; this covers the rest of the replay.
+  wrp::CrashContext crash_context("replaying " + bundle.Title() + " from " + bundle.origin(),
+                                  wrp::LikelyReplayCrashCause(bundle.Title(), bundle.manifest().RebuildHint()));
 
   wrp::Device device =
       flags.device.empty() ? wrp::Device::ForBundle(bundle) : wrp::Device::Parse(flags.device);
