@@ -11,6 +11,7 @@
 #include "runtime/arch.h"
 #include "runtime/crash_report.h"
 #include "runtime/error.h"
+#include "runtime/private_cache.h"
 #include "runtime/warp_library.h"
 #include "warp.h"  // Warp: wp_cuda_*, wp_get_error_string
 
@@ -152,8 +153,8 @@ Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions&
                 ", or depend on the artifact captured for that device");
   }
 
-  bool from_directory = options.source == LoadOptions::Source::kDirectory ||
-                        (options.source == LoadOptions::Source::kAuto && bundle.from_directory());
+  // Default: the bytes Bundle verified. Reading the files again would load whatever is on disk by then.
+  bool from_directory = options.source == LoadOptions::Source::kDirectory;
   if (from_directory && !bundle.from_directory()) {
     throw Error(impl->title + " came from " + bundle.origin() +
                 ", not a directory; fix: load it from memory (LoadOptions::Source::kMemory)");
@@ -177,23 +178,30 @@ Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions&
   if (!device.is_cpu()) {
     CudaDeviceFacts facts = QueryCudaDevice(device.ordinal);
     std::string include_dir = options.warp_include_dir;
-    if (include_dir.empty() && from_directory) {
+    if (include_dir.empty()) {
       std::string candidate = WarpLibraryDirectory() + "/../native";
       if (IsDirectory(candidate)) include_dir = candidate;
     }
-    ArchDecision decision =
-        DecideCudaCode(manifest, impl->title, facts, from_directory && !include_dir.empty());
+    ArchDecision decision = DecideCudaCode(manifest, impl->title, facts, !include_dir.empty());
     if (!decision.fits) throw Error(decision.message);
+    bool compiles_source = false;
+    for (const ModuleChoice& choice : decision.modules) compiles_source |= choice.choice == CodeChoice::kSource;
+    // Warp compiles retained source only on its directory path, and caches the result beside the modules:
+    // give it the verified bytes in the private per-user cache, never the bundle's own directory.
+    std::string wrp_path = from_directory ? bundle.Describe(manifest.wrp) : "";
+    if (compiles_source) {
+      wrp_path = MaterializeForWarp(bundle);
+      impl->load_source = "private cache " + wrp_path.substr(0, wrp_path.rfind('/'));
+    }
     impl->load_note = decision.message;
     impl->cuda_context = wp_cuda_device_get_primary_context(device.ordinal);
     if (!impl->cuda_context) {
       throw Error("cannot get the CUDA context of " + device.ToString() + ": " + WarpErrorString());
     }
     APICGraph* graph = nullptr;
-    if (from_directory) {
-      const std::string wrp_path = bundle.Describe(manifest.wrp);
+    if (!wrp_path.empty()) {
       graph = wp_apic_load_graph_ex(impl->cuda_context, wrp_path.c_str(), device_type,
-                                    include_dir.empty() ? nullptr : include_dir.c_str());
+                                    compiles_source ? include_dir.c_str() : nullptr);
     } else {
       std::vector<APICModuleBytes> modules;
       for (const auto& entry : module_files) {

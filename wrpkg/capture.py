@@ -23,13 +23,13 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wrpkg import atomic
 from wrpkg.errors import CaptureError
 from wrpkg.golden import as_tolerance
 from wrpkg.stale_pointers import LaunchRecorder, check_launches
@@ -254,18 +254,19 @@ def _write_json(path: Path, obj: dict) -> None:
     path.write_text(json.dumps(obj, sort_keys=True, indent=1) + "\n", encoding="utf-8")
 
 
-def _publish(tmp_dir: Path, out_dir: Path) -> None:
-    """Renames the finished temp dir into place. Bazel pre-creates a tree artifact's dir
-    empty, so an empty out_dir (or a previous capture) is replaced; anything else is refused."""
-    if out_dir.exists():
+def _check_replaceable(out_dir: Path, target: str) -> None:
+    """Bazel pre-creates a tree artifact's dir empty, so an empty out_dir (or a previous
+    capture) may be replaced; anything else is refused before any work is done."""
+    if out_dir.is_dir() and not out_dir.is_symlink():
         entries = set(os.listdir(out_dir))
-        if entries and "capture.json" not in entries:
-            raise CaptureError(
-                f"{out_dir} exists and is not an earlier capture output; refusing to replace it",
-                fix="pass an empty or new --out-dir",
-            )
-        shutil.rmtree(out_dir)
-    os.replace(tmp_dir, out_dir)
+        if not entries or "capture.json" in entries:
+            return
+    elif not out_dir.exists() and not out_dir.is_symlink():
+        return
+    raise CaptureError(
+        f"{target}: {out_dir} exists and is not an earlier capture output; refusing to replace it",
+        fix="pass an empty or new --out-dir",
+    )
 
 
 def capture(
@@ -285,11 +286,18 @@ def capture(
     if not stem or "/" in stem or stem.startswith("."):
         raise CaptureError(f"{target}: --stem must be a plain file stem, got {stem!r}")
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp_dir = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    _check_replaceable(out_dir, target)
+    tmp_dir = atomic.staging_dir(out_dir)
     try:
         result = _capture_into(script, device, tmp_dir, stem, label, cache_dir, target)
-        _publish(tmp_dir, out_dir)
+        atomic.publish_dir(tmp_dir, out_dir)
+    except OSError as exc:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise CaptureError(
+            f"{target}: writing the capture failed ({exc.strerror or exc}: {exc.filename or tmp_dir}); "
+            f"{out_dir} was left as it was",
+            fix="free disk space (or fix the permission) and run the capture again",
+        ) from exc
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise
