@@ -62,7 +62,7 @@ std::vector<std::string> WalkFiles(const std::string& root) {
     if (ec) throw Error(root + ": cannot list the bundle directory (" + ec.message() + ")");
     const fs::directory_entry& entry = *it;
     if (entry.is_directory(ec) && !entry.is_symlink(ec)) continue;
-    found.push_back(fs::relative(entry.path(), root, ec).generic_string());
+    found.push_back(entry.path().lexically_relative(root).generic_string());
   }
   std::sort(found.begin(), found.end());
   return found;

@@ -28,9 +28,9 @@ def closest(mesh: MESH_ID_TYPE, points: wp.array(dtype=wp.vec3), dist: wp.array(
 
 
 @wp.kernel
-def scale_raw(address: wp.uint64, dist: wp.array(dtype=float)):
+def scale_raw(address: wp.uint64, points: wp.array(dtype=wp.vec3), dist: wp.array(dtype=float)):
     i = wp.tid()
-    dist[i] = dist[i] * 2.0 + float(address % wp.uint64(1))
+    dist[i] = points[i][0] * 2.0 + float(address % wp.uint64(1))
 
 
 def build(device):
@@ -47,7 +47,7 @@ def build(device):
 
     def step():
         if MODE == "array_ptr":
-            wp.launch(scale_raw, dim=N, inputs=[points.ptr + 12, dist], device=device)
+            wp.launch(scale_raw, dim=N, inputs=[points.ptr + 12, points, dist], device=device)
         else:
             wp.launch(closest, dim=N, inputs=[mesh.id, points, dist, seed], device=device)
 

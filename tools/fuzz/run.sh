@@ -38,7 +38,7 @@ repo=$(cd "$here/../.." && pwd)
 work=${work:-$(mktemp -d "${TEST_TMPDIR:-/tmp}/wrp-fuzz.XXXXXX")}
 mkdir -p "$work/obj"
 
-flags=(-std=c++17 -O1 -g -I"$repo" -fsanitize=address,undefined -fno-sanitize-recover=undefined
+flags=(-std=c++17 -O1 -gline-tables-only -I"$repo" -fsanitize=address,undefined -fno-sanitize-recover=undefined
   -fno-omit-frame-pointer)
 objs=()
 for src in bundle json manifest sha256 ustar; do
@@ -65,8 +65,10 @@ for target in manifest_fuzz ustar_fuzz bundle_fuzz; do
   corpus=$work/corpus/$target
   mkdir -p "$corpus"
   log=$work/$target.log
-  # -max_len: room for the seed bundle plus growth; the whole tar must fit for bundle_fuzz to reach sha256.
+  # -max_len: for archives, room for the seed bundle plus growth (the whole tar must fit for bundle_fuzz to
+  # reach sha256); a manifest is a few KiB.
   max_len=$(($(stat -c %s "$seed_tar") + 4096))
+  [ "$target" = manifest_fuzz ] && max_len=16384
   if (cd "$work" && ASAN_OPTIONS=detect_leaks=1 "./$target" "${limit[@]}" -max_len="$max_len" \
     -print_final_stats=1 "$corpus" "$seeds") >"$log" 2>&1; then
     result=ok
