@@ -24,7 +24,8 @@ std::string ReadListedFile(const std::string& path, uint64_t expected_size, std:
   if (!S_ISREG(st.st_mode)) return "is not a regular file";
   if (static_cast<uint64_t>(st.st_size) != expected_size) {
     return "size is " + std::to_string(st.st_size) + " bytes but manifest.json records " +
-           std::to_string(expected_size) + (static_cast<uint64_t>(st.st_size) < expected_size ? " (truncated)" : "");
+           std::to_string(expected_size) +
+           (static_cast<uint64_t>(st.st_size) < expected_size ? " (truncated)" : "");
   }
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return std::string("cannot be read (") + std::strerror(errno) + ")";
@@ -90,7 +91,8 @@ std::string SiblingContentHash(std::string dir) {
   size_t end = text.find_first_of(" \t\r\n");
   std::string token = text.substr(0, end);
   if (!IsHex64(token)) {
-    throw Error(dir + ".sha256: does not start with a lowercase sha256; fix: rebuild the bundle's wrp_artifact");
+    throw Error(dir +
+                ".sha256: does not start with a lowercase sha256; fix: rebuild the bundle's wrp_artifact");
   }
   return token;
 }
@@ -113,14 +115,19 @@ Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& option
   bundle.content_hash_ = Sha256::HexDigest(manifest_bytes.data(), manifest_bytes.size());
   BundleOptions effective = options;
   if (effective.expected_content_hash.empty()) effective.expected_content_hash = SiblingContentHash(dir);
+  const std::string manifest_text(manifest_bytes.begin(), manifest_bytes.end());
   if (!effective.expected_content_hash.empty() && effective.expected_content_hash != bundle.content_hash_ &&
       IsHex64(effective.expected_content_hash)) {
-    // Before parsing: an edited manifest is reported as edited, whatever else is wrong with it.
+    // An edited manifest is reported as edited, whatever else is wrong with it.
+    std::string hint = "rebuild the bundle's wrp_artifact target";
+    try {
+      hint = ParseManifest(manifest_text, manifest_path).RebuildHint();
+    } catch (const Error&) {
+    }
     throw Error(manifest_path + ": sha256 is " + bundle.content_hash_ + " but the build recorded " +
-                effective.expected_content_hash +
-                "; fix: the manifest was changed after the build: rebuild the bundle's wrp_artifact target");
+                effective.expected_content_hash + "; fix: the manifest was changed after the build: " + hint);
   }
-  bundle.manifest_ = ParseManifest(std::string(manifest_bytes.begin(), manifest_bytes.end()), manifest_path);
+  bundle.manifest_ = ParseManifest(manifest_text, manifest_path);
 
   // Files are judged by content: a listed file may be reached through a symlink (Bazel's sandbox stages
   // inputs that way), but nothing may be there that the manifest does not list.
@@ -128,7 +135,8 @@ Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& option
   for (const FileRecord& record : bundle.manifest_.files) listed.insert(record.path);
   for (const std::string& rel : WalkFiles(dir)) {
     if (!listed.count(rel) && rel != "manifest.json" && rel != Manifest::kCaptureInfo) {
-      throw Error(Join(dir, rel) + ": not listed in manifest.json (a symlinked directory counts as unlisted)" +
+      throw Error(Join(dir, rel) +
+                  ": not listed in manifest.json (a symlinked directory counts as unlisted)" +
                   "; fix: the bundle was modified after it was built: " + bundle.manifest_.RebuildHint());
     }
   }
@@ -141,8 +149,8 @@ Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& option
     const std::string path = Join(dir, record.path);
     std::string problem = ReadListedFile(path, record.size, &bytes);
     if (!problem.empty()) {
-      throw Error(path + ": listed in manifest.json but " + problem + "; fix: " + bundle.manifest_.RebuildHint() +
-                  " and copy the whole bundle directory");
+      throw Error(path + ": listed in manifest.json but " + problem +
+                  "; fix: " + bundle.manifest_.RebuildHint() + " and copy the whole bundle directory");
     }
     bundle.storage_->push_back(std::move(bytes));
     const std::vector<uint8_t>& stored = bundle.storage_->back();

@@ -270,7 +270,8 @@ WRP_TEST(PrivateCacheIsPerUserAndNeverTheBundleDirectory) {
   CHECK_EQ(wrp_path, (home / "cache" / bundle.content_hash() / "sim.wrp").string());
   CHECK(ReadBytes(wrp_path) == ReadBytes(fs::path(BundleDir()) / "sim.wrp"));
   const std::string module = ModulePath(bundle);
-  CHECK(ReadBytes(home / "cache" / bundle.content_hash() / module) == ReadBytes(fs::path(BundleDir()) / module));
+  CHECK(ReadBytes(home / "cache" / bundle.content_hash() / module) ==
+        ReadBytes(fs::path(BundleDir()) / module));
   CHECK((fs::status(home / "cache").permissions() & fs::perms::all) == fs::perms::owner_all);
   // Writing again (a second load) replaces the files in place.
   CHECK_EQ(wrp::MaterializeForWarp(bundle), wrp_path);

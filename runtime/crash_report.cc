@@ -31,12 +31,18 @@ void WriteAll(const char* text, size_t size) {
 
 const char* SignalName(int sig) {
   switch (sig) {
-    case SIGSEGV: return "SIGSEGV (invalid memory access)";
-    case SIGBUS: return "SIGBUS (bad memory access)";
-    case SIGILL: return "SIGILL (illegal instruction)";
-    case SIGFPE: return "SIGFPE (arithmetic fault)";
-    case SIGABRT: return "SIGABRT (abort)";
-    default: return "a fatal signal";
+    case SIGSEGV:
+      return "SIGSEGV (invalid memory access)";
+    case SIGBUS:
+      return "SIGBUS (bad memory access)";
+    case SIGILL:
+      return "SIGILL (illegal instruction)";
+    case SIGFPE:
+      return "SIGFPE (arithmetic fault)";
+    case SIGABRT:
+      return "SIGABRT (abort)";
+    default:
+      return "a fatal signal";
   }
 }
 

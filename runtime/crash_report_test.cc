@@ -54,13 +54,15 @@ void Crash() {
 
 WRP_TEST(FatalSignalIsReportedWithTheBundleAndItsLikelyCause) {
   ChildResult r = RunChild([] {
-    wrp::CrashContext context("launching bundle //tests:stale_wrp (content sha256 0123456789abcdef...) on cpu",
-                              wrp::LikelyReplayCrashCause("bundle //tests:stale_wrp", "rebuild //tests:stale_wrp"));
+    wrp::CrashContext context(
+        "launching bundle //tests:stale_wrp (content sha256 0123456789abcdef...) on cpu",
+        wrp::LikelyReplayCrashCause("bundle //tests:stale_wrp", "rebuild //tests:stale_wrp"));
     Crash();
   });
   CHECK_EQ(r.term_signal, SIGSEGV);
-  CHECK(r.stderr_text.find("FATAL: SIGSEGV (invalid memory access) while launching bundle //tests:stale_wrp") !=
-        std::string::npos);
+  CHECK(
+      r.stderr_text.find("FATAL: SIGSEGV (invalid memory access) while launching bundle //tests:stale_wrp") !=
+      std::string::npos);
   CHECK(r.stderr_text.find("declare it wp.handle") != std::string::npos);
   CHECK(r.stderr_text.find("rebuild //tests:stale_wrp") != std::string::npos);
 }

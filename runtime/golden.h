@@ -16,9 +16,9 @@ struct Tolerance {
 
 struct GoldenComparison {
   bool match = false;
-  size_t mismatches = 0;          // differing bytes (exact) or float32 elements (tolerance)
-  double max_abs_error = 0;       // tolerance mode only, over finite pairs
-  std::string detail;             // one line: what matched, or the first difference
+  size_t mismatches = 0;     // differing bytes (exact) or float32 elements (tolerance)
+  double max_abs_error = 0;  // tolerance mode only, over finite pairs
+  std::string detail;        // one line: what matched, or the first difference
 };
 
 // Exact byte comparison when `tolerance` is empty; else element-wise float32 comparison, in double, with

@@ -39,14 +39,15 @@ WRP_TEST(AbsoluteAndRelativeFloat32Tolerance) {
   CHECK(ok.match);
   CHECK(ok.max_abs_error > 0 && ok.max_abs_error < 1e-3);
 
-  wrp::GoldenComparison bad = wrp::CompareWithGolden(golden.data(), golden.size(), far.data(), far.size(), rel);
+  wrp::GoldenComparison bad =
+      wrp::CompareWithGolden(golden.data(), golden.size(), far.data(), far.size(), rel);
   CHECK(!bad.match);
   CHECK_EQ(bad.mismatches, size_t(2));  // 1.01 vs 1, and 1e-30 vs 0: no relative tolerance passes that
   CHECK(bad.detail.find("first at element 0") != std::string::npos);
 
   // Near zero only the absolute part helps: 1e-30 vs 0 passes with atol 1e-20, 1.01 vs 1 still fails.
-  wrp::GoldenComparison with_atol =
-      wrp::CompareWithGolden(golden.data(), golden.size(), far.data(), far.size(), wrp::Tolerance{1e-20, 1e-5});
+  wrp::GoldenComparison with_atol = wrp::CompareWithGolden(golden.data(), golden.size(), far.data(),
+                                                           far.size(), wrp::Tolerance{1e-20, 1e-5});
   CHECK_EQ(with_atol.mismatches, size_t(1));
 
   CHECK(!wrp::CompareWithGolden(golden.data(), golden.size(), nan_vs_number.data(), nan_vs_number.size(),
@@ -58,7 +59,8 @@ WRP_TEST(AbsoluteAndRelativeFloat32Tolerance) {
   CHECK(wrp::CompareWithGolden(ten.data(), 4, eleven.data(), 4, wrp::Tolerance{0, 0.1}).match);
   CHECK(!wrp::CompareWithGolden(eleven.data(), 4, ten.data(), 4, wrp::Tolerance{0, 0.05}).match);
   // Exact still passes with a zero tolerance.
-  CHECK(wrp::CompareWithGolden(golden.data(), golden.size(), golden.data(), golden.size(), wrp::Tolerance{}).match);
+  CHECK(wrp::CompareWithGolden(golden.data(), golden.size(), golden.data(), golden.size(), wrp::Tolerance{})
+            .match);
   std::vector<uint8_t> three = {1, 2, 3};
   CHECK(!wrp::CompareWithGolden(three.data(), 3, three.data(), 3, rel).match);
 }

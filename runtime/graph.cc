@@ -185,7 +185,8 @@ Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions&
     ArchDecision decision = DecideCudaCode(manifest, impl->title, facts, !include_dir.empty());
     if (!decision.fits) throw Error(decision.message);
     bool compiles_source = false;
-    for (const ModuleChoice& choice : decision.modules) compiles_source |= choice.choice == CodeChoice::kSource;
+    for (const ModuleChoice& choice : decision.modules)
+      compiles_source |= choice.choice == CodeChoice::kSource;
     // Warp compiles retained source only on its directory path, and caches the result beside the modules:
     // give it the verified bytes in the private per-user cache, never the bundle's own directory.
     std::string wrp_path = from_directory ? bundle.Describe(manifest.wrp) : "";
@@ -340,7 +341,8 @@ std::vector<std::string> Graph::ParamNames() const {
 void Graph::Launch() { Launch(impl_->stream ? impl_->stream->get() : nullptr); }
 
 void Graph::Launch(void* cuda_stream) {
-  CrashContext crash_context("launching " + impl_->title + " on " + impl_->device.ToString(), impl_->crash_cause);
+  CrashContext crash_context("launching " + impl_->title + " on " + impl_->device.ToString(),
+                             impl_->crash_cause);
   if (impl_->device.is_cpu()) {
     if (!wp_apic_cpu_replay_graph(impl_->graph.get())) {
       throw Error(impl_->title + ": CPU replay failed: " + WarpErrorString());
@@ -358,7 +360,7 @@ void Graph::Launch(void* cuda_stream) {
 void Graph::Synchronize() {
   if (impl_->device.is_cpu() || !impl_->launch_pending) return;
   CrashContext crash_context("waiting for " + impl_->title + " on " + impl_->device.ToString(),
-                              impl_->crash_cause);
+                             impl_->crash_cause);
   if (!wp_cuda_stream_synchronize(impl_->pending_stream)) {
     // An illegal address on the GPU has the same usual cause as a crash on the CPU.
     throw Error(impl_->title + ": waiting for " + impl_->device.ToString() + " failed: " + WarpErrorString() +

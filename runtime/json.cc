@@ -3,8 +3,8 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <system_error>
 #include <set>
+#include <system_error>
 
 #include "runtime/error.h"
 

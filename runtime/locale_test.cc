@@ -20,8 +20,8 @@ namespace {
 bool UseDecimalCommaLocale() {
   const char* tmp = std::getenv("TEST_TMPDIR");
   std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/locales";
-  std::string command = "mkdir -p '" + dir + "' && localedef -i de_DE -f UTF-8 '" + dir +
-                        "/de_DE.UTF-8' >/dev/null 2>&1";
+  std::string command =
+      "mkdir -p '" + dir + "' && localedef -i de_DE -f UTF-8 '" + dir + "/de_DE.UTF-8' >/dev/null 2>&1";
   int status = std::system(command.c_str());
   setenv("LOCPATH", dir.c_str(), 1);
   if (!std::setlocale(LC_ALL, "de_DE.UTF-8")) {
@@ -46,8 +46,8 @@ std::vector<uint8_t> Floats(std::initializer_list<float> values) {
 
 WRP_TEST(NumbersUnderADecimalCommaLocale) {
   if (!UseDecimalCommaLocale()) return;
-  wrp::json::Value v =
-      wrp::json::Parse(R"({"atol": 1e-07, "rtol": 0.5, "big": 12345.678, "neg": -2.5E+3, "n": 42})", "t.json");
+  wrp::json::Value v = wrp::json::Parse(
+      R"({"atol": 1e-07, "rtol": 0.5, "big": 12345.678, "neg": -2.5E+3, "n": 42})", "t.json");
   CHECK_EQ(v.Find("atol")->number_value(), 1e-07);
   CHECK_EQ(v.Find("rtol")->number_value(), 0.5);
   CHECK_EQ(v.Find("big")->number_value(), 12345.678);

@@ -226,7 +226,8 @@ class ManifestReader {
       const Value* atol = golden[i].Find("atol");
       const Value* rtol = golden[i].Find("rtol");
       if (!atol || !rtol) Fail(p + (atol ? "rtol" : "atol"), "missing");
-      if (atol->is_null() != rtol->is_null()) Fail(p + "atol", "atol and rtol must both be null or both numbers");
+      if (atol->is_null() != rtol->is_null())
+        Fail(p + "atol", "atol and rtol must both be null or both numbers");
       if (!atol->is_null()) {
         for (const auto& [key, value] : {std::pair{"atol", atol}, std::pair{"rtol", rtol}}) {
           if (!value->is_number() || !(value->number_value() >= 0) || !std::isfinite(value->number_value()))

@@ -71,9 +71,9 @@ WRP_TEST(ErrorsNameTheFieldAndTheTarget) {
       "golden[1].name", "not a binding");
   CHECK_THROWS_WITH(wrp::ParseManifest(ManifestText("\"device\": \"cuda\"", "\"device\": \"tpu\""), "m"),
                     "device");
-  CHECK_THROWS_WITH(wrp::ParseManifest(ManifestText("\"atol\": 1e-7", "\"atol\": null"), "m"), "golden[1].atol",
-                    "both be null or both numbers");
-  CHECK_THROWS_WITH(wrp::ParseManifest(ManifestText("\"rtol\": 1e-5", "\"rtol\": -1e-5"), "m"), "golden[1].rtol",
-                    ">= 0");
+  CHECK_THROWS_WITH(wrp::ParseManifest(ManifestText("\"atol\": 1e-7", "\"atol\": null"), "m"),
+                    "golden[1].atol", "both be null or both numbers");
+  CHECK_THROWS_WITH(wrp::ParseManifest(ManifestText("\"rtol\": 1e-5", "\"rtol\": -1e-5"), "m"),
+                    "golden[1].rtol", ">= 0");
   CHECK_THROWS_WITH(wrp::ParseManifest("[]", "m.json"), "m.json", "expected an object");
 }

@@ -86,7 +86,8 @@ std::string MaterializeForWarp(const Bundle& bundle) {
   MakeDirs(root + "/" + stem + "_modules");
   for (const FileRecord& record : manifest.files) {
     if (record.path == manifest.wrp || record.path.compare(0, modules_prefix.size(), modules_prefix) == 0) {
-      if (record.path.find('/', modules_prefix.size()) != std::string::npos) continue;  // Warp reads one level
+      if (record.path.find('/', modules_prefix.size()) != std::string::npos)
+        continue;  // Warp reads one level
       WriteFileAtomically(root + "/" + record.path, bundle.File(record.path));
     }
   }

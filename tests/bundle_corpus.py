@@ -70,7 +70,6 @@ def make_corpus(good_dir: Path, good_tar: Path, out: Path) -> list[Case]:
     good_dir, out = Path(good_dir), Path(out)
     name = good_dir.name
     manifest = json.loads((good_dir / "manifest.json").read_bytes())
-    listed = [f["path"] for f in manifest["files"]]
     golden_file = manifest["golden"][0]["file"]
     module_binary = manifest["modules"][0]["binary"]
     cases: list[Case] = []
@@ -176,10 +175,13 @@ def make_corpus(good_dir: Path, good_tar: Path, out: Path) -> list[Case]:
     archive("tar_duplicate_entry", False, good_entries + [good_entries[-1]])
     archive("tar_dotdot_entry", False, good_entries + [(f"{name}/../evil.bin", b"evil")])
     archive("tar_absolute_entry", False, good_entries + [("/tmp/evil.bin", b"evil")])
-    flipped = [(n, d if d is None or not n.endswith(module_binary) else bytes([d[0] ^ 1]) + d[1:]) for n, d in good_entries]
+    flipped = [
+        (n, d if d is None or not n.endswith(module_binary) else bytes([d[0] ^ 1]) + d[1:])
+        for n, d in good_entries
+    ]
     archive("tar_flipped_byte", False, flipped)
     truncated = out / "tar_truncated" / f"{name}.tar"
     truncated.parent.mkdir(parents=True)
-    truncated.write_bytes(Path(good_tar).read_bytes()[:-1024 - 700])
+    truncated.write_bytes(Path(good_tar).read_bytes()[: -1024 - 700])
     cases.append(Case("tar_truncated", "tar", truncated, False))
     return cases

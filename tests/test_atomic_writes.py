@@ -42,8 +42,14 @@ def snapshot(*paths: Path) -> dict[str, bytes]:
     """Every published file under the given paths (hidden staging dirs left out), by path."""
     found = {}
     for root in paths:
-        files = [root] if root.is_file() else sorted(
-            p for p in root.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+        files = (
+            [root]
+            if root.is_file()
+            else sorted(
+                p
+                for p in root.rglob("*")
+                if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+            )
         )
         for path in files:
             found[str(path)] = path.read_bytes()

@@ -168,7 +168,10 @@ def test_tolerance_is_carried_into_the_manifest(tmp_path):
         tmp_path / "raw", "atomic", "atomic_wrp", "//tests:atomic_wrp",
         tmp_path / "out/atomic_wrp", tmp_path / "out/atomic_wrp.tar", tmp_path / "out/atomic_wrp.sha256",
     )  # fmt: skip
-    assert {g.name: (g.atol, g.rtol) for g in result.manifest.golden} == {"sum": (0.0, 1e-5), "x": (None, None)}
+    assert {g.name: (g.atol, g.rtol) for g in result.manifest.golden} == {
+        "sum": (0.0, 1e-5),
+        "x": (None, None),
+    }
     verify_bundle(tmp_path / "out/atomic_wrp")
 
 

@@ -9,7 +9,9 @@ SCRIPT = PROGRAMS / "stale_pointer.py"
 
 def test_mesh_id_passed_as_uint64_is_refused(tmp_path):
     out = tmp_path / "raw"
-    proc = run_capture(SCRIPT, out, label="//tests:stale_wrp", env_extra={"WRP_TEST_STALE_MODE": "mesh_uint64"})
+    proc = run_capture(
+        SCRIPT, out, label="//tests:stale_wrp", env_extra={"WRP_TEST_STALE_MODE": "mesh_uint64"}
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "//tests:stale_wrp" in proc.stderr
     assert "kernel 'closest', parameter 'mesh'" in proc.stderr

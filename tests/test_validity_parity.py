@@ -59,13 +59,19 @@ def test_both_runtimes_judge_the_corpus_alike(corpus):
         if case.kind == "dir":
             py_ok, py_message = python_verdict(case)
             if py_ok != case.valid:
-                wrong.append(f"Python {case.name}: expected {'ok' if case.valid else 'reject'}, got {py_message or 'ok'}")
+                wrong.append(
+                    f"Python {case.name}: expected {'ok' if case.valid else 'reject'}, got {py_message or 'ok'}"
+                )
     assert not wrong, "\n".join(wrong)
 
 
 def test_rejections_name_the_file(corpus):
     by_name = {c.name: c for c in corpus}
-    for case_name, needle in [("extra_file", "notes.txt"), ("flipped_byte", "_modules/"), ("missing_file", "golden/")]:
+    for case_name, needle in [
+        ("extra_file", "notes.txt"),
+        ("flipped_byte", "_modules/"),
+        ("missing_file", "golden/"),
+    ]:
         case = by_name[case_name]
         assert needle in cpp_verdict(case)[1]
         assert needle in python_verdict(case)[1]

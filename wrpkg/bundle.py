@@ -27,8 +27,8 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from wrpkg import format as wrpformat
 from wrpkg import atomic
+from wrpkg import format as wrpformat
 from wrpkg.errors import BundleError, WrpFormatError
 from wrpkg.manifest import (
     CAPTURE_INFO_NAME,

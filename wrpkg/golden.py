@@ -68,7 +68,9 @@ def compare(golden: bytes, actual: bytes, tolerance: Tolerance | None) -> Compar
         g = np.frombuffer(golden, dtype=np.uint8)
         a = np.frombuffer(actual, dtype=np.uint8)
         bad = int(np.count_nonzero(g != a))
-        return Comparison(bad == 0, bad, f"{len(golden)} bytes, {'bit-exact' if bad == 0 else f'{bad} differ'}")
+        return Comparison(
+            bad == 0, bad, f"{len(golden)} bytes, {'bit-exact' if bad == 0 else f'{bad} differ'}"
+        )
     if len(golden) % 4:
         return Comparison(False, 1, f"{len(golden)} bytes is not a whole number of float32 values")
     g = np.frombuffer(golden, dtype="<f4").astype(np.float64)

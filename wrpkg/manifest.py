@@ -215,7 +215,9 @@ def from_json_bytes(data: bytes, path: str | os.PathLike = MANIFEST_NAME) -> Man
         tol = (g.atol, g.rtol)
         _require(
             tol == (None, None)
-            or all(isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < float("inf") for x in tol),
+            or all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < float("inf") for x in tol
+            ),
             path,
             f"golden {g.name!r}: atol and rtol must both be null or both finite numbers >= 0",
         )

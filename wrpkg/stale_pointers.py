@@ -61,7 +61,9 @@ class LaunchRecorder:
             finally:
                 current_kernel.pop()
 
-        def pack_param_record(self, rec, arg, original_value, packed_value, value_data_buf, relocs_buf, adjoint=False):
+        def pack_param_record(
+            self, rec, arg, original_value, packed_value, value_data_buf, relocs_buf, adjoint=False
+        ):
             first_reloc = len(relocs_buf)
             original_pack(self, rec, arg, original_value, packed_value, value_data_buf, relocs_buf, adjoint)
             start, size = rec.value_offset, rec.value_size
@@ -139,7 +141,9 @@ def check_launches(wp, device, recorder: LaunchRecorder, extra: list, target: st
             hit = by_id.get(value) or next((r for r in ranges if r.start <= value < r.end), None)
             if hit is None:
                 continue
-            where = f"parameter '{packed.param}'" + (f" (byte {offset} of its value)" if len(blob) > _SLOT else "")
+            where = f"parameter '{packed.param}'" + (
+                f" (byte {offset} of its value)" if len(blob) > _SLOT else ""
+            )
             side = "adjoint of " if packed.adjoint else ""
             if hit.kind == "wp.array data":
                 fix = (
@@ -157,4 +161,3 @@ def check_launches(wp, device, recorder: LaunchRecorder, extra: list, target: st
                 "memory that does not exist in the loading process (a crash or garbage).",
                 fix=fix,
             )
-

@@ -18,10 +18,12 @@ MESH_ID_TYPE = wp.handle if MODE == "handle" else wp.uint64
 
 
 @wp.kernel
-def closest(mesh: MESH_ID_TYPE, points: wp.array(dtype=wp.vec3), dist: wp.array(dtype=float), seed: wp.uint64):
+def closest(
+    mesh: MESH_ID_TYPE, points: wp.array(dtype=wp.vec3), dist: wp.array(dtype=float), seed: wp.uint64
+):
     i = wp.tid()
     q = wp.mesh_query_point(mesh, points[i], 10.0)
-    d = float(0.0)
+    d = 0.0
     if q.result:
         d = wp.length(points[i] - wp.mesh_eval_position(mesh, q.face, q.u, q.v))
     dist[i] = d + float(seed % wp.uint64(2))
