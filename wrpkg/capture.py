@@ -356,9 +356,7 @@ def _capture_into(script, device_name, work, stem, label, cache_dir, target) -> 
         ) from exc
     graph = wp.capture_end(device=device)
     _check_bindings_captured(graph, spec, target)
-    check_launches(
-        wp, device, launches, [*spec.inputs.values(), *spec.outputs.values(), *spec.keep_alive], target
-    )
+    check_launches(wp, launches, [*spec.inputs.values(), *spec.outputs.values(), *spec.keep_alive], target)
 
     try:
         wp.capture_save(

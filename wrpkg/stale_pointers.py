@@ -13,6 +13,7 @@ capture.py's region check).
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import gc
 import struct
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from wrpkg.errors import CaptureError
 
 _SLOT = 8
+_ARRAY = "wp.array data"
 
 
 @dataclass
@@ -92,8 +94,8 @@ class LaunchRecorder:
         self._patched = []
 
 
-def _live_objects(wp, device, extra: list) -> list[_LiveObject]:
-    """Ids of live meshes, BVHs, hash grids and volumes, and data ranges of live arrays, on `device`."""
+def _live_objects(wp, extra: list) -> list[_LiveObject]:
+    """Ids of live meshes, BVHs, hash grids and volumes, and data ranges of live arrays."""
     kinds = [(wp.Mesh, "wp.Mesh"), (wp.Bvh, "wp.Bvh"), (wp.HashGrid, "wp.HashGrid"), (wp.Volume, "wp.Volume")]
     found: list[_LiveObject] = []
     seen: set[int] = set()
@@ -108,10 +110,10 @@ def _live_objects(wp, device, extra: list) -> list[_LiveObject]:
                 if obj_id:
                     found.append(_LiveObject(kind, obj_id, obj_id + 1))
                 return
-        if isinstance(obj, wp.array) and getattr(obj, "ptr", None) and obj.device == device:
-            # The whole allocation: a pointer into the middle of it is just as stale.
+        if isinstance(obj, wp.array) and getattr(obj, "ptr", None):
+            # The whole allocation, on any device: a pointer into the middle of it is just as stale.
             size = int(getattr(obj, "capacity", 0) or obj.size * wp._src.types.type_size_in_bytes(obj.dtype))
-            found.append(_LiveObject("wp.array data", int(obj.ptr), int(obj.ptr) + max(size, 1)))
+            found.append(_LiveObject(_ARRAY, int(obj.ptr), int(obj.ptr) + max(size, 1)))
 
     for obj in extra:
         consider(obj)
@@ -121,15 +123,22 @@ def _live_objects(wp, device, extra: list) -> list[_LiveObject]:
     return found
 
 
-def check_launches(wp, device, recorder: LaunchRecorder, extra: list, target: str) -> None:
+def check_launches(wp, recorder: LaunchRecorder, extra: list, target: str) -> None:
     """Raises CaptureError for the first launch parameter holding a live object's id or address."""
     if not recorder.params:
         return
-    live = _live_objects(wp, device, extra)
+    live = _live_objects(wp, extra)
     if not live:
         return
-    by_id = {obj.start: obj for obj in live if obj.end == obj.start + 1}
-    ranges = sorted((obj for obj in live if obj.end != obj.start + 1), key=lambda o: o.start)
+    by_id = {obj.start: obj for obj in live if obj.kind != _ARRAY}
+    ranges = sorted((obj for obj in live if obj.kind == _ARRAY), key=lambda o: o.start)
+    starts = [r.start for r in ranges]
+
+    def in_array(value: int) -> _LiveObject | None:
+        # Allocations do not overlap, so only the last one starting at or below value can hold it.
+        i = bisect.bisect_right(starts, value) - 1
+        return ranges[i] if i >= 0 and value < ranges[i].end else None
+
     for packed in recorder.params:
         blob = packed.blob
         for offset in range(0, len(blob) - _SLOT + 1, _SLOT):
@@ -138,14 +147,14 @@ def check_launches(wp, device, recorder: LaunchRecorder, extra: list, target: st
             (value,) = struct.unpack_from("<Q", blob, offset)
             if value == 0:
                 continue
-            hit = by_id.get(value) or next((r for r in ranges if r.start <= value < r.end), None)
+            hit = by_id.get(value) or in_array(value)
             if hit is None:
                 continue
             where = f"parameter '{packed.param}'" + (
                 f" (byte {offset} of its value)" if len(blob) > _SLOT else ""
             )
             side = "adjoint of " if packed.adjoint else ""
-            if hit.kind == "wp.array data":
+            if hit.kind == _ARRAY:
                 fix = (
                     f"declare '{packed.param}' of kernel '{packed.kernel}' as a wp.array and pass the array "
                     "itself, not its .ptr"
