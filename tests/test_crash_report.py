@@ -55,7 +55,9 @@ def test_replay_of_a_stale_pointer_bundle_reports_the_crash(tmp_path):
 
     out = tmp_path / "out"
     bundle(raw, "sim", "stale_wrp", LABEL, out / "stale_wrp", out / "stale_wrp.tar", out / "stale_wrp.sha256")
-    proc = subprocess.run([REPLAY, "--bundle", str(out / "stale_wrp")], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [REPLAY, "--bundle", str(out / "stale_wrp")], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == -signal.SIGSEGV, proc.stdout + proc.stderr
     assert re.search(r"FATAL: SIGSEGV \(invalid memory access\) while (loading|launching) bundle //tests:stale_wrp",
                      proc.stderr), proc.stderr  # fmt: skip
