@@ -160,7 +160,7 @@ def make_corpus(good_dir: Path, good_tar: Path, out: Path) -> list[Case]:
 
     directory("listed_file_is_symlink_to_other_bytes", False, listed_file_symlink_to_other_bytes)
 
-    # Archives (the form embedded in binaries): read by the C++ runtime.
+    # Archives (the form embedded in binaries).
     with tarfile.open(good_tar) as tar:
         good_entries = [(m.name, None if m.isdir() else tar.extractfile(m).read()) for m in tar.getmembers()]
 

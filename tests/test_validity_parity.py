@@ -11,7 +11,7 @@ import pytest
 from bundle_corpus import make_corpus
 
 from wrpkg.errors import WrpError
-from wrpkg.verify import verify_bundle
+from wrpkg.verify import verify_bundle, verify_tar
 
 RUNFILES = Path(os.environ.get("TEST_SRCDIR", ".")) / "rules_warp"
 VERIFY_BUNDLE = os.environ["WRP_VERIFY_BUNDLE"]
@@ -26,7 +26,7 @@ def corpus(tmp_path_factory):
 
 def python_verdict(case) -> tuple[bool, str]:
     try:
-        verify_bundle(case.path)
+        verify_tar(case.path) if case.kind == "tar" else verify_bundle(case.path)
     except WrpError as exc:
         return False, str(exc)
     return True, ""
@@ -56,12 +56,11 @@ def test_both_runtimes_judge_the_corpus_alike(corpus):
         cpp_ok, cpp_message = cpp_verdict(case)
         if cpp_ok != case.valid:
             wrong.append(f"C++ {case.name}: expected {'ok' if case.valid else 'reject'}, got {cpp_message}")
-        if case.kind == "dir":
-            py_ok, py_message = python_verdict(case)
-            if py_ok != case.valid:
-                wrong.append(
-                    f"Python {case.name}: expected {'ok' if case.valid else 'reject'}, got {py_message or 'ok'}"
-                )
+        py_ok, py_message = python_verdict(case)
+        if py_ok != case.valid:
+            wrong.append(
+                f"Python {case.name}: expected {'ok' if case.valid else 'reject'}, got {py_message or 'ok'}"
+            )
     assert not wrong, "\n".join(wrong)
 
 
