@@ -1,8 +1,13 @@
 #include "runtime/bundle.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <set>
 
 #include "runtime/error.h"
 #include "runtime/sha256.h"
@@ -10,6 +15,28 @@
 
 namespace wrp {
 namespace {
+
+// Reads a whole regular file (symlinks followed) of exactly `expected_size` bytes. Returns an empty string on
+// success, else what is wrong. The size is checked before reading, so an oversized file costs nothing.
+std::string ReadListedFile(const std::string& path, uint64_t expected_size, std::vector<uint8_t>* out) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return std::string("cannot be read (") + std::strerror(errno) + ")";
+  if (!S_ISREG(st.st_mode)) return "is not a regular file";
+  if (static_cast<uint64_t>(st.st_size) != expected_size) {
+    return "size is " + std::to_string(st.st_size) + " bytes but manifest.json records " +
+           std::to_string(expected_size) +
+           (static_cast<uint64_t>(st.st_size) < expected_size ? " (truncated)" : "");
+  }
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return std::string("cannot be read (") + std::strerror(errno) + ")";
+  out->resize(expected_size);
+  size_t n = expected_size ? std::fread(out->data(), 1, expected_size, f) : 0;
+  // One byte more means the file grew after stat: judge it by what the manifest allows.
+  bool grew = std::fgetc(f) != EOF;
+  std::fclose(f);
+  if (n != expected_size || grew) return "changed size while being read";
+  return "";
+}
 
 // Reads a whole file. Returns false (errno set) when it cannot be opened or read.
 bool ReadFile(const std::string& path, std::vector<uint8_t>* out) {
@@ -24,6 +51,24 @@ bool ReadFile(const std::string& path, std::vector<uint8_t>* out) {
   return ok;
 }
 
+// Every entry under `root` as a '/'-joined relative path, directories excluded but symlinks to directories
+// included (they are never followed): the same walk as wrpkg/verify.py's _walk_files.
+std::vector<std::string> WalkFiles(const std::string& root) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> found;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(root, fs::directory_options::none, ec), end;
+  if (ec) throw Error(root + ": cannot list the bundle directory (" + ec.message() + ")");
+  for (; it != end; it.increment(ec)) {
+    if (ec) throw Error(root + ": cannot list the bundle directory (" + ec.message() + ")");
+    const fs::directory_entry& entry = *it;
+    if (entry.is_directory(ec) && !entry.is_symlink(ec)) continue;
+    found.push_back(entry.path().lexically_relative(root).generic_string());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
 std::string Join(const std::string& dir, const std::string& path) {
   if (dir.empty()) return path;
   return dir.back() == '/' ? dir + path : dir + "/" + path;
@@ -35,6 +80,21 @@ bool IsHex64(const std::string& s) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   }
   return true;
+}
+
+// The content hash from "<dir>.sha256" beside the directory (the layout the bundle action writes), or "".
+std::string SiblingContentHash(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  std::vector<uint8_t> bytes;
+  if (!ReadFile(dir + ".sha256", &bytes)) return "";
+  std::string text(bytes.begin(), bytes.end());
+  size_t end = text.find_first_of(" \t\r\n");
+  std::string token = text.substr(0, end);
+  if (!IsHex64(token)) {
+    throw Error(dir +
+                ".sha256: does not start with a lowercase sha256; fix: rebuild the bundle's wrp_artifact");
+  }
+  return token;
 }
 
 }  // namespace
@@ -53,7 +113,33 @@ Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& option
                 "); fix: pass the bundle directory of a wrp_artifact target (the one holding manifest.json)");
   }
   bundle.content_hash_ = Sha256::HexDigest(manifest_bytes.data(), manifest_bytes.size());
-  bundle.manifest_ = ParseManifest(std::string(manifest_bytes.begin(), manifest_bytes.end()), manifest_path);
+  BundleOptions effective = options;
+  if (effective.expected_content_hash.empty()) effective.expected_content_hash = SiblingContentHash(dir);
+  const std::string manifest_text(manifest_bytes.begin(), manifest_bytes.end());
+  if (!effective.expected_content_hash.empty() && effective.expected_content_hash != bundle.content_hash_ &&
+      IsHex64(effective.expected_content_hash)) {
+    // An edited manifest is reported as edited, whatever else is wrong with it.
+    std::string hint = "rebuild the bundle's wrp_artifact target";
+    try {
+      hint = ParseManifest(manifest_text, manifest_path).RebuildHint();
+    } catch (const Error&) {
+    }
+    throw Error(manifest_path + ": sha256 is " + bundle.content_hash_ + " but the build recorded " +
+                effective.expected_content_hash + "; fix: the manifest was changed after the build: " + hint);
+  }
+  bundle.manifest_ = ParseManifest(manifest_text, manifest_path);
+
+  // Files are judged by content: a listed file may be reached through a symlink (Bazel's sandbox stages
+  // inputs that way), but nothing may be there that the manifest does not list.
+  std::set<std::string> listed;
+  for (const FileRecord& record : bundle.manifest_.files) listed.insert(record.path);
+  for (const std::string& rel : WalkFiles(dir)) {
+    if (!listed.count(rel) && rel != "manifest.json" && rel != Manifest::kCaptureInfo) {
+      throw Error(Join(dir, rel) +
+                  ": not listed in manifest.json (a symlinked directory counts as unlisted)" +
+                  "; fix: the bundle was modified after it was built: " + bundle.manifest_.RebuildHint());
+    }
+  }
 
   // Read each listed file once; verification then runs on exactly the bytes Warp will be given.
   std::map<std::string, ByteView> present;
@@ -61,15 +147,16 @@ Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& option
   for (const FileRecord& record : bundle.manifest_.files) {
     std::vector<uint8_t> bytes;
     const std::string path = Join(dir, record.path);
-    if (!ReadFile(path, &bytes)) {
-      throw Error(path + ": listed in manifest.json but cannot be read (" + std::strerror(errno) +
-                  "); fix: " + bundle.manifest_.RebuildHint() + " and copy the whole bundle directory");
+    std::string problem = ReadListedFile(path, record.size, &bytes);
+    if (!problem.empty()) {
+      throw Error(path + ": listed in manifest.json but " + problem +
+                  "; fix: " + bundle.manifest_.RebuildHint() + " and copy the whole bundle directory");
     }
     bundle.storage_->push_back(std::move(bytes));
     const std::vector<uint8_t>& stored = bundle.storage_->back();
     present[record.path] = ByteView{stored.data(), stored.size()};
   }
-  bundle.Verify(present, options, /*extras_allowed=*/true);
+  bundle.Verify(present, options, /*extras_allowed=*/false);
   return bundle;
 }
 

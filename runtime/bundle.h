@@ -26,8 +26,10 @@ struct BundleOptions {
 
 class Bundle {
  public:
-  // Reads <dir>/manifest.json and every file it lists. Files in the directory that the manifest does not list
-  // are ignored (Warp itself may cache compiled modules next to the bundle's).
+  // Reads <dir>/manifest.json and every file it lists, once; the Bundle keeps those bytes. Validity is the
+  // README's bundle-validity policy, shared with wrpkg.verify: any file or symlink the manifest does not list
+  // (capture.json aside) is an error. Without options.expected_content_hash, "<dir>.sha256" beside the
+  // directory supplies it when present.
   static Bundle OpenDirectory(const std::string& dir, const BundleOptions& options = {});
 
   // Reads a ustar archive whose entries lie under "<name>/". Zero-copy: `data` must outlive the Bundle and

@@ -11,6 +11,7 @@
 
 #include "runtime/golden.h"
 #include "runtime/graph.h"
+#include "runtime/private_cache.h"
 #include "runtime/sha256.h"
 #include "runtime/test_util.h"
 #include "runtime/ustar.h"
@@ -167,7 +168,14 @@ WRP_TEST(WarpVersionMustMatch) {
 
 WRP_TEST(CpuReplayFromDirectoryMemoryAndTar) {
   wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
-  wrp::Graph from_dir = wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"));
+  // A directory bundle loads from the bytes it was verified with by default.
+  wrp::Graph by_default = wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"));
+  CHECK_EQ(by_default.load_source(), "memory");
+  CheckReplayMatchesGolden(by_default, bundle);
+
+  wrp::LoadOptions reread;
+  reread.source = wrp::LoadOptions::Source::kDirectory;
+  wrp::Graph from_dir = wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"), reread);
   CHECK_EQ(from_dir.load_source(), "directory");
   CheckReplayMatchesGolden(from_dir, bundle);
 
@@ -234,4 +242,46 @@ WRP_TEST(WrongDeviceKind) {
                     "cannot load on cuda:0");
   CHECK_THROWS_WITH(wrp::Device::Parse("gpu"), "unknown device \"gpu\"");
   CHECK_EQ(wrp::Device::Parse("cuda:3").ordinal, 3);
+}
+
+WRP_TEST(LoadUsesTheVerifiedBytesNotASecondRead) {
+  fs::path dir = CopyBundle("swap");
+  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(dir.string());
+  // Swapped after verification: a default load never sees it.
+  std::vector<uint8_t> wrp = ReadBytes(dir / "sim.wrp");
+  std::vector<uint8_t> garbage(wrp.size(), 0xAB);
+  WriteBytes(dir / "sim.wrp", garbage);
+  wrp::Graph graph = wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"));
+  CHECK_EQ(graph.load_source(), "memory");
+  CheckReplayMatchesGolden(graph, bundle);
+  // Re-reading the directory would have loaded the swapped file.
+  wrp::LoadOptions reread;
+  reread.source = wrp::LoadOptions::Source::kDirectory;
+  CHECK_THROWS_WITH(wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"), reread), "Warp could not load");
+  fs::remove_all(dir.parent_path());
+}
+
+WRP_TEST(PrivateCacheIsPerUserAndNeverTheBundleDirectory) {
+  fs::path home = fs::temp_directory_path() / ("wrp_cache_test_" + std::to_string(getpid()));
+  fs::remove_all(home);
+  setenv("WRP_CACHE_DIR", (home / "cache").c_str(), 1);
+  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
+  std::string wrp_path = wrp::MaterializeForWarp(bundle);
+  CHECK_EQ(wrp_path, (home / "cache" / bundle.content_hash() / "sim.wrp").string());
+  CHECK(ReadBytes(wrp_path) == ReadBytes(fs::path(BundleDir()) / "sim.wrp"));
+  const std::string module = ModulePath(bundle);
+  CHECK(ReadBytes(home / "cache" / bundle.content_hash() / module) ==
+        ReadBytes(fs::path(BundleDir()) / module));
+  CHECK((fs::status(home / "cache").permissions() & fs::perms::all) == fs::perms::owner_all);
+  // Writing again (a second load) replaces the files in place.
+  CHECK_EQ(wrp::MaterializeForWarp(bundle), wrp_path);
+
+  fs::permissions(home / "cache", fs::perms::group_write, fs::perm_options::add);
+  CHECK_THROWS_WITH(wrp::PrivateCacheDirectory(), "writable by group or others", "WRP_CACHE_DIR");
+  fs::remove_all(home / "cache");
+  fs::create_directories(home / "elsewhere");
+  fs::create_directory_symlink(home / "elsewhere", home / "cache");
+  CHECK_THROWS_WITH(wrp::PrivateCacheDirectory(), "is a symlink");
+  unsetenv("WRP_CACHE_DIR");
+  fs::remove_all(home);
 }

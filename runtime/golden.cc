@@ -2,14 +2,16 @@
 
 #include <cmath>
 #include <cstring>
+#include <locale>
 #include <sstream>
 
 namespace wrp {
 
 GoldenComparison CompareWithGolden(const uint8_t* golden, size_t golden_size, const uint8_t* actual,
-                                   size_t actual_size, std::optional<double> tolerance) {
+                                   size_t actual_size, const std::optional<Tolerance>& tolerance) {
   GoldenComparison result;
   std::ostringstream detail;
+  detail.imbue(std::locale::classic());  // numbers in messages read the same under any host locale
   if (golden_size != actual_size) {
     detail << "size differs: golden " << golden_size << " bytes, replay " << actual_size << " bytes";
     result.mismatches = 1;
@@ -44,40 +46,43 @@ GoldenComparison CompareWithGolden(const uint8_t* golden, size_t golden_size, co
   size_t first = count;
   float first_golden = 0, first_actual = 0;
   for (size_t i = 0; i < count; ++i) {
-    float g, a;
-    std::memcpy(&g, golden + 4 * i, 4);
-    std::memcpy(&a, actual + 4 * i, 4);
+    float g32, a32;
+    std::memcpy(&g32, golden + 4 * i, 4);
+    std::memcpy(&a32, actual + 4 * i, 4);
+    const double g = g32, a = a32;
     bool ok;
-    double relative = 0;
     if (std::isnan(g) || std::isnan(a)) {
       ok = std::isnan(g) && std::isnan(a);
-    } else if (g == a) {
-      ok = true;  // also covers equal infinities
+    } else if (std::isinf(g) || std::isinf(a)) {
+      ok = g == a;
     } else {
-      double scale = std::fmax(std::fabs(double(g)), std::fabs(double(a)));
-      relative = std::fabs(double(a) - double(g)) / scale;  // scale > 0 since g != a
-      ok = std::isfinite(relative) && relative <= *tolerance;
+      const double error = std::fabs(a - g);
+      // Two statements, as numpy evaluates it: no fused multiply-add.
+      volatile double bound = tolerance->rtol * std::fabs(g);
+      bound = tolerance->atol + bound;
+      ok = error <= bound;
+      if (error > result.max_abs_error) result.max_abs_error = error;
     }
-    if (std::isfinite(relative) && relative > result.max_relative_error) result.max_relative_error = relative;
     if (!ok) {
       if (first == count) {
         first = i;
-        first_golden = g;
-        first_actual = a;
+        first_golden = g32;
+        first_actual = a32;
       }
       ++result.mismatches;
     }
   }
   result.match = result.mismatches == 0;
   detail.precision(9);
+  detail << count << " float32, ";
   if (result.match) {
-    detail << count << " float32, max relative error " << result.max_relative_error << " <= tolerance "
-           << *tolerance;
+    detail << "all within atol " << tolerance->atol << " + rtol " << tolerance->rtol << " * |golden|";
   } else {
-    detail << result.mismatches << " of " << count << " float32 outside relative tolerance " << *tolerance
-           << "; first at element " << first << " (golden " << first_golden << ", replay " << first_actual
-           << "), max relative error " << result.max_relative_error;
+    detail << result.mismatches << " outside atol " << tolerance->atol << " + rtol " << tolerance->rtol
+           << " * |golden|; first at element " << first << " (golden " << first_golden << ", replay "
+           << first_actual << ")";
   }
+  detail << ", max abs error " << result.max_abs_error;
   result.detail = detail.str();
   return result;
 }

@@ -25,29 +25,42 @@ WRP_TEST(ExactBytes) {
   CHECK(!wrp::CompareWithGolden(a.data(), 4, b.data(), 3, std::nullopt).match);
 }
 
-WRP_TEST(RelativeFloat32Tolerance) {
+WRP_TEST(AbsoluteAndRelativeFloat32Tolerance) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
+  const wrp::Tolerance rel{0.0, 1e-5};
   std::vector<uint8_t> golden = Floats({1.0f, -200.0f, 0.0f, nan, inf});
   std::vector<uint8_t> close = Floats({1.000001f, -200.0002f, 0.0f, nan, inf});
   std::vector<uint8_t> far = Floats({1.01f, -200.0f, 1e-30f, nan, inf});
   std::vector<uint8_t> nan_vs_number = Floats({1.0f, -200.0f, 0.0f, 0.0f, inf});
 
   wrp::GoldenComparison ok =
-      wrp::CompareWithGolden(golden.data(), golden.size(), close.data(), close.size(), 1e-5);
+      wrp::CompareWithGolden(golden.data(), golden.size(), close.data(), close.size(), rel);
   CHECK(ok.match);
-  CHECK(ok.max_relative_error > 0 && ok.max_relative_error < 1e-5);
+  CHECK(ok.max_abs_error > 0 && ok.max_abs_error < 1e-3);
 
   wrp::GoldenComparison bad =
-      wrp::CompareWithGolden(golden.data(), golden.size(), far.data(), far.size(), 1e-5);
+      wrp::CompareWithGolden(golden.data(), golden.size(), far.data(), far.size(), rel);
   CHECK(!bad.match);
-  CHECK_EQ(bad.mismatches, size_t(2));  // 1.01 vs 1 and 1e-30 vs 0 (relative error 1)
+  CHECK_EQ(bad.mismatches, size_t(2));  // 1.01 vs 1, and 1e-30 vs 0: no relative tolerance passes that
   CHECK(bad.detail.find("first at element 0") != std::string::npos);
 
-  CHECK(!wrp::CompareWithGolden(golden.data(), golden.size(), nan_vs_number.data(), nan_vs_number.size(), 1.0)
+  // Near zero only the absolute part helps: 1e-30 vs 0 passes with atol 1e-20, 1.01 vs 1 still fails.
+  wrp::GoldenComparison with_atol = wrp::CompareWithGolden(golden.data(), golden.size(), far.data(),
+                                                           far.size(), wrp::Tolerance{1e-20, 1e-5});
+  CHECK_EQ(with_atol.mismatches, size_t(1));
+
+  CHECK(!wrp::CompareWithGolden(golden.data(), golden.size(), nan_vs_number.data(), nan_vs_number.size(),
+                                wrp::Tolerance{1.0, 0.5})
              .match);
-  // Bit-exact is not required with a tolerance, but exact still passes with tolerance 0.
-  CHECK(wrp::CompareWithGolden(golden.data(), golden.size(), golden.data(), golden.size(), 0.0).match);
+  // The rule is numpy.isclose's: relative to the golden value, not symmetric.
+  std::vector<uint8_t> ten = Floats({10.0f});
+  std::vector<uint8_t> eleven = Floats({11.0f});
+  CHECK(wrp::CompareWithGolden(ten.data(), 4, eleven.data(), 4, wrp::Tolerance{0, 0.1}).match);
+  CHECK(!wrp::CompareWithGolden(eleven.data(), 4, ten.data(), 4, wrp::Tolerance{0, 0.05}).match);
+  // Exact still passes with a zero tolerance.
+  CHECK(wrp::CompareWithGolden(golden.data(), golden.size(), golden.data(), golden.size(), wrp::Tolerance{})
+            .match);
   std::vector<uint8_t> three = {1, 2, 3};
-  CHECK(!wrp::CompareWithGolden(three.data(), 3, three.data(), 3, 0.1).match);
+  CHECK(!wrp::CompareWithGolden(three.data(), 3, three.data(), 3, rel).match);
 }

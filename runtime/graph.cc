@@ -9,7 +9,9 @@
 
 #include "apic.h"  // Warp: wp_apic_*
 #include "runtime/arch.h"
+#include "runtime/crash_report.h"
 #include "runtime/error.h"
+#include "runtime/private_cache.h"
 #include "runtime/warp_library.h"
 #include "warp.h"  // Warp: wp_cuda_*, wp_get_error_string
 
@@ -73,6 +75,7 @@ struct Graph::Impl {
   std::string title;  // Bundle::Title()
   std::string origin;
   std::string rebuild_hint;
+  std::string crash_cause;  // LikelyReplayCrashCause, for CrashContext
   std::vector<BindingRecord> bindings;
   std::string load_note;
   std::string load_source;
@@ -140,7 +143,9 @@ Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions&
   impl->title = bundle.Title();
   impl->origin = bundle.origin();
   impl->rebuild_hint = manifest.RebuildHint();
+  impl->crash_cause = LikelyReplayCrashCause(impl->title, impl->rebuild_hint);
   impl->bindings = manifest.bindings;
+  CrashContext crash_context("loading " + impl->title + " on " + device.ToString(), impl->crash_cause);
 
   if ((manifest.device == "cpu") != device.is_cpu()) {
     throw Error(impl->title + " was captured for " + manifest.device + " and cannot load on " +
@@ -148,8 +153,8 @@ Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions&
                 ", or depend on the artifact captured for that device");
   }
 
-  bool from_directory = options.source == LoadOptions::Source::kDirectory ||
-                        (options.source == LoadOptions::Source::kAuto && bundle.from_directory());
+  // Default: the bytes Bundle verified. Reading the files again would load whatever is on disk by then.
+  bool from_directory = options.source == LoadOptions::Source::kDirectory;
   if (from_directory && !bundle.from_directory()) {
     throw Error(impl->title + " came from " + bundle.origin() +
                 ", not a directory; fix: load it from memory (LoadOptions::Source::kMemory)");
@@ -173,23 +178,31 @@ Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions&
   if (!device.is_cpu()) {
     CudaDeviceFacts facts = QueryCudaDevice(device.ordinal);
     std::string include_dir = options.warp_include_dir;
-    if (include_dir.empty() && from_directory) {
+    if (include_dir.empty()) {
       std::string candidate = WarpLibraryDirectory() + "/../native";
       if (IsDirectory(candidate)) include_dir = candidate;
     }
-    ArchDecision decision =
-        DecideCudaCode(manifest, impl->title, facts, from_directory && !include_dir.empty());
+    ArchDecision decision = DecideCudaCode(manifest, impl->title, facts, !include_dir.empty());
     if (!decision.fits) throw Error(decision.message);
+    bool compiles_source = false;
+    for (const ModuleChoice& choice : decision.modules)
+      compiles_source |= choice.choice == CodeChoice::kSource;
+    // Warp compiles retained source only on its directory path, and caches the result beside the modules:
+    // give it the verified bytes in the private per-user cache, never the bundle's own directory.
+    std::string wrp_path = from_directory ? bundle.Describe(manifest.wrp) : "";
+    if (compiles_source) {
+      wrp_path = MaterializeForWarp(bundle);
+      impl->load_source = "private cache " + wrp_path.substr(0, wrp_path.rfind('/'));
+    }
     impl->load_note = decision.message;
     impl->cuda_context = wp_cuda_device_get_primary_context(device.ordinal);
     if (!impl->cuda_context) {
       throw Error("cannot get the CUDA context of " + device.ToString() + ": " + WarpErrorString());
     }
     APICGraph* graph = nullptr;
-    if (from_directory) {
-      const std::string wrp_path = bundle.Describe(manifest.wrp);
+    if (!wrp_path.empty()) {
       graph = wp_apic_load_graph_ex(impl->cuda_context, wrp_path.c_str(), device_type,
-                                    include_dir.empty() ? nullptr : include_dir.c_str());
+                                    compiles_source ? include_dir.c_str() : nullptr);
     } else {
       std::vector<APICModuleBytes> modules;
       for (const auto& entry : module_files) {
@@ -328,6 +341,8 @@ std::vector<std::string> Graph::ParamNames() const {
 void Graph::Launch() { Launch(impl_->stream ? impl_->stream->get() : nullptr); }
 
 void Graph::Launch(void* cuda_stream) {
+  CrashContext crash_context("launching " + impl_->title + " on " + impl_->device.ToString(),
+                             impl_->crash_cause);
   if (impl_->device.is_cpu()) {
     if (!wp_apic_cpu_replay_graph(impl_->graph.get())) {
       throw Error(impl_->title + ": CPU replay failed: " + WarpErrorString());
@@ -344,8 +359,12 @@ void Graph::Launch(void* cuda_stream) {
 
 void Graph::Synchronize() {
   if (impl_->device.is_cpu() || !impl_->launch_pending) return;
+  CrashContext crash_context("waiting for " + impl_->title + " on " + impl_->device.ToString(),
+                             impl_->crash_cause);
   if (!wp_cuda_stream_synchronize(impl_->pending_stream)) {
-    throw Error(impl_->title + ": waiting for " + impl_->device.ToString() + " failed: " + WarpErrorString());
+    // An illegal address on the GPU has the same usual cause as a crash on the CPU.
+    throw Error(impl_->title + ": waiting for " + impl_->device.ToString() + " failed: " + WarpErrorString() +
+                "\nlikely cause: " + impl_->crash_cause);
   }
   impl_->launch_pending = false;
 }

@@ -26,13 +26,19 @@ struct Device {
 
 struct LoadOptions {
   enum class Source {
-    kAuto,       // directory bundles load from their directory, tar bundles from memory
-    kDirectory,  // wp_apic_load_graph[_ex] on the bundle directory (Warp re-reads the .wrp and CUDA modules)
-    kMemory,     // wp_apic_load_graph_from_bytes with the verified bytes (no second read, no NVRTC fallback)
+    // The verified bytes (wp_apic_load_graph_from_bytes): nothing is read from disk again. When a CUDA module
+    // has neither SASS nor PTX for the GPU and must be compiled from its retained source, the verified .wrp
+    // and modules are written to the private per-user cache (private_cache.h) and Warp loads and compiles
+    // from there; it never writes into the bundle's directory.
+    kAuto,
+    kMemory,  // same as kAuto
+    // wp_apic_load_graph[_ex] on the bundle directory: Warp re-reads the .wrp and CUDA modules, which may
+    // have changed since they were verified. Only for comparing the two paths.
+    kDirectory,
   };
   Source source = Source::kAuto;
-  // Warp's native header directory, for compiling retained CUDA source when no SASS or PTX fits (directory
-  // loads only). Empty: <dir of warp.so>/../native when it exists, else source fallback is off.
+  // Warp's native header directory, for compiling retained CUDA source when no SASS or PTX fits. Empty:
+  // <dir of warp.so>/../native when it exists, else source fallback is off.
   std::string warp_include_dir;
 };
 
@@ -69,7 +75,7 @@ class Graph {
   void* cuda_graph_exec() const;
   // Non-empty when the CUDA load had to JIT PTX or compile source (see ArchDecision::message).
   const std::string& load_note() const;
-  // How it was loaded: "directory" or "memory".
+  // How it was loaded: "memory", "directory" or "private cache <dir>".
   const std::string& load_source() const;
 
  private:

@@ -1,10 +1,10 @@
 #include "runtime/json.h"
 
 #include <cctype>
-#include <cerrno>
+#include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <set>
+#include <system_error>
 
 #include "runtime/error.h"
 
@@ -322,18 +322,21 @@ class Parser {
       if (pos_ >= text_.size() || !isdigit(static_cast<unsigned char>(text_[pos_]))) Fail("bad exponent");
       while (pos_ < text_.size() && isdigit(static_cast<unsigned char>(text_[pos_]))) ++pos_;
     }
-    std::string literal = text_.substr(start, pos_ - start);
-    double d = std::strtod(literal.c_str(), nullptr);
+    // std::from_chars: never consults the C locale (strtod reads "1.5" as 1 under a decimal-comma locale).
+    const char* first = text_.data() + start;
+    const char* last = text_.data() + pos_;
+    double d = 0;
+    auto [end, error] = std::from_chars(first, last, d);
+    if (error == std::errc::result_out_of_range) {
+      // Too large for a double: JSON allows it, but no manifest field can hold it.
+      Fail("number out of range");
+    }
+    if (error != std::errc() || end != last) Fail("bad number");
     int64_t integer = 0;
     if (integral) {
-      errno = 0;
-      long long parsed = std::strtoll(literal.c_str(), nullptr, 10);
+      auto [int_end, int_error] = std::from_chars(first, last, integer);
       // An integer too large for int64 is still a number, just not an exact integer.
-      if (errno == ERANGE) {
-        integral = false;
-      } else {
-        integer = parsed;
-      }
+      if (int_error != std::errc() || int_end != last) integral = false;
     }
     return Value::Number(d, integral, integer);
   }

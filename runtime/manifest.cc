@@ -1,5 +1,6 @@
 #include "runtime/manifest.h"
 
+#include <cmath>
 #include <set>
 
 #include "runtime/error.h"
@@ -221,10 +222,18 @@ class ManifestReader {
       g.file = RelativePath(golden[i], "file", p);
       require_listed(g.file, p + "file");
       g.bytes = Size(golden[i], "bytes", p);
-      if (const Value* tol = golden[i].Find("tolerance"); tol && !tol->is_null()) {
-        if (!tol->is_number() || tol->number_value() < 0)
-          Fail(p + "tolerance", "expected null or a number >= 0");
-        g.tolerance = tol->number_value();
+      // atol and rtol: both null (bit-exact) or both finite numbers >= 0.
+      const Value* atol = golden[i].Find("atol");
+      const Value* rtol = golden[i].Find("rtol");
+      if (!atol || !rtol) Fail(p + (atol ? "rtol" : "atol"), "missing");
+      if (atol->is_null() != rtol->is_null())
+        Fail(p + "atol", "atol and rtol must both be null or both numbers");
+      if (!atol->is_null()) {
+        for (const auto& [key, value] : {std::pair{"atol", atol}, std::pair{"rtol", rtol}}) {
+          if (!value->is_number() || !(value->number_value() >= 0) || !std::isfinite(value->number_value()))
+            Fail(p + key, "expected null or a finite number >= 0");
+        }
+        g.tolerance = Tolerance{atol->number_value(), rtol->number_value()};
       }
       if (!binding_names.count(g.name)) Fail(p + "name", "\"" + g.name + "\" is not a binding");
       m.golden.push_back(std::move(g));

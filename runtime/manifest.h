@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/golden.h"
+
 namespace wrp {
 
 struct SassRecord {
@@ -42,7 +44,7 @@ struct GoldenRecord {
   std::string name;
   std::string file;
   uint64_t bytes = 0;
-  std::optional<double> tolerance;  // none: exact bytes; else relative float32 tolerance
+  std::optional<Tolerance> tolerance;  // none: exact bytes; else float32 within atol + rtol * |golden|
 };
 
 struct FileRecord {

@@ -16,8 +16,8 @@ std::string ManifestText(const std::string& from = "", const std::string& to = "
    "ptx": {"arch": "compute_75", "size": 5, "sha256": "D", "nvrtc_version": "13.4.92"}}],
  "bindings": [{"name": "x", "direction": "inout", "bytes": 768, "region": 1},
               {"name": "e", "direction": "out", "bytes": 4, "region": 2}],
- "golden": [{"name": "x", "file": "golden/x.bin", "bytes": 768, "tolerance": null},
-            {"name": "e", "file": "golden/e.bin", "bytes": 4, "tolerance": 1e-5}],
+ "golden": [{"name": "x", "file": "golden/x.bin", "bytes": 768, "atol": null, "rtol": null},
+            {"name": "e", "file": "golden/e.bin", "bytes": 4, "atol": 1e-7, "rtol": 1e-5}],
  "files": [{"path": "sim.wrp", "size": 1, "sha256": "D"}, {"path": "sim_modules/m.cubin", "size": 1, "sha256": "D"},
            {"path": "sim_modules/m.cu", "size": 1, "sha256": "D"}, {"path": "golden/x.bin", "size": 768, "sha256": "D"},
            {"path": "golden/e.bin", "size": 4, "sha256": "D"}],
@@ -43,7 +43,7 @@ WRP_TEST(ParsesTheBundlerSchema) {
   CHECK(m.modules[0].source && *m.modules[0].source == "sim_modules/m.cu");
   CHECK_EQ(m.FindBinding("x")->region, "1");
   CHECK(!m.golden[0].tolerance);
-  CHECK(m.golden[1].tolerance && *m.golden[1].tolerance == 1e-5);
+  CHECK(m.golden[1].tolerance && m.golden[1].tolerance->atol == 1e-7 && m.golden[1].tolerance->rtol == 1e-5);
   CHECK(m.ptx_min_driver && *m.ptx_min_driver == 13040);  // "13.4" in cuDriverGetVersion form
   CHECK_EQ(*wrp::ParseManifest(ManifestText("\"13.4\"", "12080"), "m").ptx_min_driver, int64_t(12080));
   CHECK(!wrp::ParseManifest(ManifestText("\"13.4\"", "null"), "m").ptx_min_driver);
@@ -71,5 +71,9 @@ WRP_TEST(ErrorsNameTheFieldAndTheTarget) {
       "golden[1].name", "not a binding");
   CHECK_THROWS_WITH(wrp::ParseManifest(ManifestText("\"device\": \"cuda\"", "\"device\": \"tpu\""), "m"),
                     "device");
+  CHECK_THROWS_WITH(wrp::ParseManifest(ManifestText("\"atol\": 1e-7", "\"atol\": null"), "m"),
+                    "golden[1].atol", "both be null or both numbers");
+  CHECK_THROWS_WITH(wrp::ParseManifest(ManifestText("\"rtol\": 1e-5", "\"rtol\": -1e-5"), "m"),
+                    "golden[1].rtol", ">= 0");
   CHECK_THROWS_WITH(wrp::ParseManifest("[]", "m.json"), "m.json", "expected an object");
 }

@@ -2,7 +2,8 @@
 // output with the bundle's golden bytes. Exit status: 0 all outputs match, 1 a mismatch, 2 the bundle could
 // not be loaded (tampered, wrong Warp, no code for this GPU, ...) or bad usage.
 //
-//   replay_test --bundle DIR [--from-memory]   a bundle directory (Warp reads it, or the verified bytes)
+//   replay_test --bundle DIR [--from-directory] a bundle directory, loaded from the bytes it was verified
+//                                              with (--from-directory: Warp re-reads the files, to compare)
 //   replay_test --tar FILE                      a bundle's <name>.tar, loaded from memory like an embedded
 //   one replay_test [--embedded]                    the bundle linked in through wrp_embedded_bundle()
 // Options: --device cpu|cuda:N (default: the bundle's device kind, ordinal 0), --content-hash HEX or
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "runtime/bundle.h"
+#include "runtime/crash_report.h"
 #include "runtime/embedded.h"
 #include "runtime/error.h"
 #include "runtime/golden.h"
@@ -33,15 +35,15 @@ struct Flags {
   std::string bundle_dir;
   std::string tar_file;
   bool embedded = false;
-  bool from_memory = false;
+  bool from_directory = false;
   std::string device;
   std::string content_hash;
 };
 
 void Usage() {
-  std::cerr
-      << "usage: replay_test (--bundle DIR [--from-memory] | --tar FILE | --embedded) [--device cpu|cuda:N]\n"
-         "                   [--content-hash HEX | --content-hash-file FILE]\n";
+  std::cerr << "usage: replay_test (--bundle DIR [--from-directory] | --tar FILE | --embedded) [--device "
+               "cpu|cuda:N]\n"
+               "                   [--content-hash HEX | --content-hash-file FILE]\n";
 }
 
 std::vector<uint8_t> ReadWholeFile(const std::string& path) {
@@ -74,7 +76,9 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
     } else if (arg == "--embedded") {
       flags->embedded = true;
     } else if (arg == "--from-memory") {
-      flags->from_memory = true;
+      // The default now; kept so older scripts keep working.
+    } else if (arg == "--from-directory") {
+      flags->from_directory = true;
     } else if (arg == "--device") {
       if (!value(&flags->device)) return false;
     } else if (arg == "--content-hash") {
@@ -124,11 +128,15 @@ int Run(const Flags& flags) {
     return wrp::Bundle::FromTar(embedded->data, embedded->size, origin, options);
   }();
   auto verified = std::chrono::steady_clock::now();
+  // Graph reports crashes inside Warp itself; this covers the rest of the replay.
+  wrp::CrashContext crash_context(
+      "replaying " + bundle.Title() + " from " + bundle.origin(),
+      wrp::LikelyReplayCrashCause(bundle.Title(), bundle.manifest().RebuildHint()));
 
   wrp::Device device =
       flags.device.empty() ? wrp::Device::ForBundle(bundle) : wrp::Device::Parse(flags.device);
   wrp::LoadOptions load_options;
-  if (flags.from_memory) load_options.source = wrp::LoadOptions::Source::kMemory;
+  if (flags.from_directory) load_options.source = wrp::LoadOptions::Source::kDirectory;
   wrp::Graph graph = wrp::Graph::Load(bundle, device, load_options);
   auto loaded = std::chrono::steady_clock::now();
   auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };

@@ -152,7 +152,7 @@ def test_manifest_content(two_builds):
     assert set(paths) >= {"sim.wrp", "golden/x.bin"} | {m.binary for m in manifest.modules}
     bindings = {b.name: (b.direction, b.bytes) for b in manifest.bindings}
     assert bindings["x"] == ("inout", 2048 * 12) and bindings["energy"] == ("out", 480)
-    assert {g.name: g.tolerance for g in manifest.golden} == dict.fromkeys(bindings)
+    assert {g.name: (g.atol, g.rtol) for g in manifest.golden} == dict.fromkeys(bindings, (None, None))
     # The bundled .wrp is the canonical form of the raw capture.
     raw = wrpformat.read_wrp(two_builds[0] / "raw" / "sim.wrp")
     assert (bundle_dir / "sim.wrp").read_bytes() == wrpformat.canonicalize(raw).to_bytes()
@@ -168,7 +168,10 @@ def test_tolerance_is_carried_into_the_manifest(tmp_path):
         tmp_path / "raw", "atomic", "atomic_wrp", "//tests:atomic_wrp",
         tmp_path / "out/atomic_wrp", tmp_path / "out/atomic_wrp.tar", tmp_path / "out/atomic_wrp.sha256",
     )  # fmt: skip
-    assert {g.name: g.tolerance for g in result.manifest.golden} == {"sum": 1e-5, "x": None}
+    assert {g.name: (g.atol, g.rtol) for g in result.manifest.golden} == {
+        "sum": (0.0, 1e-5),
+        "x": (None, None),
+    }
     verify_bundle(tmp_path / "out/atomic_wrp")
 
 
@@ -220,7 +223,7 @@ def test_verify_catches_a_flipped_byte_in_a_module(bundle_copy):
 def test_verify_catches_a_changed_manifest(bundle_copy):
     manifest_path = bundle_copy / "manifest.json"
     manifest = from_json_bytes(manifest_path.read_bytes())
-    manifest.golden[0].tolerance = 0.5  # a plausible edit, still in canonical form
+    manifest.golden[0].atol, manifest.golden[0].rtol = 0.0, 0.5  # a plausible edit, still canonical
     manifest_path.write_bytes(to_json_bytes(manifest))
     with pytest.raises(VerifyError) as err:  # caught by the .sha256 beside the bundle
         verify_bundle(bundle_copy)
@@ -326,7 +329,8 @@ def cuda_bundle(tmp_path_factory) -> Path:
                     "name": info.name,
                     "file": f"golden/{info.name}.bin",
                     "bytes": info.byte_size,
-                    "tolerance": 1e-5 if info.name == "e" else None,
+                    "atol": 1e-6 if info.name == "e" else None,
+                    "rtol": 1e-5 if info.name == "e" else None,
                 }
             )
     interface = {

@@ -99,7 +99,7 @@ def test_interface_records_directions_and_sizes(sim_raw):
     }
     sizes = {g["name"]: g["bytes"] for g in interface["golden"]}
     assert sizes["x"] == 2048 * 12 and sizes["energy"] == 120 * 4
-    assert all(g["tolerance"] is None for g in interface["golden"])
+    assert all(g["atol"] is None and g["rtol"] is None for g in interface["golden"])
 
 
 def test_golden_equals_a_fresh_replay_and_the_physics_is_sane(sim_raw):

@@ -17,6 +17,11 @@ command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-venv)
 command -v xz >/dev/null 2>&1 || need_apt+=(xz-utils)
 command -v aarch64-linux-gnu-g++ >/dev/null 2>&1 || need_apt+=(g++-aarch64-linux-gnu)
 command -v qemu-aarch64-static >/dev/null 2>&1 || need_apt+=(qemu-user-static)
+# runtime:locale_test compiles de_DE.UTF-8 from these sources into its temp dir.
+[ -f /usr/share/i18n/locales/de_DE ] || need_apt+=(locales)
+# The fuzz targets (tools/fuzz): Debian's clang with libFuzzer and the sanitizer runtimes.
+command -v clang++-14 >/dev/null 2>&1 || need_apt+=(clang-14)
+[ -d /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux ] || need_apt+=(libclang-rt-14-dev)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   echo "setup: apt-get install ${need_apt[*]}" >&2
   sudo_cmd=()

@@ -24,10 +24,10 @@ import json
 import os
 import shutil
 import tarfile
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from wrpkg import atomic
 from wrpkg import format as wrpformat
 from wrpkg.errors import BundleError, WrpFormatError
 from wrpkg.manifest import (
@@ -337,7 +337,8 @@ def build_bundle_dir(
                 f"{binding_bytes.get(record['name'])}",
                 fix=f"rebuild {label}",
             )
-        golden.append(GoldenEntry(record["name"], dst_rel, size, record["tolerance"]))
+        atol, rtol = _golden_tolerance(record)
+        golden.append(GoldenEntry(record["name"], dst_rel, size, atol, rtol))
 
     files = [file_entry(work, rel) for rel in _relative_files(work) if rel not in UNHASHED_FILES]
     manifest = Manifest(
@@ -358,6 +359,15 @@ def build_bundle_dir(
     (work / MANIFEST_NAME).write_bytes(manifest_bytes)
     shutil.copyfile(raw_dir / CAPTURE_INFO_NAME, work / CAPTURE_INFO_NAME)
     return manifest, manifest_bytes
+
+
+def _golden_tolerance(record: dict) -> tuple[float | None, float | None]:
+    """(atol, rtol) of an interface.json golden record; captures recorded before atol existed
+    carry a relative "tolerance" alone."""
+    if "rtol" in record:
+        return record["atol"], record["rtol"]
+    legacy = record.get("tolerance")
+    return (None, None) if legacy is None else (0.0, float(legacy))
 
 
 def _ptx_min_driver(modules: list[ModuleEntry]) -> str | None:
@@ -437,8 +447,7 @@ def bundle(
     raw_dir, out_dir, tar_path, hash_path = Path(raw_dir), Path(out_dir), Path(tar_path), Path(hash_path)
     arch_dirs = {arch: Path(d) for arch, d in (arch_dirs or {}).items()}
     ptx_dir = Path(ptx_dir) if ptx_dir is not None else None
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    staging = atomic.staging_dir(out_dir)
     try:
         work = staging / name
         work.mkdir()
@@ -452,14 +461,18 @@ def bundle(
         # sha256sum format, so `sha256sum -c` run next to the bundle dir checks the manifest.
         staged_hash.write_text(f"{content_hash}  {name}/{MANIFEST_NAME}\n", encoding="ascii")
         _make_readable(work)
-        # Publish: the directory, then the tar, then the hash last (its presence means done).
-        if out_dir.exists():
-            shutil.rmtree(out_dir)  # Bazel pre-creates tree artifacts empty
-        os.replace(work, out_dir)
-        tar_path.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staged_tar, tar_path)
-        hash_path.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staged_hash, hash_path)
+        # Publish each output atomically: the directory, then the tar, then the hash last (it
+        # vouches for the directory's manifest, so a kill in between is caught by verify).
+        atomic.publish_dir(work, out_dir)
+        atomic.publish_file(staged_tar, tar_path)
+        atomic.publish_file(staged_hash, hash_path)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise BundleError(
+            f"{label}: writing the bundle failed ({exc.strerror or exc}: {exc.filename or staging}); "
+            f"{out_dir}, {tar_path.name} and {hash_path.name} were left as they were",
+            fix="free disk space (or fix the permission) and run the bundle step again",
+        ) from exc
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -23,15 +23,17 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wrpkg import atomic
 from wrpkg.errors import CaptureError
 from wrpkg.warp_init import init_warp
+from wrpkg.golden import as_tolerance
+from wrpkg.stale_pointers import LaunchRecorder, check_launches
 
 INTERFACE_SCHEMA = "rules_warp.capture_interface/1"
 CAPTURE_INFO_SCHEMA = "rules_warp.capture/1"
@@ -50,8 +52,10 @@ class CaptureSpec:
     inputs/outputs: names -> `wp.array`s. A name may appear in both (an in-place array);
       each name binds the array's whole base allocation (Warp's capture_save rule).
     step: issues the Warp operations of one captured graph (launches, memsets, copies).
-    tolerances: output name -> relative tolerance, for outputs that are not bit-exact
-      across replays (float atomics on CUDA). Outputs not listed must match exactly.
+    tolerances: output name -> wrpkg.golden.Tolerance(atol=..., rtol=...), for float32 outputs
+      that are not bit-exact across replays (float atomics on CUDA): a replay passes where
+      |replay - golden| <= atol + rtol * |golden| (numpy.isclose). A bare number is rtol
+      alone. Outputs not listed must match bit for bit.
     keep_alive: objects (meshes, ...) that must live until the graph is saved.
     """
 
@@ -202,10 +206,13 @@ def _check_spec(wp, spec: Any, device, target: str) -> list[Binding]:
                 f"{target}: tolerance given for '{name}', which is not an output",
                 fix=f"tolerances keys must be output names: {sorted(spec.outputs)}",
             )
-        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not (0.0 < float(tol) < 1.0):
+        try:
+            as_tolerance(tol)
+        except ValueError as exc:
             raise CaptureError(
-                f"{target}: tolerance for '{name}' is {tol!r}; a relative tolerance in (0, 1) is expected"
-            )
+                f"{target}: tolerance for '{name}': {exc}",
+                fix="give wrpkg.golden.Tolerance(atol=..., rtol=...) or a bare relative tolerance in (0, 1)",
+            ) from exc
     return bindings
 
 
@@ -248,18 +255,19 @@ def _write_json(path: Path, obj: dict) -> None:
     path.write_text(json.dumps(obj, sort_keys=True, indent=1) + "\n", encoding="utf-8")
 
 
-def _publish(tmp_dir: Path, out_dir: Path) -> None:
-    """Renames the finished temp dir into place. Bazel pre-creates a tree artifact's dir
-    empty, so an empty out_dir (or a previous capture) is replaced; anything else is refused."""
-    if out_dir.exists():
+def _check_replaceable(out_dir: Path, target: str) -> None:
+    """Bazel pre-creates a tree artifact's dir empty, so an empty out_dir (or a previous
+    capture) may be replaced; anything else is refused before any work is done."""
+    if out_dir.is_dir() and not out_dir.is_symlink():
         entries = set(os.listdir(out_dir))
-        if entries and "capture.json" not in entries:
-            raise CaptureError(
-                f"{out_dir} exists and is not an earlier capture output; refusing to replace it",
-                fix="pass an empty or new --out-dir",
-            )
-        shutil.rmtree(out_dir)
-    os.replace(tmp_dir, out_dir)
+        if not entries or "capture.json" in entries:
+            return
+    elif not out_dir.exists() and not out_dir.is_symlink():
+        return
+    raise CaptureError(
+        f"{target}: {out_dir} exists and is not an earlier capture output; refusing to replace it",
+        fix="pass an empty or new --out-dir",
+    )
 
 
 def capture(
@@ -279,11 +287,18 @@ def capture(
     if not stem or "/" in stem or stem.startswith("."):
         raise CaptureError(f"{target}: --stem must be a plain file stem, got {stem!r}")
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp_dir = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    _check_replaceable(out_dir, target)
+    tmp_dir = atomic.staging_dir(out_dir)
     try:
         result = _capture_into(script, device, tmp_dir, stem, label, cache_dir, target)
-        _publish(tmp_dir, out_dir)
+        atomic.publish_dir(tmp_dir, out_dir)
+    except OSError as exc:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise CaptureError(
+            f"{target}: writing the capture failed ({exc.strerror or exc}: {exc.filename or tmp_dir}); "
+            f"{out_dir} was left as it was",
+            fix="free disk space (or fix the permission) and run the capture again",
+        ) from exc
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise
@@ -330,7 +345,8 @@ def _capture_into(script, device_name, work, stem, label, cache_dir, target) -> 
 
     wp.capture_begin(device=device, apic=True)
     try:
-        spec.step()
+        with LaunchRecorder() as launches:
+            spec.step()
     except Exception as exc:  # the user's code
         # End the half-recorded capture so Warp's state is clean; its own error is secondary.
         with contextlib.suppress(Exception):
@@ -341,6 +357,7 @@ def _capture_into(script, device_name, work, stem, label, cache_dir, target) -> 
         ) from exc
     graph = wp.capture_end(device=device)
     _check_bindings_captured(graph, spec, target)
+    check_launches(wp, launches, [*spec.inputs.values(), *spec.outputs.values(), *spec.keep_alive], target)
 
     try:
         wp.capture_save(
@@ -378,13 +395,14 @@ def _capture_into(script, device_name, work, stem, label, cache_dir, target) -> 
         path = golden_dir / f"{name}.bin"
         path.write_bytes(data)
         golden_files[name] = path
-        tol = spec.tolerances.get(name)
+        tol = as_tolerance(spec.tolerances[name]) if name in spec.tolerances else None
         golden_records.append(
             {
                 "name": name,
                 "file": f"golden/{name}.bin",
                 "bytes": len(data),
-                "tolerance": None if tol is None else float(tol),
+                "atol": None if tol is None else tol.atol,
+                "rtol": None if tol is None else tol.rtol,
             }
         )
     del loaded

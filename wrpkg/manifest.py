@@ -66,7 +66,9 @@ class GoldenEntry:
     name: str
     file: str  # "golden/<name>.bin"
     bytes: int
-    tolerance: float | None  # relative; None = bit-exact
+    # float32 within atol + rtol * |golden| (wrpkg/golden.py); both None = bit-exact.
+    atol: float | None
+    rtol: float | None
 
 
 @dataclass
@@ -209,9 +211,27 @@ def from_json_bytes(data: bytes, path: str | os.PathLike = MANIFEST_NAME) -> Man
     _require(manifest.device in ("cpu", "cuda"), path, f"device is {manifest.device!r}")
     for b in manifest.bindings:
         _require(b.direction in DIRECTIONS, path, f"binding {b.name!r} has direction {b.direction!r}")
+    for g in manifest.golden:
+        tol = (g.atol, g.rtol)
+        _require(
+            tol == (None, None)
+            or all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < float("inf") for x in tol
+            ),
+            path,
+            f"golden {g.name!r}: atol and rtol must both be null or both finite numbers >= 0",
+        )
+    seen_paths = set()
     for f in manifest.files:
         _require(
             isinstance(f.path, str) and _is_safe_relpath(f.path), path, f"file path {f.path!r} is not safe"
+        )
+        _require(f.path not in seen_paths, path, f"file path {f.path!r} is listed twice")
+        seen_paths.add(f.path)
+        _require(
+            isinstance(f.size, int) and not isinstance(f.size, bool) and 0 <= f.size < 2**64,
+            path,
+            f"file {f.path!r} has size {f.size!r}",
         )
     # Re-serializing must give the same bytes: catches hand edits such as reordered keys,
     # added fields or changed whitespace, which would otherwise hash differently unnoticed.

@@ -197,6 +197,122 @@ def verify_bundle(bundle_dir: str | os.PathLike, expected_hash: str | None = Non
     return manifest
 
 
+_BLOCK = 512
+
+
+def _octal(field: bytes) -> int | None:
+    """A ustar numeric field as runtime/ustar.cc reads it: leading spaces, octal digits, NUL or space."""
+    text = field.lstrip(b" ")
+    end = min([i for i in (text.find(b"\0"), text.find(b" ")) if i >= 0], default=len(text))
+    digits = text[:end]
+    if not digits or any(c not in b"01234567" for c in digits) or len(digits) > 21:
+        return None
+    return int(digits, 8)
+
+
+def _ustar_entries(data: bytes, origin: str) -> dict[str, bytes]:
+    """Regular-file entries of a ustar archive, by path, with runtime/ustar.cc's rules: ustar magic,
+    header checksums, sizes inside the archive, regular files and directories only, safe paths, each
+    path once."""
+    fix = "rebuild the wrp_artifact target that produced this archive"
+    if len(data) % _BLOCK:
+        raise VerifyError(
+            f"{origin}: not a ustar archive: size {len(data)} is not a multiple of 512", fix=fix
+        )
+    entries: dict[str, bytes] = {}
+    offset = 0
+    while offset + _BLOCK <= len(data):
+        header = data[offset : offset + _BLOCK]
+        if header == bytes(_BLOCK):
+            break
+        where = f"{origin}: tar header at byte {offset}"
+        if header[257:262] != b"ustar":
+            raise VerifyError(f'{where}: missing "ustar" magic (only POSIX ustar archives are read)', fix=fix)
+        recorded = _octal(header[148:156])
+        if recorded is None or recorded != sum(header[:148]) + 8 * ord(" ") + sum(header[156:]):
+            raise VerifyError(f"{where}: header checksum mismatch", fix=fix)
+        name = header[:100].split(b"\0", 1)[0].decode("latin-1")
+        prefix = header[345:500].split(b"\0", 1)[0].decode("latin-1")
+        path = f"{prefix}/{name}" if prefix else name
+        size = _octal(header[124:136])
+        if size is None:
+            raise VerifyError(f"{where} ({path}): unreadable size field", fix=fix)
+        typeflag = header[156:157]
+        offset += _BLOCK
+        if size > len(data) - offset:
+            raise VerifyError(
+                f"{origin}: entry {path} claims {size} bytes but only {len(data) - offset} remain (truncated archive)",
+                fix=fix,
+            )
+        if typeflag in (b"0", b"\0"):
+            if not path or path.startswith("/") or ".." in path.split("/"):
+                raise VerifyError(f"{origin}: entry path {path!r} is not a safe relative path", fix=fix)
+            if path in entries:
+                raise VerifyError(f"{origin}: entry {path} appears twice", fix=fix)
+            entries[path] = data[offset : offset + size]
+        elif typeflag != b"5":
+            raise VerifyError(
+                f"{origin}: entry {path} has tar type {typeflag!r}; bundles hold only regular files and directories",
+                fix=fix,
+            )
+        offset += (size + _BLOCK - 1) // _BLOCK * _BLOCK
+    return entries
+
+
+def verify_tar(tar_path: str | os.PathLike, expected_hash: str | None = None) -> Manifest:
+    """A bundle's `<name>.tar` under the same policy as a directory (README: bundle validity), as
+    the C++ runtime reads an embedded bundle: the one `<name>/` holding manifest.json, every listed
+    file with its size and sha256, nothing unlisted but capture.json."""
+    tar_path = Path(tar_path)
+    try:
+        data = tar_path.read_bytes()
+    except OSError as exc:
+        raise VerifyError(f"{tar_path}: cannot read ({exc.strerror})", fix=_fix(None)) from exc
+    entries = _ustar_entries(data, str(tar_path))
+    manifests = [p for p in entries if p.count("/") >= 1 and p.split("/", 1)[1] == MANIFEST_NAME]
+    if len(manifests) != 1:
+        raise VerifyError(
+            f"{tar_path}: holds {len(manifests)} <name>/{MANIFEST_NAME} entries, expected exactly one",
+            fix=_fix(None),
+        )
+    manifest_bytes = entries[manifests[0]]
+    prefix = manifests[0].split("/", 1)[0] + "/"
+    origin = f"{tar_path}:{manifests[0]}"
+    if expected_hash is not None and content_hash_of_bytes(manifest_bytes) != expected_hash:
+        raise VerifyError(
+            f"{origin}: content hash {content_hash_of_bytes(manifest_bytes)} differs from the expected {expected_hash}",
+            fix=_fix(None) + "; the manifest was changed after the build",
+        )
+    manifest = from_json_bytes(manifest_bytes, origin)
+    fix = _fix(manifest)
+    if prefix != f"{manifest.name}/":
+        raise VerifyError(
+            f"{origin}: archive directory {prefix!r} does not match the name {manifest.name!r}", fix=fix
+        )
+    files = {}
+    for path, content in entries.items():
+        if not path.startswith(prefix):
+            raise VerifyError(f"{tar_path}: entry {path} lies outside {prefix}", fix=fix)
+        rel = path[len(prefix) :]
+        if rel != MANIFEST_NAME:
+            files[rel] = content
+    listed = {entry.path for entry in manifest.files}
+    for rel in sorted(files):
+        if rel not in listed and rel not in UNHASHED_FILES:
+            raise VerifyError(f"{tar_path}:{prefix}{rel}: not listed in {MANIFEST_NAME}", fix=fix)
+    for entry in manifest.files:
+        where = f"{tar_path}:{prefix}{entry.path}"
+        if entry.path not in files:
+            raise VerifyError(f"{where}: listed in {MANIFEST_NAME} but missing", fix=fix)
+        content = files[entry.path]
+        if len(content) != entry.size:
+            raise VerifyError(f"{where}: {len(content)} bytes, {MANIFEST_NAME} says {entry.size}", fix=fix)
+        digest = content_hash_of_bytes(content)
+        if digest != entry.sha256:
+            raise VerifyError(f"{where}: sha256 {digest}, {MANIFEST_NAME} says {entry.sha256}", fix=fix)
+    return manifest
+
+
 def configure_parser(parser) -> None:
     parser.add_argument("bundle", help="a bundle directory (holds manifest.json)")
     parser.add_argument(

@@ -15,7 +15,9 @@ from pathlib import Path
 import numpy as np
 import warp as wp
 
+from wrpkg import golden
 from wrpkg.errors import ArchMismatchError
+from wrpkg.golden import golden_tolerance
 from wrpkg.load import load
 
 
@@ -27,15 +29,10 @@ def compare(graph, bundle: Path, manifest: dict) -> list[str]:
         out = wp.zeros(sizes[g["name"]], dtype=wp.uint8, device="cuda:0")
         graph.get_param(g["name"], out)
         got = out.numpy()
-        if g["tolerance"] is None:
-            ok = np.array_equal(got, want)
-        else:
-            a, b = got.view(np.float32), want.view(np.float32)
-            ok = bool(np.all(np.abs(a - b) <= g["tolerance"] * np.maximum(np.abs(b), 1e-30)))
-        print(
-            f"    {g['name']:<14} {'bit-exact' if g['tolerance'] is None else 'tol ' + str(g['tolerance'])}: "
-            f"{'OK' if ok else 'MISMATCH'}"
-        )
+        tol = golden_tolerance(g)
+        result = golden.compare(want.tobytes(), got.tobytes(), tol)
+        ok = result.match
+        print(f"    {g['name']:<14} {result.detail}: {'OK' if ok else 'MISMATCH'}")
         if not ok:
             failures.append(g["name"])
     return failures

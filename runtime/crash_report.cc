@@ -1,0 +1,105 @@
+#include "runtime/crash_report.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace wrp {
+namespace {
+
+constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+constexpr int kNumSignals = sizeof(kSignals) / sizeof(kSignals[0]);
+
+// The message is formatted when the context is entered: a signal handler may only call
+// async-signal-safe functions, so it just writes these bytes.
+char g_message[4096];
+int g_depth = 0;
+struct sigaction g_previous[kNumSignals];
+// Room to run the handler when the crash is a stack overflow.
+char g_alt_stack[1 << 16];
+stack_t g_previous_alt_stack;
+
+void WriteAll(const char* text, size_t size) {
+  while (size > 0) {
+    ssize_t n = write(STDERR_FILENO, text, size);
+    if (n <= 0) return;
+    text += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+const char* SignalName(int sig) {
+  switch (sig) {
+    case SIGSEGV:
+      return "SIGSEGV (invalid memory access)";
+    case SIGBUS:
+      return "SIGBUS (bad memory access)";
+    case SIGILL:
+      return "SIGILL (illegal instruction)";
+    case SIGFPE:
+      return "SIGFPE (arithmetic fault)";
+    case SIGABRT:
+      return "SIGABRT (abort)";
+    default:
+      return "a fatal signal";
+  }
+}
+
+void OnFatalSignal(int sig) {
+  const char* head = "\nFATAL: ";
+  WriteAll(head, std::strlen(head));
+  const char* name = SignalName(sig);
+  WriteAll(name, std::strlen(name));
+  WriteAll(g_message, std::strlen(g_message));
+  // Default action, then re-deliver: the exit status stays what a shell expects (128 + signal).
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof(dfl));
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, nullptr);
+  raise(sig);
+}
+
+void SetMessage(const std::string& text) {
+  size_t n = text.size() < sizeof(g_message) - 1 ? text.size() : sizeof(g_message) - 1;
+  std::memcpy(g_message, text.data(), n);
+  g_message[n] = '\0';
+}
+
+}  // namespace
+
+CrashContext::CrashContext(const std::string& activity, const std::string& likely_cause)
+    : previous_(g_message) {
+  SetMessage(" while " + activity + ".\n  likely cause: " + likely_cause + "\n");
+  if (g_depth++ > 0) return;
+  stack_t alt;
+  alt.ss_sp = g_alt_stack;
+  alt.ss_size = sizeof(g_alt_stack);
+  alt.ss_flags = 0;
+  sigaltstack(&alt, &g_previous_alt_stack);
+  struct sigaction action;
+  std::memset(&action, 0, sizeof(action));
+  action.sa_handler = OnFatalSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_ONSTACK;
+  for (int i = 0; i < kNumSignals; ++i) sigaction(kSignals[i], &action, &g_previous[i]);
+}
+
+CrashContext::~CrashContext() {
+  SetMessage(previous_);
+  if (--g_depth > 0) return;
+  for (int i = 0; i < kNumSignals; ++i) sigaction(kSignals[i], &g_previous[i], nullptr);
+  sigaltstack(&g_previous_alt_stack, nullptr);
+}
+
+std::string LikelyReplayCrashCause(const std::string& bundle_title, const std::string& rebuild_hint) {
+  return "a launch parameter of " + bundle_title +
+         " holds an address from the capture process that APIC did not relocate: a mesh, BVH, hash grid or "
+         "volume id passed to a wp.uint64 parameter (declare it wp.handle), or an array's .ptr passed as an "
+         "integer (pass the array). wrpkg's capture refuses both; a bundle that has them was captured "
+         "without that check. Fix the kernel signature, then " +
+         rebuild_hint + ".";
+}
+
+}  // namespace wrp

@@ -1,0 +1,89 @@
+// A crash inside a CrashContext is reported with what was going on and its usual cause, and still ends the
+// process with the signal (a child process crashes for real here).
+#include "runtime/crash_report.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "runtime/test_util.h"
+
+namespace {
+
+struct ChildResult {
+  int term_signal = 0;  // 0: exited normally
+  int exit_code = 0;
+  std::string stderr_text;
+};
+
+// Runs `body` in a forked child with stderr captured.
+template <typename Body>
+ChildResult RunChild(Body body) {
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    dup2(fds[1], STDERR_FILENO);
+    body();
+    _exit(0);
+  }
+  close(fds[1]);
+  ChildResult result;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buffer, sizeof(buffer))) > 0) result.stderr_text.append(buffer, n);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  return result;
+}
+
+void Crash() {
+  volatile int* address = reinterpret_cast<volatile int*>(16);  // the zero page: never mapped
+  *address = 1;
+}
+
+}  // namespace
+
+WRP_TEST(FatalSignalIsReportedWithTheBundleAndItsLikelyCause) {
+  ChildResult r = RunChild([] {
+    wrp::CrashContext context(
+        "launching bundle //tests:stale_wrp (content sha256 0123456789abcdef...) on cpu",
+        wrp::LikelyReplayCrashCause("bundle //tests:stale_wrp", "rebuild //tests:stale_wrp"));
+    Crash();
+  });
+  CHECK_EQ(r.term_signal, SIGSEGV);
+  CHECK(
+      r.stderr_text.find("FATAL: SIGSEGV (invalid memory access) while launching bundle //tests:stale_wrp") !=
+      std::string::npos);
+  CHECK(r.stderr_text.find("declare it wp.handle") != std::string::npos);
+  CHECK(r.stderr_text.find("rebuild //tests:stale_wrp") != std::string::npos);
+}
+
+WRP_TEST(InnermostContextIsReportedAndOuterOneRestored) {
+  ChildResult r = RunChild([] {
+    wrp::CrashContext outer("replaying bundle A", "cause A");
+    { wrp::CrashContext inner("loading bundle A", "cause B"); }
+    raise(SIGBUS);
+  });
+  CHECK_EQ(r.term_signal, SIGBUS);
+  CHECK(r.stderr_text.find("SIGBUS (bad memory access) while replaying bundle A.") != std::string::npos);
+  CHECK(r.stderr_text.find("cause A") != std::string::npos);
+  CHECK(r.stderr_text.find("loading") == std::string::npos);
+}
+
+WRP_TEST(HandlersAreRemovedWhenTheLastContextEnds) {
+  ChildResult r = RunChild([] {
+    { wrp::CrashContext context("loading bundle A", "cause A"); }
+    Crash();
+  });
+  CHECK_EQ(r.term_signal, SIGSEGV);
+  CHECK(r.stderr_text.find("FATAL") == std::string::npos);
+}

@@ -1,0 +1,42 @@
+// Prints the C++ runtime's verdict on a replayed output, for tests/test_golden_parity.py to hold against
+// wrpkg.golden.compare:
+//   golden_compare GOLDEN_FILE ACTUAL_FILE TOLERANCE_JSON     ('null' or '{"atol": A, "rtol": R}')
+// Output: "<match 0|1> <mismatches>".
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/golden.h"
+#include "runtime/json.h"
+
+namespace {
+std::vector<uint8_t> Read(const char* path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: golden_compare GOLDEN ACTUAL TOLERANCE_JSON\n");
+    return 2;
+  }
+  try {
+    std::vector<uint8_t> golden = Read(argv[1]);
+    std::vector<uint8_t> actual = Read(argv[2]);
+    wrp::json::Value tol = wrp::json::Parse(argv[3], "tolerance");
+    std::optional<wrp::Tolerance> tolerance;
+    if (!tol.is_null())
+      tolerance = wrp::Tolerance{tol.Find("atol")->number_value(), tol.Find("rtol")->number_value()};
+    wrp::GoldenComparison result =
+        wrp::CompareWithGolden(golden.data(), golden.size(), actual.data(), actual.size(), tolerance);
+    std::printf("%d %zu\n", result.match ? 1 : 0, result.mismatches);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "golden_compare: %s\n", e.what());
+    return 2;
+  }
+}

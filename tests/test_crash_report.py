@@ -1,0 +1,65 @@
+"""A bundle that crashes the replaying process says so: the C++ replay_test reports the fatal
+signal with the bundle's label and the likely cause.
+
+The bundle is what an unchecked capture of tests/programs_capture/stale_pointer.py ships (a
+mesh id in a wp.uint64 parameter), with that saved address pointed at the never-mapped zero
+page so the crash does not depend on the loading process's memory layout."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+
+from test_capture import PROGRAMS, REPO
+
+from wrpkg.bundle import bundle
+
+REPLAY = os.environ["WRP_REPLAY"]
+LABEL = "//tests:stale_wrp"
+
+# Capture with the stale-pointer refusal turned into a note of the address it found.
+UNCHECKED_CAPTURE = """
+import re, sys
+import wrpkg.capture, wrpkg.stale_pointers
+from wrpkg.errors import CaptureError
+check = wrpkg.stale_pointers.check_launches
+def note_instead(*args):
+    try:
+        check(*args)
+    except CaptureError as err:
+        open(sys.argv[1], "w").write(re.search(r"\\(0x([0-9a-f]+)\\)", str(err)).group(1))
+wrpkg.capture.check_launches = note_instead
+from wrpkg.cli import run_tool
+sys.exit(run_tool("wrpkg.capture", ["capture"], sys.argv[2:]))
+"""
+
+
+def test_replay_of_a_stale_pointer_bundle_reports_the_crash(tmp_path):
+    raw, address_file = tmp_path / "raw", tmp_path / "address"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    env["WRP_TEST_STALE_MODE"] = "mesh_uint64"
+    args = ["--script", str(PROGRAMS / "stale_pointer.py"), "--device", "cpu", "--out-dir", str(raw),
+            "--stem", "sim", "--label", LABEL]  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", UNCHECKED_CAPTURE, str(address_file), *args],
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    stale = int(address_file.read_text(), 16).to_bytes(8, "little")
+    wrp = (raw / "sim.wrp").read_bytes()
+    assert wrp.count(stale) >= 1  # the capture process's mesh address, saved verbatim
+    (raw / "sim.wrp").write_bytes(wrp.replace(stale, (16).to_bytes(8, "little")))
+
+    out = tmp_path / "out"
+    bundle(raw, "sim", "stale_wrp", LABEL, out / "stale_wrp", out / "stale_wrp.tar", out / "stale_wrp.sha256")
+    proc = subprocess.run(
+        [REPLAY, "--bundle", str(out / "stale_wrp")], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == -signal.SIGSEGV, proc.stdout + proc.stderr
+    assert re.search(r"FATAL: SIGSEGV \(invalid memory access\) while (loading|launching) bundle //tests:stale_wrp",
+                     proc.stderr), proc.stderr  # fmt: skip
+    assert "likely cause" in proc.stderr and "declare it wp.handle" in proc.stderr
+    assert "rebuild //tests:stale_wrp" in proc.stderr

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Builds the runtime's libFuzzer targets with Debian's clang (ASan + UBSan) and runs each one, seeded with
+# a real bundle: its manifest.json for manifest_fuzz, its <name>.tar for ustar_fuzz and bundle_fuzz.
+#
+#   tools/fuzz/run.sh --seed-dir BUNDLE_DIR --seed-tar BUNDLE.tar (--seconds N | --runs N) [--work DIR]
+#
+# The short run (a few seconds a target) is //tools/fuzz:fuzz_smoke_test. The long run, e.g. at least a
+# million executions of each target:
+#   bazel build //runtime:particles_cpu_wrp_dir //runtime:particles_cpu_wrp_tar
+#   tools/fuzz/run.sh --seed-dir bazel-bin/runtime/particles_cpu_wrp \
+#     --seed-tar bazel-bin/runtime/particles_cpu_wrp.tar --runs 1000000 --work /tmp/wrp-fuzz
+# A finding leaves crash-* (the input) in the work dir and exits non-zero.
+set -euo pipefail
+
+seconds="" runs="" seed_dir="" seed_tar="" work=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) seconds=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --seed-dir) seed_dir=$2; shift 2 ;;
+    --seed-tar) seed_tar=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
+    *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$seed_dir" ] || [ -z "$seed_tar" ] || { [ -z "$seconds" ] && [ -z "$runs" ]; }; then
+  echo "usage: run.sh --seed-dir BUNDLE_DIR --seed-tar BUNDLE.tar (--seconds N | --runs N) [--work DIR]" >&2
+  exit 2
+fi
+clangxx=$(command -v clang++-14 || command -v clang++ || true)
+if [ -z "$clangxx" ]; then
+  echo "run.sh: clang++-14 not found; fix: run tools/setup.sh (installs clang-14 and libclang-rt-14-dev)" >&2
+  exit 1
+fi
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+work=${work:-$(mktemp -d "${TEST_TMPDIR:-/tmp}/wrp-fuzz.XXXXXX")}
+mkdir -p "$work/obj"
+
+flags=(-std=c++17 -O1 -gline-tables-only -I"$repo" -fsanitize=address,undefined -fno-sanitize-recover=undefined
+  -fno-omit-frame-pointer)
+objs=()
+for src in bundle json manifest sha256 ustar; do
+  "$clangxx" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$repo/runtime/$src.cc" -o "$work/obj/$src.o" &
+  objs+=("$work/obj/$src.o")
+done
+wait
+for target in manifest_fuzz ustar_fuzz bundle_fuzz; do
+  "$clangxx" "${flags[@]}" -fsanitize=fuzzer "$here/$target.cc" "${objs[@]}" -o "$work/$target" &
+done
+wait
+
+mkdir -p "$work/seeds/manifest" "$work/seeds/tar"
+cp "$seed_dir/manifest.json" "$work/seeds/manifest/"
+cp "$seed_tar" "$work/seeds/tar/"
+
+limit=()
+[ -n "$seconds" ] && limit+=(-max_total_time="$seconds")
+[ -n "$runs" ] && limit+=(-runs="$runs")
+status=0
+for target in manifest_fuzz ustar_fuzz bundle_fuzz; do
+  seeds=$work/seeds/tar
+  [ "$target" = manifest_fuzz ] && seeds=$work/seeds/manifest
+  corpus=$work/corpus/$target
+  mkdir -p "$corpus"
+  log=$work/$target.log
+  # -max_len: for archives, room for the seed bundle plus growth (the whole tar must fit for bundle_fuzz to
+  # reach sha256); a manifest is a few KiB.
+  max_len=$(($(stat -c %s "$seed_tar") + 4096))
+  [ "$target" = manifest_fuzz ] && max_len=16384
+  if (cd "$work" && ASAN_OPTIONS=detect_leaks=1 "./$target" "${limit[@]}" -max_len="$max_len" \
+    -print_final_stats=1 "$corpus" "$seeds") >"$log" 2>&1; then
+    result=ok
+  else
+    result=FAILED
+    status=1
+  fi
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+  echo "$target: $result, $execs executions, corpus $(find "$corpus" -type f | wc -l) inputs (log $log)"
+  if [ "$result" = FAILED ]; then tail -40 "$log" >&2; fi
+done
+exit $status
