@@ -6,16 +6,24 @@
 Use this in place of a bare `wp.capture_load`: it checks every file against the manifest
 (so a tampered or truncated file is named, instead of failing deep inside Warp), and on CUDA
 it compares the device's SM with what the bundle holds before Warp tries to load it.
+
+When every module has SASS for the device, it hands Warp a per-device view from the verified
+bytes (`device_view`): each module's own cubin instead of the multi-arch fatbin, so Warp's
+per-load SHA-256 of the module file covers one image, not every SM's. Otherwise (PTX JIT,
+source fallback) Warp loads the bundle directory itself, as `wp.capture_load` would.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from wrpkg.archs import split_arch
 from wrpkg.errors import ArchMismatchError
+from wrpkg.fatbin import sass_image
 from wrpkg.manifest import Manifest
 from wrpkg.verify import bundle_content_hash, verify_bundle
 
@@ -191,12 +199,65 @@ def check_device(
     return fit
 
 
-def load(bundle_dir: str | os.PathLike, device=None):
-    """Verifies the bundle, checks the device, and returns `(wp.capture_load(...), manifest)`."""
+@dataclass
+class DeviceView:
+    """What `wp.capture_load_from_bytes` is given: the .wrp with each module's binary digest
+    pointing at the device's image, and those images by their recorded filenames."""
+
+    wrp: bytes
+    modules: dict[str, bytes]
+
+
+def _patch_digest(wrp: bytearray, old: str, new: str) -> bool:
+    """Replaces the length-prefixed digest string `old` by `new` in place (same length, so no
+    offset in the file moves). False unless `old` occurs exactly once."""
+    needle = struct.pack("<I", len(old)) + old.encode("ascii")
+    at = wrp.find(needle)
+    if at < 0 or wrp.find(needle, at + 1) >= 0:
+        return False
+    wrp[at + 4 : at + len(needle)] = new.encode("ascii")
+    return True
+
+
+def device_view(manifest: Manifest, fit: DeviceFit, files: dict[str, bytes]) -> DeviceView | None:
+    """The per-device view of a CUDA bundle whose every module has SASS for the device
+    (`fit.how == "sass"`), from `files` (manifest path -> verified bytes of the .wrp and every
+    module binary). None when some module's image cannot be taken out on its own (no exact
+    uncompressed entry, or its digest is not where expected): then load the bundle as is.
+
+    The view loads without source fallback (Warp's from-bytes loader has none), which is why
+    it is only made when native code fits every module."""
+    if fit.how != "sass" or len(fit.modules) != len(manifest.modules):
+        return None
+    digests = {entry.path: entry.sha256 for entry in manifest.files}
+    wrp = bytearray(files[manifest.wrp])
+    modules = {}
+    for module, choice in zip(manifest.modules, fit.modules, strict=True):
+        image = sass_image(files[module.binary], choice.arch, what=module.binary)
+        if image is None:
+            return None
+        if not _patch_digest(wrp, digests[module.binary], hashlib.sha256(image).hexdigest()):
+            return None
+        modules[module.binary.rsplit("/", 1)[-1]] = bytes(image)
+    return DeviceView(bytes(wrp), modules)
+
+
+def load(bundle_dir: str | os.PathLike, device=None, *, per_device_view: bool = True):
+    """Verifies the bundle, checks the device, and returns `(graph, manifest)`: the graph of
+    `wp.capture_load_from_bytes` on the device view when there is one (see `device_view`;
+    `per_device_view=False` turns it off), else of `wp.capture_load` on the directory."""
     import warp as wp  # noqa: PLC0415 - keep `import wrpkg.load` cheap
 
     bundle_dir = Path(bundle_dir)
-    manifest = verify_bundle(bundle_dir)
+    kept: dict[str, bytes] = {}
+
+    def keep(manifest: Manifest) -> dict[str, bytes] | None:
+        if not per_device_view or manifest.device != "cuda":
+            return None
+        kept.update(dict.fromkeys([manifest.wrp, *(m.binary for m in manifest.modules)], b""))
+        return kept
+
+    manifest = verify_bundle(bundle_dir, keep=keep)
     dev = wp.get_device(device)
     if (manifest.device == "cuda") != dev.is_cuda:
         raise ArchMismatchError(
@@ -205,7 +266,7 @@ def load(bundle_dir: str | os.PathLike, device=None):
             f"variant of {manifest.label}",
         )
     if dev.is_cuda:
-        check_device(
+        fit = check_device(
             manifest,
             bundle_content_hash(bundle_dir),
             str(dev),
@@ -213,5 +274,8 @@ def load(bundle_dir: str | os.PathLike, device=None):
             dev.arch,
             wp.get_cuda_driver_version(),
         )
+        view = device_view(manifest, fit, kept) if kept else None
+        if view is not None:
+            return wp.capture_load_from_bytes(view.wrp, view.modules, device=dev), manifest
     graph = wp.capture_load(str(bundle_dir / manifest.wrp), device=dev)
     return graph, manifest

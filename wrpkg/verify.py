@@ -10,7 +10,9 @@ that names the file and says which target to rebuild.
 
 from __future__ import annotations
 
+import hashlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from wrpkg import format as wrpformat
@@ -55,7 +57,9 @@ def _walk_files(root: Path) -> list[str]:
     return sorted(found)
 
 
-def verify_files(bundle_dir: Path, manifest: Manifest) -> None:
+def verify_files(bundle_dir: Path, manifest: Manifest, keep: dict[str, bytes] | None = None) -> None:
+    """Every listed file against its size and sha256. Files whose paths are keys of `keep`
+    are read whole and their verified bytes stored there (hashed once, handed on as is)."""
     fix = _fix(manifest)
     listed = {entry.path for entry in manifest.files}
     for rel in _walk_files(bundle_dir):
@@ -69,17 +73,24 @@ def verify_files(bundle_dir: Path, manifest: Manifest) -> None:
         size = path.stat().st_size
         if size != entry.size:
             raise VerifyError(f"{path}: {size} bytes, {MANIFEST_NAME} says {entry.size}", fix=fix)
-        digest = sha256_file(path)
+        if keep is not None and entry.path in keep:
+            data = path.read_bytes()
+            digest = hashlib.sha256(data).hexdigest()
+            keep[entry.path] = data
+        else:
+            digest = sha256_file(path)
         if digest != entry.sha256:
             raise VerifyError(f"{path}: sha256 {digest}, {MANIFEST_NAME} says {entry.sha256}", fix=fix)
 
 
-def verify_against_wrp(bundle_dir: Path, manifest: Manifest) -> None:
-    """The manifest must describe the .wrp it ships: modules, digests, bindings, golden sizes."""
+def verify_against_wrp(bundle_dir: Path, manifest: Manifest, wrp_bytes: bytes | None = None) -> None:
+    """The manifest must describe the .wrp it ships: modules, digests, bindings, golden sizes.
+    Reads the header, metadata and memory only (the operations were validated by the bundler
+    and are covered by the manifest's digest); `wrp_bytes`: the .wrp's verified bytes."""
     fix = _fix(manifest)
     wrp_path = bundle_dir / manifest.wrp
     try:
-        wrp = wrpformat.read_wrp(wrp_path)
+        wrp = wrpformat.read_wrp(wrp_bytes if wrp_bytes else wrp_path, path=wrp_path, operations=False)
     except WrpFormatError as exc:
         raise VerifyError(f"{wrp_path}: {exc.message}", fix=fix) from exc
     files = {entry.path: entry for entry in manifest.files}
@@ -166,8 +177,15 @@ def read_hash_file(path: str | os.PathLike) -> str:
     return token
 
 
-def verify_bundle(bundle_dir: str | os.PathLike, expected_hash: str | None = None) -> Manifest:
+def verify_bundle(
+    bundle_dir: str | os.PathLike,
+    expected_hash: str | None = None,
+    keep: Callable[[Manifest], dict[str, bytes]] | None = None,
+) -> Manifest:
     """Runs every check; returns the parsed manifest.
+
+    `keep(manifest)`, when given, returns a dict whose keys are manifest paths: those files'
+    verified bytes are stored in it (see verify_files).
 
     The content hash is checked against `expected_hash`, or else against the `<dir>.sha256`
     file next to the bundle directory when there is one (the layout the bundle action writes):
@@ -192,8 +210,9 @@ def verify_bundle(bundle_dir: str | os.PathLike, expected_hash: str | None = Non
             fix=_fix(None) + "; the manifest was changed after the build",
         )
     manifest = from_json_bytes(data, manifest_path)
-    verify_files(bundle_dir, manifest)
-    verify_against_wrp(bundle_dir, manifest)
+    kept = keep(manifest) if keep else None
+    verify_files(bundle_dir, manifest, kept)
+    verify_against_wrp(bundle_dir, manifest, (kept or {}).get(manifest.wrp))
     return manifest
 
 
