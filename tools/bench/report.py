@@ -79,6 +79,7 @@ def plot_loads(load, models, path: Path) -> None:
         ax.bar(xs, load_ms, label="load (C++: + open/verify)")
         ax.bar(xs, first_ms, bottom=load_ms, label="first replay")
         ax.set_yscale("log")
+        ax.set_ylim(bottom=1)
         ax.set_xticks(list(xs), labels, rotation=60, ha="right", fontsize=8)
         ax.set_ylabel("ms, median of fresh processes (log)")
         ax.set_title(f"{model}: cold load per road (context creation excluded)")
@@ -106,7 +107,8 @@ def plot_replay(replays, path: Path) -> None:
         ax2.bar([m + i * width for m in range(len(models))], [replays[m].get(key) or 0 for m in models], width,
                 label=label)
     ax2.set_xticks([m + width for m in range(len(models))], models)
-    ax2.set_ylabel("replays per second")
+    ax2.set_ylabel("replays per second (log)")
+    ax2.set_yscale("log")
     ax2.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
