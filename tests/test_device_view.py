@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import struct
 from pathlib import Path
 
 import pytest
 
 from wrpkg import cuda_tools
-from wrpkg.errors import BundleError
+from wrpkg.errors import BundleError, VerifyError
 from wrpkg.fatbin import KIND_ELF, KIND_PTX, parse_fatbin, sass_image
 from wrpkg.format import read_wrp
-from wrpkg.load import DeviceFit, device_fit, device_view
+from wrpkg.load import DeviceFit, _read_view, device_fit, device_view
 from wrpkg.verify import verify_bundle
 
 BUNDLE = Path(os.environ["WRP_SIM_BUNDLE"])
@@ -23,15 +24,13 @@ BUNDLE = Path(os.environ["WRP_SIM_BUNDLE"])
 
 @pytest.fixture(scope="module")
 def bundle():
-    keep: dict[str, bytes] = {}
+    manifest = verify_bundle(BUNDLE)
+    files = {p: (BUNDLE / p).read_bytes() for p in [manifest.wrp, *(m.binary for m in manifest.modules)]}
+    return manifest, files
 
-    def wanted(manifest):
-        keep.update(dict.fromkeys([manifest.wrp, *(m.binary for m in manifest.modules)], b""))
-        return keep
 
-    manifest = verify_bundle(BUNDLE, keep=wanted)
-    assert all(keep.values()), "verify_bundle must hand back the verified bytes it was asked to keep"
-    return manifest, keep
+def view_of(manifest, fit, files):
+    return device_view(manifest, fit, files[manifest.wrp], files)
 
 
 def test_images_are_the_compiled_cubins_and_match_cuobjdump(bundle):
@@ -73,7 +72,7 @@ def test_sm90_view_points_every_module_at_its_own_cubin(bundle):
     manifest, files = bundle
     fit = device_fit(manifest, 90, (13, 0))
     assert fit.how == "sass"
-    view = device_view(manifest, fit, files)
+    view = view_of(manifest, fit, files)
     assert view is not None
     original = files[manifest.wrp]
     assert len(view.wrp) == len(original)
@@ -93,9 +92,41 @@ def test_sm90_view_points_every_module_at_its_own_cubin(bundle):
 def test_no_view_unless_every_module_runs_sass(bundle):
     manifest, files = bundle
     fit = device_fit(manifest, 90, (13, 0))
-    assert device_view(manifest, DeviceFit("ptx", fit.modules), files) is None
+    assert view_of(manifest, DeviceFit("ptx", fit.modules), files) is None
     # An SM the bundle has no SASS for (sm_89 runs sm_86 SASS, if listed; compute PTX otherwise).
     for sm in (75, 80, 86, 89, 100, 120):
         fit = device_fit(manifest, sm, (13, 0))
-        view = device_view(manifest, fit, files)
+        view = view_of(manifest, fit, files)
         assert (view is not None) == (fit.how == "sass")
+
+
+def test_view_verifies_the_image_it_hands_over(bundle, tmp_path):
+    """A changed byte in the device's image is refused, naming the file; a changed byte in
+    another SM's image does not matter to this device (it is never read by Warp)."""
+    manifest, files = bundle
+    fit = device_fit(manifest, 90, (13, 0))
+    module = manifest.modules[0]
+    images = {i.arch: i for i in parse_fatbin(files[module.binary])}
+    for arch, refused in (("sm_90", True), ("sm_75", False)):
+        copy = tmp_path / arch / BUNDLE.name
+        shutil.copytree(BUNDLE, copy)
+        for path in copy.rglob("*"):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        damaged = bytearray(files[module.binary])
+        damaged[images[arch].offset + images[arch].size // 2] ^= 0xFF
+        (copy / module.binary).write_bytes(damaged)
+        if refused:
+            with pytest.raises(VerifyError, match="sm_90 image") as err:
+                _read_view(copy, manifest, fit)
+            assert module.binary in str(err.value)
+        else:
+            assert _read_view(copy, manifest, fit) is not None
+    # The .wrp itself is checked against its sha256.
+    copy = tmp_path / "wrp" / BUNDLE.name
+    shutil.copytree(BUNDLE, copy)
+    (copy / manifest.wrp).chmod(0o644)
+    wrp = bytearray(files[manifest.wrp])
+    wrp[-1] ^= 1
+    (copy / manifest.wrp).write_bytes(wrp)
+    with pytest.raises(VerifyError, match="sha256"):
+        _read_view(copy, manifest, fit)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 from wrpkg import format as wrpformat
@@ -57,9 +56,7 @@ def _walk_files(root: Path) -> list[str]:
     return sorted(found)
 
 
-def verify_files(bundle_dir: Path, manifest: Manifest, keep: dict[str, bytes] | None = None) -> None:
-    """Every listed file against its size and sha256. Files whose paths are keys of `keep`
-    are read whole and their verified bytes stored there (hashed once, handed on as is)."""
+def verify_files(bundle_dir: Path, manifest: Manifest) -> None:
     fix = _fix(manifest)
     listed = {entry.path for entry in manifest.files}
     for rel in _walk_files(bundle_dir):
@@ -73,12 +70,7 @@ def verify_files(bundle_dir: Path, manifest: Manifest, keep: dict[str, bytes] | 
         size = path.stat().st_size
         if size != entry.size:
             raise VerifyError(f"{path}: {size} bytes, {MANIFEST_NAME} says {entry.size}", fix=fix)
-        if keep is not None and entry.path in keep:
-            data = path.read_bytes()
-            digest = hashlib.sha256(data).hexdigest()
-            keep[entry.path] = data
-        else:
-            digest = sha256_file(path)
+        digest = sha256_file(path)
         if digest != entry.sha256:
             raise VerifyError(f"{path}: sha256 {digest}, {MANIFEST_NAME} says {entry.sha256}", fix=fix)
 
@@ -177,20 +169,11 @@ def read_hash_file(path: str | os.PathLike) -> str:
     return token
 
 
-def verify_bundle(
-    bundle_dir: str | os.PathLike,
-    expected_hash: str | None = None,
-    keep: Callable[[Manifest], dict[str, bytes]] | None = None,
-) -> Manifest:
-    """Runs every check; returns the parsed manifest.
-
-    `keep(manifest)`, when given, returns a dict whose keys are manifest paths: those files'
-    verified bytes are stored in it (see verify_files).
-
-    The content hash is checked against `expected_hash`, or else against the `<dir>.sha256`
-    file next to the bundle directory when there is one (the layout the bundle action writes):
-    that is what catches an edited manifest of a CPU bundle, whose .wrp holds no digests.
-    """
+def read_manifest(bundle_dir: str | os.PathLike, expected_hash: str | None = None) -> Manifest:
+    """The bundle's manifest, checked against its content hash: `expected_hash`, or else the
+    `<dir>.sha256` file next to the bundle directory when there is one (the layout the bundle
+    action writes): that is what catches an edited manifest of a CPU bundle, whose .wrp holds
+    no digests. Without either, the manifest must at least be in canonical form."""
     bundle_dir = Path(bundle_dir)
     manifest_path = bundle_dir / MANIFEST_NAME
     if not bundle_dir.is_dir():
@@ -209,10 +192,33 @@ def verify_bundle(
             f"{manifest_path}: content hash {content_hash_of_bytes(data)} differs from the expected {expected_hash}",
             fix=_fix(None) + "; the manifest was changed after the build",
         )
-    manifest = from_json_bytes(data, manifest_path)
-    kept = keep(manifest) if keep else None
-    verify_files(bundle_dir, manifest, kept)
-    verify_against_wrp(bundle_dir, manifest, (kept or {}).get(manifest.wrp))
+    return from_json_bytes(data, manifest_path, canonical_check=expected_hash is None)
+
+
+def read_verified(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) -> bytes:
+    """The bytes of one listed file, checked against the manifest's size and sha256."""
+    entry = next((e for e in manifest.files if e.path == path), None)
+    full = Path(bundle_dir) / path
+    if entry is None:
+        raise VerifyError(f"{full}: not listed in {MANIFEST_NAME}", fix=_fix(manifest))
+    try:
+        data = full.read_bytes()
+    except OSError as exc:
+        raise VerifyError(f"{full}: listed in {MANIFEST_NAME} but cannot be read ({exc.strerror})",
+                          fix=_fix(manifest)) from exc
+    if len(data) != entry.size:
+        raise VerifyError(f"{full}: {len(data)} bytes, {MANIFEST_NAME} says {entry.size}", fix=_fix(manifest))
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != entry.sha256:
+        raise VerifyError(f"{full}: sha256 {digest}, {MANIFEST_NAME} says {entry.sha256}", fix=_fix(manifest))
+    return data
+
+
+def verify_bundle(bundle_dir: str | os.PathLike, expected_hash: str | None = None) -> Manifest:
+    """Runs every check (read_manifest, verify_files, verify_against_wrp); returns the manifest."""
+    manifest = read_manifest(bundle_dir, expected_hash)
+    verify_files(Path(bundle_dir), manifest)
+    verify_against_wrp(Path(bundle_dir), manifest)
     return manifest
 
 

@@ -83,6 +83,13 @@ bundles=()
 for b in $c/*_wrp; do bundles+=("$b"); done
 $c/verify_bench "${bundles[@]}" | tee "$out/verify.json" || status=1
 
+step "the per-device view replays bit-exactly (golden outputs), Python and C++; stock wp.capture_load too"
+for b in $c/*_recorded_wrp; do
+  check python3 tools/gpu/replay_check.py "$b"
+  check python3 tools/gpu/replay_check.py "$b" --stock
+  check $c/replay --bundle "$b"
+done
+
 echo
 echo "bench_all: $(( $(date +%s) - started )) s; results in $out:"; ls -la "$out"
 [ "$status" -eq 0 ] && echo "bench_all: all ran" || echo "bench_all: FAILURES above"
