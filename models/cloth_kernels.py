@@ -22,9 +22,7 @@ def spring(xi: wp.vec3, xj: wp.vec3, rest: float, stiffness: float):
 
 
 @wp.kernel
-def spring_forces(
-    x: wp.array2d(dtype=wp.vec3), params: ClothParams, f: wp.array2d(dtype=wp.vec3)
-):
+def spring_forces(x: wp.array2d(dtype=wp.vec3), params: ClothParams, f: wp.array2d(dtype=wp.vec3)):
     """The force of the (up to four) springs to grid neighbours: a gather, no atomics."""
     i, j = wp.tid()
     rows = x.shape[0]

@@ -47,7 +47,8 @@ WRP_TEST(EverySassImageIsTheCompiledCubin) {
     if (module.ptx) {
       bool found = false;
       for (const wrp::FatbinImage& image : images) {
-        if (image.kind == wrp::FatbinImage::Kind::kPtx && image.arch == module.ptx->arch) found = image.compressed;
+        if (image.kind == wrp::FatbinImage::Kind::kPtx && image.arch == module.ptx->arch)
+          found = image.compressed;
       }
       CHECK(found);
       CHECK(!wrp::SassImage(fatbin, module.ptx->arch, module.binary));

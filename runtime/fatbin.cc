@@ -83,7 +83,10 @@ std::vector<FatbinImage> ParseFatbin(ByteView fatbin, const std::string& what) {
 std::optional<ByteView> SassImage(ByteView fatbin, const std::string& arch, const std::string& what) {
   for (const FatbinImage& image : ParseFatbin(fatbin, what)) {
     if (image.kind != FatbinImage::Kind::kElf || image.arch != arch || image.compressed) continue;
-    if (image.size < 4 || std::memcmp(fatbin.data + image.offset, "\x7f" "ELF", 4) != 0) {
+    if (image.size < 4 || std::memcmp(fatbin.data + image.offset,
+                                      "\x7f"
+                                      "ELF",
+                                      4) != 0) {
       Bad(what, image.offset, "the " + arch + " entry is not an ELF cubin");
     }
     return ByteView{fatbin.data + image.offset, image.size};

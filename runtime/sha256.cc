@@ -37,12 +37,12 @@ bool CpuHasShaExtensions() {
 // code's speed, which is what lets verification run at memory speed on a multi-megabyte bundle. State is
 // kept as the ABEF/CDGH register pair the instructions use; the message schedule comes from sha256msg1/2.
 __attribute__((target("sha,sse4.1,ssse3"))) void CompressShaNi(uint32_t state[8], const uint8_t* data,
-                                                              size_t blocks) {
+                                                               size_t blocks) {
   const __m128i byte_swap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
   __m128i tmp = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&state[0]));
   __m128i state1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&state[4]));
-  tmp = _mm_shuffle_epi32(tmp, 0xB1);            // CDAB
-  state1 = _mm_shuffle_epi32(state1, 0x1B);      // EFGH
+  tmp = _mm_shuffle_epi32(tmp, 0xB1);                // CDAB
+  state1 = _mm_shuffle_epi32(state1, 0x1B);          // EFGH
   __m128i state0 = _mm_alignr_epi8(tmp, state1, 8);  // ABEF
   state1 = _mm_blend_epi16(state1, tmp, 0xF0);       // CDGH
   for (; blocks > 0; --blocks, data += 64) {
@@ -57,8 +57,8 @@ __attribute__((target("sha,sse4.1,ssse3"))) void CompressShaNi(uint32_t state[8]
         x = _mm_add_epi32(x, _mm_alignr_epi8(w[(i - 1) & 3], w[(i - 2) & 3], 4));
         w[i & 3] = _mm_sha256msg2_epu32(x, w[(i - 1) & 3]);
       }
-      __m128i msg = _mm_add_epi32(
-          w[i & 3], _mm_loadu_si128(reinterpret_cast<const __m128i*>(&kRoundConstants[4 * i])));
+      __m128i msg =
+          _mm_add_epi32(w[i & 3], _mm_loadu_si128(reinterpret_cast<const __m128i*>(&kRoundConstants[4 * i])));
       state1 = _mm_sha256rnds2_epu32(state1, state0, msg);
       msg = _mm_shuffle_epi32(msg, 0x0E);
       state0 = _mm_sha256rnds2_epu32(state0, state1, msg);
@@ -87,9 +87,9 @@ bool Sha256::HardwareAccelerated() {
 }
 
 Sha256::Sha256(Engine engine)
-    : hardware_(engine == Engine::kAuto && HardwareAccelerated()),
-      state_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {
-}
+    : hardware_(engine == Engine::kAuto && HardwareAccelerated()), state_{0x6a09e667, 0xbb67ae85, 0x3c6ef372,
+                                                                          0xa54ff53a, 0x510e527f, 0x9b05688c,
+                                                                          0x1f83d9ab, 0x5be0cd19} {}
 
 void Sha256::Compress(const uint8_t* data, size_t blocks) {
 #ifdef WRP_SHA256_X86

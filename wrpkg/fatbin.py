@@ -82,7 +82,9 @@ def parse_fatbin(data: bytes | memoryview, what: str = "<fatbin>") -> list[Fatbi
             if kind not in (KIND_PTX, KIND_ELF):
                 raise _bad(what, entry, f"unknown entry kind {kind}")
             if entry_header < _ENTRY.size or entry + entry_header + payload > end:
-                raise _bad(what, entry, f"entry (header {entry_header}, payload {payload}) overruns its container")
+                raise _bad(
+                    what, entry, f"entry (header {entry_header}, payload {payload}) overruns its container"
+                )
             if name_length and name_offset + name_length > entry_header:
                 raise _bad(what, entry, "entry name lies outside its header")
             raw_name = bytes(view[entry + name_offset : entry + name_offset + name_length]).rstrip(b"\0")

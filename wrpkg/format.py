@@ -617,9 +617,7 @@ class _Cursor:
         return n
 
 
-def read_wrp(
-    path_or_bytes, *, path: str | os.PathLike | None = None, operations: bool = True
-) -> WrpFile:
+def read_wrp(path_or_bytes, *, path: str | os.PathLike | None = None, operations: bool = True) -> WrpFile:
     """Parse and validate a .wrp file (a path, or its bytes with `path` naming it in errors).
 
     `operations=False` leaves the OPERATIONS section unparsed (`operations` is then empty

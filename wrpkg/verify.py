@@ -204,8 +204,9 @@ def read_verified(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) 
     try:
         data = full.read_bytes()
     except OSError as exc:
-        raise VerifyError(f"{full}: listed in {MANIFEST_NAME} but cannot be read ({exc.strerror})",
-                          fix=_fix(manifest)) from exc
+        raise VerifyError(
+            f"{full}: listed in {MANIFEST_NAME} but cannot be read ({exc.strerror})", fix=_fix(manifest)
+        ) from exc
     if len(data) != entry.size:
         raise VerifyError(f"{full}: {len(data)} bytes, {MANIFEST_NAME} says {entry.size}", fix=_fix(manifest))
     digest = hashlib.sha256(data).hexdigest()

@@ -34,7 +34,9 @@ ADDED_ARCH = "sm_103"  # not among the defaults
 
 def bazel(*args: str) -> float:
     t0 = time.perf_counter()
-    subprocess.run(["bazel", *args], cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        ["bazel", *args], cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     return time.perf_counter() - t0
 
 
@@ -59,7 +61,9 @@ def actions(profile: Path) -> list[dict]:
     out = []
     for e in events:
         if e.get("ph") == "X" and e.get("cat") == "action processing":
-            out.append({"name": str(e.get("name", "")), "start_s": e["ts"] / 1e6, "dur_s": e.get("dur", 0) / 1e6})
+            out.append(
+                {"name": str(e.get("name", "")), "start_s": e["ts"] / 1e6, "dur_s": e.get("dur", 0) / 1e6}
+            )
     return out
 
 

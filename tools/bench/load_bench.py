@@ -84,7 +84,9 @@ def run_once(how: str, path: Path, start_bench: Path | None) -> dict:
         if how.startswith("cpp"):
             if start_bench is None:
                 raise SystemExit("load_bench: a cpp case needs --start-bench")
-            cmd = [str(start_bench), "--bundle", str(copy)] + (["--no-device-view"] if how == "cpp-noview" else [])
+            cmd = [str(start_bench), "--bundle", str(copy)] + (
+                ["--no-device-view"] if how == "cpp-noview" else []
+            )
         else:
             cmd = [sys.executable, "-c", _CHILD, how, str(copy)]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)

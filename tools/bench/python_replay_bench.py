@@ -44,8 +44,17 @@ def main() -> int:
     sps = args.steps / (time.perf_counter() - t0)
     host_us = statistics.median(per_round)
     print(f"Python wp.capture_launch : {sps:10.1f} replays/s, host {host_us:.3f} us/launch")
-    print(json.dumps({"rounds": args.rounds, "batch": batch, "steps": args.steps, "host_us": host_us,
-                      "replays_per_s": sps}))
+    print(
+        json.dumps(
+            {
+                "rounds": args.rounds,
+                "batch": batch,
+                "steps": args.steps,
+                "host_us": host_us,
+                "replays_per_s": sps,
+            }
+        )
+    )
     return 0
 
 

@@ -106,12 +106,14 @@ int main(int argc, char** argv) {
     const double bare_host_us = Median(bare_round_us);
     const double wrp_sps = steps / Seconds(t4, t5);
     const double bare_sps = steps / Seconds(t5, t6);
-    std::printf("bundle %s (%s)\n", bundle.manifest().label.c_str(), bundle.content_hash().substr(0, 16).c_str());
+    std::printf("bundle %s (%s)\n", bundle.manifest().label.c_str(),
+                bundle.content_hash().substr(0, 16).c_str());
     std::printf("C++ wrp::Graph::Launch   : %10.1f replays/s, host %.3f us/launch\n", wrp_sps, wrp_host_us);
     std::printf("bare cuGraphLaunch       : %10.1f replays/s, host %.3f us/launch\n", bare_sps, bare_host_us);
     std::printf(
         "{\"label\": \"%s\", \"rounds\": %d, \"batch\": %d, \"steps\": %d, \"wrp_host_us\": %.4f, "
-        "\"bare_host_us\": %.4f, \"wrp_host_us_p10\": %.4f, \"wrp_host_us_p90\": %.4f, \"bare_host_us_p10\": %.4f, "
+        "\"bare_host_us\": %.4f, \"wrp_host_us_p10\": %.4f, \"wrp_host_us_p90\": %.4f, \"bare_host_us_p10\": "
+        "%.4f, "
         "\"bare_host_us_p90\": %.4f, \"host_ratio\": %.4f, \"wrp_replays_per_s\": %.2f, "
         "\"bare_replays_per_s\": %.2f}\n",
         bundle.manifest().label.c_str(), rounds, batch, steps, wrp_host_us, bare_host_us,

@@ -94,18 +94,34 @@ def plot_replay(replays, path: Path) -> None:
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     width = 0.25
     for i, (key, label) in enumerate(
-        [("bare_host_us", "bare cuGraphLaunch"), ("wrp_host_us", "C++ wrp::Graph::Launch"), ("py_host_us", "Python")]
+        [
+            ("bare_host_us", "bare cuGraphLaunch"),
+            ("wrp_host_us", "C++ wrp::Graph::Launch"),
+            ("py_host_us", "Python"),
+        ]
     ):
-        ax1.bar([m + i * width for m in range(len(models))], [replays[m].get(key) or 0 for m in models], width,
-                label=label)
+        ax1.bar(
+            [m + i * width for m in range(len(models))],
+            [replays[m].get(key) or 0 for m in models],
+            width,
+            label=label,
+        )
     ax1.set_xticks([m + width for m in range(len(models))], models)
     ax1.set_ylabel("host time per launch, us (median of rounds)")
     ax1.legend(fontsize=8)
     for i, (key, label) in enumerate(
-        [("bare_replays_per_s", "bare cuGraphLaunch"), ("wrp_replays_per_s", "C++"), ("py_replays_per_s", "Python")]
+        [
+            ("bare_replays_per_s", "bare cuGraphLaunch"),
+            ("wrp_replays_per_s", "C++"),
+            ("py_replays_per_s", "Python"),
+        ]
     ):
-        ax2.bar([m + i * width for m in range(len(models))], [replays[m].get(key) or 0 for m in models], width,
-                label=label)
+        ax2.bar(
+            [m + i * width for m in range(len(models))],
+            [replays[m].get(key) or 0 for m in models],
+            width,
+            label=label,
+        )
     ax2.set_xticks([m + width for m in range(len(models))], models)
     ax2.set_ylabel("replays per second (log)")
     ax2.set_yscale("log")
@@ -155,27 +171,43 @@ def main() -> int:
         cpp = load_json(results / f"replay_cpp_{model}.json") or {}
         py = load_json(results / f"replay_python_{model}.json") or {}
         if cpp or py:
-            replays[model] = {**cpp, "py_host_us": py.get("host_us"), "py_replays_per_s": py.get("replays_per_s")}
+            replays[model] = {
+                **cpp,
+                "py_host_us": py.get("host_us"),
+                "py_replays_per_s": py.get("replays_per_s"),
+            }
 
     rows = []
     models = sorted({c["model"] for c in (load or {}).get("cases", [])}, key=lambda m: m != "sim")
     for model in models:
         native = case(load, model, "native", "stock")
-        for how, what in (("wrpkg", "wrpkg.load (verify + per-device view)"), ("stock", "stock wp.capture_load"),
-                          ("cpp", "C++ wrp::Graph::Load (per-device view)")):
+        for how, what in (
+            ("wrpkg", "wrpkg.load (verify + per-device view)"),
+            ("stock", "stock wp.capture_load"),
+            ("cpp", "C++ wrp::Graph::Load (per-device view)"),
+        ):
             c = case(load, model, "sass", how)
             if c is None or native is None:
                 continue
             load_key = "load_ms"
-            r_load = (c["median"].get("open_verify_ms", 0.0) + c["median"][load_key]) / native["median"][load_key]
+            r_load = (c["median"].get("open_verify_ms", 0.0) + c["median"][load_key]) / native["median"][
+                load_key
+            ]
             r_total = ratio(c, native, "to_first_replay_ms")
             target = 1.1 if how != "stock" else None
             rows.append((f"{model}: bundle SASS {what} / Warp single-arch, load", r_load, target))
-            rows.append((f"{model}: bundle SASS {what} / Warp single-arch, load + first replay", r_total, target))
+            rows.append(
+                (f"{model}: bundle SASS {what} / Warp single-arch, load + first replay", r_total, target)
+            )
         cpp, py = case(load, model, "sass", "cpp"), case(load, model, "sass", "stock")
         if cpp and py:
-            rows.append((f"{model}: C++ to first replay / Python wp.capture_load + first launch (same bundle)",
-                         ratio(cpp, py, "to_first_replay_ms"), 1.1))
+            rows.append(
+                (
+                    f"{model}: C++ to first replay / Python wp.capture_load + first launch (same bundle)",
+                    ratio(cpp, py, "to_first_replay_ms"),
+                    1.1,
+                )
+            )
     for model, r in sorted(replays.items()):
         if "host_ratio" in r:
             rows.append((f"{model}: C++ host time per launch / bare cuGraphLaunch", r["host_ratio"], 1.1))
@@ -199,19 +231,33 @@ def main() -> int:
             f"{verdict(value, target) if target else ''} |"
         )
     if verify:
-        lines += ["", "## C++ verification (SHA-256 of every bundle file, `-c opt`)", "",
-                  f"SHA-256: {verify['sha256_auto_MBps']:.0f} MB/s with the CPU's SHA extensions "
-                  f"({'used' if verify['sha256_hardware'] else 'absent: portable code'}), "
-                  f"{verify['sha256_portable_MBps']:.0f} MB/s portable.", "",
-                  "| bundle | bytes | open + verify | MB/s | target |", "|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## C++ verification (SHA-256 of every bundle file, `-c opt`)",
+            "",
+            f"SHA-256: {verify['sha256_auto_MBps']:.0f} MB/s with the CPU's SHA extensions "
+            f"({'used' if verify['sha256_hardware'] else 'absent: portable code'}), "
+            f"{verify['sha256_portable_MBps']:.0f} MB/s portable.",
+            "",
+            "| bundle | bytes | open + verify | MB/s | target |",
+            "|---|---|---|---|---|",
+        ]
         for b in verify["bundles"]:
-            lines.append(f"| {Path(b['bundle']).name} | {b['bytes']:,} | {b['open_verify_ms']:.2f} ms | "
-                         f"{b['MBps']:.0f} | >= 1000 MB/s: {verdict(b['MBps'], 1000, True)} |")
+            lines.append(
+                f"| {Path(b['bundle']).name} | {b['bytes']:,} | {b['open_verify_ms']:.2f} ms | "
+                f"{b['MBps']:.0f} | >= 1000 MB/s: {verdict(b['MBps'], 1000, True)} |"
+            )
     if load:
-        lines += ["", "## Cold loads (medians of fresh processes, ms)", "",
-                  "Context creation and Warp init are timed apart and left out of every ratio.", "",
-                  "| model | road | how | Warp init | context | open + verify | load | first replay | "
-                  "to first replay | taken |", "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Cold loads (medians of fresh processes, ms)",
+            "",
+            "Context creation and Warp init are timed apart and left out of every ratio.",
+            "",
+            "| model | road | how | Warp init | context | open + verify | load | first replay | "
+            "to first replay | taken |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for c in load["cases"]:
             m = c["median"]
             lines.append(
@@ -221,9 +267,15 @@ def main() -> int:
             )
     if replays:
         plot_replay(replays, docs / "replay.png")
-        lines += ["", "## Replay", "", "![replay](replay.png)", "",
-                  "| model | bare cuGraphLaunch us | C++ us | Python us | C++/bare | replays/s bare, C++, Python |",
-                  "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Replay",
+            "",
+            "![replay](replay.png)",
+            "",
+            "| model | bare cuGraphLaunch us | C++ us | Python us | C++/bare | replays/s bare, C++, Python |",
+            "|---|---|---|---|---|---|",
+        ]
         for model, r in sorted(replays.items()):
             lines.append(
                 f"| {model} | {fmt(r.get('bare_host_us'), '', 3)} | {fmt(r.get('wrp_host_us'), '', 3)} | "
@@ -233,15 +285,20 @@ def main() -> int:
             )
     if build:
         plot_build(build, docs / "build.png")
-        lines += ["", f"## Build side ({build['target']}, {build['cores']} cores, `tools/bench/build_bench.py`)", "",
-                  "![build](build.png)", "",
-                  f"- cold build (every action of the target re-run, Bazel server and venvs warm): "
-                  f"{build['cold_build_s']} s wall, {build['cold_actions']} actions, {build['cold_action_sum_s']} s "
-                  "of action time",
-                  f"- compile parallelism: {build['compile_peak_in_flight']} compile actions in flight at once, "
-                  f"speed-up {build['compile_speedup']}x over running them one by one",
-                  f"- adding {build['added_arch']}: {build['add_one_sm_build_s']} s, ran: "
-                  + "; ".join(build["add_one_sm_actions"])]
+        lines += [
+            "",
+            f"## Build side ({build['target']}, {build['cores']} cores, `tools/bench/build_bench.py`)",
+            "",
+            "![build](build.png)",
+            "",
+            f"- cold build (every action of the target re-run, Bazel server and venvs warm): "
+            f"{build['cold_build_s']} s wall, {build['cold_actions']} actions, {build['cold_action_sum_s']} s "
+            "of action time",
+            f"- compile parallelism: {build['compile_peak_in_flight']} compile actions in flight at once, "
+            f"speed-up {build['compile_speedup']}x over running them one by one",
+            f"- adding {build['added_arch']}: {build['add_one_sm_build_s']} s, ran: "
+            + "; ".join(build["add_one_sm_actions"]),
+        ]
     if load:
         plot_loads(load, models, docs / "load_roads.png")
     (docs / "REPORT.md").write_text("\n".join(lines) + "\n")

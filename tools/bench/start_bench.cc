@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
     }
   }
   if (dir.empty()) {
-    std::fprintf(stderr, "usage: start_bench --bundle DIR [--device cuda:0|cpu] [--no-device-view] [--directory]\n");
+    std::fprintf(stderr,
+                 "usage: start_bench --bundle DIR [--device cuda:0|cpu] [--no-device-view] [--directory]\n");
     return 2;
   }
   try {

@@ -14,7 +14,9 @@
 
 namespace {
 
-double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -48,10 +50,11 @@ int main(int argc, char** argv) {
   }
   std::vector<uint8_t> data(8 << 20);
   for (size_t i = 0; i < data.size(); ++i) data[i] = uint8_t(i * 2654435761u >> 24);
-  std::printf("{\"sha256_hardware\": %s, \"sha256_auto_MBps\": %.1f, \"sha256_portable_MBps\": %.1f, \"bundles\": [",
-              wrp::Sha256::HardwareAccelerated() ? "true" : "false",
-              HashMegabytesPerSecond(wrp::Sha256::Engine::kAuto, data, rounds),
-              HashMegabytesPerSecond(wrp::Sha256::Engine::kPortable, data, rounds));
+  std::printf(
+      "{\"sha256_hardware\": %s, \"sha256_auto_MBps\": %.1f, \"sha256_portable_MBps\": %.1f, \"bundles\": [",
+      wrp::Sha256::HardwareAccelerated() ? "true" : "false",
+      HashMegabytesPerSecond(wrp::Sha256::Engine::kAuto, data, rounds),
+      HashMegabytesPerSecond(wrp::Sha256::Engine::kPortable, data, rounds));
   for (size_t b = 0; b < bundles.size(); ++b) {
     try {
       std::vector<double> seconds;
