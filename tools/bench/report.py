@@ -165,6 +165,7 @@ def main() -> int:
     machine = load_json(results / "machine.json") or {}
     load = load_json(results / "load.json")
     verify = load_json(results / "verify.json")
+    verify_dev = load_json(results / "verify_build_machine.json")
     build = load_json(results / "build.json")
     replays = {}
     for model in ("sim", "cloth"):
@@ -270,22 +271,24 @@ def main() -> int:
             "|---|---|---|---|",
             *gaps,
         ]
-    if verify:
+    for title, data in (("the GPU machine", verify), ("the build machine (2 shared cores)", verify_dev)):
+        if not data:
+            continue
         lines += [
             "",
-            "## C++ verification (SHA-256 of every bundle file, `-c opt`)",
+            f"## C++ verification on {title} (SHA-256 of every bundle file, `-c opt`)",
             "",
-            f"SHA-256: {verify['sha256_auto_MBps']:.0f} MB/s with the CPU's SHA extensions "
-            f"({'used' if verify['sha256_hardware'] else 'absent: portable code'}), "
-            f"{verify['sha256_portable_MBps']:.0f} MB/s portable.",
+            f"SHA-256 {'with the CPU SHA extensions' if data['sha256_hardware'] else 'portable (no SHA extensions)'}: "
+            f"{data['sha256_auto_MBps']:.0f} MB/s median, {data.get('sha256_auto_best_MBps', 0):.0f} MB/s best; "
+            f"portable code {data['sha256_portable_MBps']:.0f} MB/s.",
             "",
-            "| bundle | bytes | open + verify | MB/s | target |",
+            "| bundle | bytes | open + verify (median) | MB/s median / best | target >= 1000 MB/s |",
             "|---|---|---|---|---|",
         ]
-        for b in verify["bundles"]:
+        for b in data["bundles"]:
             lines.append(
                 f"| {Path(b['bundle']).name} | {b['bytes']:,} | {b['open_verify_ms']:.2f} ms | "
-                f"{b['MBps']:.0f} | >= 1000 MB/s: {verdict(b['MBps'], 1000, True)} |"
+                f"{b['MBps']:.0f} / {b.get('best_MBps', 0):.0f} | {verdict(b['MBps'], 1000, True)} |"
             )
     if load:
         lines += [

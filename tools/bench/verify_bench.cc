@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/bundle.h"
@@ -23,7 +24,11 @@ double Median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
-double HashMegabytesPerSecond(wrp::Sha256::Engine engine, const std::vector<uint8_t>& data, int rounds) {
+double Best(const std::vector<double>& values) { return *std::min_element(values.begin(), values.end()); }
+
+// Median and best (a busy machine's noise only ever adds time) of `rounds` hashes, in MB/s.
+std::pair<double, double> HashMegabytesPerSecond(wrp::Sha256::Engine engine, const std::vector<uint8_t>& data,
+                                                 int rounds) {
   std::vector<double> seconds;
   for (int r = 0; r < rounds; ++r) {
     double t0 = Now();
@@ -33,7 +38,7 @@ double HashMegabytesPerSecond(wrp::Sha256::Engine engine, const std::vector<uint
     (void)sink;
     seconds.push_back(Now() - t0);
   }
-  return data.size() / Median(seconds) / 1e6;
+  return {data.size() / Median(seconds) / 1e6, data.size() / Best(seconds) / 1e6};
 }
 
 }  // namespace
@@ -66,9 +71,12 @@ int main(int argc, char** argv) {
         bytes = 0;
         for (const wrp::FileRecord& f : bundle.manifest().files) bytes += f.size;
       }
-      double median = Median(seconds);
-      std::printf("%s{\"bundle\": \"%s\", \"bytes\": %zu, \"open_verify_ms\": %.3f, \"MBps\": %.1f}",
-                  b ? ", " : "", bundles[b].c_str(), bytes, median * 1e3, bytes / median / 1e6);
+      const double median = Median(seconds), best = Best(seconds);
+      std::printf(
+          "%s{\"bundle\": \"%s\", \"bytes\": %zu, \"open_verify_ms\": %.3f, \"MBps\": %.1f, "
+          "\"best_open_verify_ms\": %.3f, \"best_MBps\": %.1f}",
+          b ? ", " : "", bundles[b].c_str(), bytes, median * 1e3, bytes / median / 1e6, best * 1e3,
+          bytes / best / 1e6);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "verify_bench: %s\n", e.what());
       return 2;

@@ -10,12 +10,13 @@ if [ -d models/recorded/cloth_cuda_sm90 ]; then
   bundles+=(//models:cloth_recorded_wrp //models:cloth_ptx_only_wrp)
 fi
 bazel build "${bundles[@]}"
-bazel build -c opt //tools/bench:start_bench //tools/bench:replay_bench //tools/bench:verify_bench //runtime:replay
 rm -rf .gpubench && mkdir .gpubench
 for t in "${bundles[@]}"; do
   p=${t#//}; p=${p/://}
   cp -rL "bazel-bin/$p" "bazel-bin/$p.sha256" .gpubench/
 done
+# After the bundles are copied: bazel-bin then points at the -c opt output tree.
+bazel build -c opt //tools/bench:start_bench //tools/bench:replay_bench //tools/bench:verify_bench //runtime:replay
 cp -L bazel-bin/tools/bench/start_bench bazel-bin/tools/bench/replay_bench bazel-bin/tools/bench/verify_bench \
   bazel-bin/runtime/replay .gpubench/
 chmod -R u+w .gpubench
