@@ -105,6 +105,8 @@ def main() -> int:
     result = {
         "target": args.target,
         "cores": os.cpu_count(),
+        # Other builds on the machine stretch every number: the 1-minute load average at the end.
+        "load_average": round(os.getloadavg()[0], 1),
         "archs": DEFAULT_ARCHS.split(","),
         "cold_build_s": round(cold_wall, 2),
         "cold_actions": len(cold),

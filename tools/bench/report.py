@@ -213,19 +213,28 @@ def main() -> int:
         if "host_ratio" in r:
             rows.append((f"{model}: C++ host time per launch / bare cuGraphLaunch", r["host_ratio"], 1.1))
 
-    lines = [
-        "# Benchmark report",
-        "",
-        f"Machine: {machine.get('gpu', '?')}; CPU {machine.get('cpu', '?')} ({machine.get('cores', '?')} cores); "
-        f"Warp {machine.get('warp', '?')}, Python {machine.get('python', '?')}. "
-        "Everything in one table was measured side by side in the same run (`tools/gpu/bench_all.sh`); "
-        "C++ built with `-c opt`. Raw numbers: [results/](results/).",
-        "",
-        "![load per road](load_roads.png)",
-        "",
-        "| ratio | measured | target | |",
-        "|---|---|---|---|",
-    ]
+    if load:
+        lines = [
+            "# Benchmark report",
+            "",
+            f"Machine: {machine.get('gpu', '?')}; CPU {machine.get('cpu', '?')} ({machine.get('cores', '?')} cores); "
+            f"Warp {machine.get('warp', '?')}, Python {machine.get('python', '?')}. "
+            "Everything in one table was measured side by side in the same run (`tools/gpu/bench_all.sh`); "
+            "C++ built with `-c opt`. Raw numbers: [results/](results/).",
+            "",
+            "![load per road](load_roads.png)",
+            "",
+            "| ratio | measured | target | |",
+            "|---|---|---|---|",
+        ]
+    else:
+        lines = [
+            "# Benchmark report",
+            "",
+            "No GPU results yet: the sections below were measured on the build machine. Run "
+            "`tools/gpu/bench_all.sh` on a GPU machine and `tools/bench/report.sh` on its output "
+            "(README, Benchmarks). Raw numbers: [results/](results/).",
+        ]
     for what, value, target in rows:
         lines.append(
             f"| {what} | {fmt(value, 'x')} | {'<= ' + str(target) + 'x' if target else 'report'} | "
@@ -330,7 +339,9 @@ def main() -> int:
         plot_build(build, docs / "build.png")
         lines += [
             "",
-            f"## Build side ({build['target']}, {build['cores']} cores, `tools/bench/build_bench.py`)",
+            f"## Build side ({build['target']}, {build['cores']} cores"
+            + (f", load average {build['load_average']}" if "load_average" in build else "")
+            + ", `tools/bench/build_bench.py`)",
             "",
             "![build](build.png)",
             "",
