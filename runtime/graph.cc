@@ -5,11 +5,13 @@
 #include <atomic>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "apic.h"  // Warp: wp_apic_*
 #include "runtime/arch.h"
 #include "runtime/crash_report.h"
+#include "runtime/device_view.h"
 #include "runtime/error.h"
 #include "runtime/private_cache.h"
 #include "runtime/warp_library.h"
@@ -64,6 +66,15 @@ class CudaStream {
   void* context_;
   void* stream_;
 };
+
+APICGraph* LoadDeviceView(void* cuda_context, const DeviceView& view) {
+  std::vector<APICModuleBytes> modules;
+  for (size_t i = 0; i < view.images.size(); ++i) {
+    modules.push_back(APICModuleBytes{view.filenames[i].c_str(), view.images[i].data, view.images[i].size});
+  }
+  return wp_apic_load_graph_from_bytes(cuda_context, view.wrp.data(), view.wrp.size(), modules.data(),
+                                       static_cast<uint32_t>(modules.size()), APIC_DEVICE_CUDA);
+}
 
 // Each load gets its own JIT object names: two graphs from one bundle must not share (and unload) code.
 std::atomic<unsigned> g_load_counter{0};
@@ -200,7 +211,14 @@ Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions&
       throw Error("cannot get the CUDA context of " + device.ToString() + ": " + WarpErrorString());
     }
     APICGraph* graph = nullptr;
-    if (!wrp_path.empty()) {
+    std::optional<DeviceView> view;
+    if (options.device_view && !from_directory && !compiles_source) {
+      view = MakeDeviceView(bundle, decision);
+    }
+    if (view) {
+      impl->load_source = "device view";
+      graph = LoadDeviceView(impl->cuda_context, *view);
+    } else if (!wrp_path.empty()) {
       graph = wp_apic_load_graph_ex(impl->cuda_context, wrp_path.c_str(), device_type,
                                     compiles_source ? include_dir.c_str() : nullptr);
     } else {

@@ -40,6 +40,10 @@ struct LoadOptions {
   // Warp's native header directory, for compiling retained CUDA source when no SASS or PTX fits. Empty:
   // <dir of warp.so>/../native when it exists, else source fallback is off.
   std::string warp_include_dir;
+  // CUDA, kAuto or kMemory, SASS for every module (no source compile): hand Warp each module's own cubin from the verified fatbin
+  // instead of the whole fatbin (see device_view.h); load_source() then says "device view". Off: Warp gets
+  // the bundle as it is.
+  bool device_view = true;
 };
 
 class Graph {
@@ -75,7 +79,7 @@ class Graph {
   void* cuda_graph_exec() const;
   // Non-empty when the CUDA load had to JIT PTX or compile source (see ArchDecision::message).
   const std::string& load_note() const;
-  // How it was loaded: "memory", "directory" or "private cache <dir>".
+  // How it was loaded: "memory", "directory", "device view" or "private cache <dir>".
   const std::string& load_source() const;
 
  private:

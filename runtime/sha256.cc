@@ -2,6 +2,12 @@
 
 #include <cstring>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define WRP_SHA256_X86 1
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
 namespace wrp {
 namespace {
 
@@ -17,13 +23,85 @@ constexpr uint32_t kRoundConstants[64] = {
 
 inline uint32_t RotateRight(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
-}  // namespace
-
-Sha256::Sha256()
-    : state_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {
+#ifdef WRP_SHA256_X86
+bool CpuHasShaExtensions() {
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  const bool ssse3 = ecx & (1u << 9), sse41 = ecx & (1u << 19);
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  const bool sha = ebx & (1u << 29);
+  return ssse3 && sse41 && sha;
 }
 
-void Sha256::Compress(const uint8_t* block) {
+// The SHA-NI form of the compression function (Intel's SHA extensions): about ten times the portable
+// code's speed, which is what lets verification run at memory speed on a multi-megabyte bundle. State is
+// kept as the ABEF/CDGH register pair the instructions use; the message schedule comes from sha256msg1/2.
+__attribute__((target("sha,sse4.1,ssse3"))) void CompressShaNi(uint32_t state[8], const uint8_t* data,
+                                                               size_t blocks) {
+  const __m128i byte_swap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+  __m128i tmp = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&state[0]));
+  __m128i state1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&state[4]));
+  tmp = _mm_shuffle_epi32(tmp, 0xB1);                // CDAB
+  state1 = _mm_shuffle_epi32(state1, 0x1B);          // EFGH
+  __m128i state0 = _mm_alignr_epi8(tmp, state1, 8);  // ABEF
+  state1 = _mm_blend_epi16(state1, tmp, 0xF0);       // CDGH
+  for (; blocks > 0; --blocks, data += 64) {
+    const __m128i abef = state0, cdgh = state1;
+    __m128i w[4];
+    for (int i = 0; i < 16; ++i) {
+      if (i < 4) {
+        w[i] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 16 * i)), byte_swap);
+      } else {
+        // W[t] = s1(W[t-2]) + W[t-7] + s0(W[t-15]) + W[t-16], four words at a time.
+        __m128i x = _mm_sha256msg1_epu32(w[(i - 4) & 3], w[(i - 3) & 3]);
+        x = _mm_add_epi32(x, _mm_alignr_epi8(w[(i - 1) & 3], w[(i - 2) & 3], 4));
+        w[i & 3] = _mm_sha256msg2_epu32(x, w[(i - 1) & 3]);
+      }
+      __m128i msg =
+          _mm_add_epi32(w[i & 3], _mm_loadu_si128(reinterpret_cast<const __m128i*>(&kRoundConstants[4 * i])));
+      state1 = _mm_sha256rnds2_epu32(state1, state0, msg);
+      msg = _mm_shuffle_epi32(msg, 0x0E);
+      state0 = _mm_sha256rnds2_epu32(state0, state1, msg);
+    }
+    state0 = _mm_add_epi32(state0, abef);
+    state1 = _mm_add_epi32(state1, cdgh);
+  }
+  tmp = _mm_shuffle_epi32(state0, 0x1B);        // FEBA
+  state1 = _mm_shuffle_epi32(state1, 0xB1);     // DCHG
+  state0 = _mm_blend_epi16(tmp, state1, 0xF0);  // DCBA
+  state1 = _mm_alignr_epi8(state1, tmp, 8);     // HGFE
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(&state[0]), state0);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(&state[4]), state1);
+}
+#endif
+
+}  // namespace
+
+bool Sha256::HardwareAccelerated() {
+#ifdef WRP_SHA256_X86
+  static const bool has = CpuHasShaExtensions();
+  return has;
+#else
+  return false;
+#endif
+}
+
+Sha256::Sha256(Engine engine)
+    : hardware_(engine == Engine::kAuto && HardwareAccelerated()), state_{0x6a09e667, 0xbb67ae85, 0x3c6ef372,
+                                                                          0xa54ff53a, 0x510e527f, 0x9b05688c,
+                                                                          0x1f83d9ab, 0x5be0cd19} {}
+
+void Sha256::Compress(const uint8_t* data, size_t blocks) {
+#ifdef WRP_SHA256_X86
+  if (hardware_) {
+    CompressShaNi(state_, data, blocks);
+    return;
+  }
+#endif
+  for (; blocks > 0; --blocks, data += 64) CompressPortable(data);
+}
+
+void Sha256::CompressPortable(const uint8_t* block) {
   uint32_t w[64];
   for (int i = 0; i < 16; ++i) {
     w[i] = (uint32_t(block[4 * i]) << 24) | (uint32_t(block[4 * i + 1]) << 16) |
@@ -72,15 +150,15 @@ void Sha256::Update(const void* data, size_t size) {
     bytes += take;
     size -= take;
     if (buffer_size_ == 64) {
-      Compress(buffer_);
+      Compress(buffer_, 1);
       buffer_size_ = 0;
     }
   }
   // Whole blocks straight from the input: no copy for the megabytes of a module.
-  while (size >= 64) {
-    Compress(bytes);
-    bytes += 64;
-    size -= 64;
+  if (size >= 64) {
+    Compress(bytes, size / 64);
+    bytes += size / 64 * 64;
+    size %= 64;
   }
   if (size > 0) {
     std::memcpy(buffer_, bytes, size);

@@ -10,7 +10,11 @@ namespace wrp {
 
 class Sha256 {
  public:
-  Sha256();
+  enum class Engine {
+    kAuto,      // the SHA extensions when the CPU has them, else portable C++
+    kPortable,  // always portable C++ (tests compare the two)
+  };
+  explicit Sha256(Engine engine = Engine::kAuto);
   void Update(const void* data, size_t size);
   // Finishes the hash; the object must not be updated afterwards.
   std::array<uint8_t, 32> Final();
@@ -20,10 +24,15 @@ class Sha256 {
   // Lowercase hex, the form the manifest and the .wrp metadata use.
   static std::string HexDigest(const void* data, size_t size);
   static std::string ToHex(const std::array<uint8_t, 32>& digest);
+  // Whether kAuto uses the CPU's SHA instructions (x86-64 SHA-NI) on this machine.
+  static bool HardwareAccelerated();
 
  private:
-  void Compress(const uint8_t* block);
+  // Hashes `blocks` whole 64-byte blocks.
+  void Compress(const uint8_t* data, size_t blocks);
+  void CompressPortable(const uint8_t* block);
 
+  bool hardware_;
   uint32_t state_[8];
   uint8_t buffer_[64];
   size_t buffer_size_ = 0;

@@ -617,8 +617,13 @@ class _Cursor:
         return n
 
 
-def read_wrp(path_or_bytes, *, path: str | os.PathLike | None = None) -> WrpFile:
-    """Parse and validate a .wrp file (a path, or its bytes with `path` naming it in errors)."""
+def read_wrp(path_or_bytes, *, path: str | os.PathLike | None = None, operations: bool = True) -> WrpFile:
+    """Parse and validate a .wrp file (a path, or its bytes with `path` naming it in errors).
+
+    `operations=False` leaves the OPERATIONS section unparsed (`operations` is then empty
+    and cross-references are not checked): a load-time check of a bundle that was fully
+    validated when it was built needs only the header, metadata and memory, and parsing
+    thousands of launches in Python costs far more than Warp's whole load."""
     if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
         data = bytes(path_or_bytes)
         name = str(path) if path is not None else None
@@ -628,10 +633,10 @@ def read_wrp(path_or_bytes, *, path: str | os.PathLike | None = None) -> WrpFile
             data = Path(path_or_bytes).read_bytes()
         except OSError as err:
             raise WrpFormatError(name, "file", 0, f"cannot read the file: {err.strerror}") from err
-    return _parse(memoryview(data), name)
+    return _parse(memoryview(data), name, operations)
 
 
-def _parse(data: memoryview, path: str | None) -> WrpFile:
+def _parse(data: memoryview, path: str | None, with_operations: bool = True) -> WrpFile:
     size = len(data)
     cur = _Cursor(data, 0, size, path, "header")
     if size < HEADER_SIZE:
@@ -716,7 +721,7 @@ def _parse(data: memoryview, path: str | None) -> WrpFile:
     if ops_entry.size < 4:
         raise ops_cur.fail("operations section is shorter than its 4-byte op count")
     op_count = ops_cur.u32("operation count")
-    operations = _parse_stream(ops_cur, ops_cur.end, op_count, 0)
+    operations = _parse_stream(ops_cur, ops_cur.end, op_count, 0) if with_operations else []
 
     meta_entry = found[SectionType.METADATA]
     metadata = _parse_metadata(
@@ -736,7 +741,8 @@ def _parse(data: memoryview, path: str | None) -> WrpFile:
         sections=entries,
         path=path,
     )
-    _check_references(wrp, meta_entry.offset)
+    if with_operations:
+        _check_references(wrp, meta_entry.offset)
     return wrp
 
 

@@ -6,18 +6,33 @@
 Use this in place of a bare `wp.capture_load`: it checks every file against the manifest
 (so a tampered or truncated file is named, instead of failing deep inside Warp), and on CUDA
 it compares the device's SM with what the bundle holds before Warp tries to load it.
+
+When every module has SASS for the device, it hands Warp a per-device view (`device_view`):
+each module's own cubin instead of the multi-arch fatbin, so Warp's per-load SHA-256 of the
+module file covers one image, not every SM's, and only what Warp is given is read and
+verified. Otherwise (PTX JIT, source fallback) every file is verified and Warp loads the
+bundle directory itself, as `wp.capture_load` would.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from wrpkg.archs import split_arch
-from wrpkg.errors import ArchMismatchError
+from wrpkg.errors import ArchMismatchError, VerifyError
+from wrpkg.fatbin import sass_image
 from wrpkg.manifest import Manifest
-from wrpkg.verify import bundle_content_hash, verify_bundle
+from wrpkg.verify import (
+    bundle_content_hash,
+    read_manifest,
+    read_verified,
+    verify_against_wrp,
+    verify_files,
+)
 
 
 @dataclass
@@ -191,12 +206,89 @@ def check_device(
     return fit
 
 
-def load(bundle_dir: str | os.PathLike, device=None):
-    """Verifies the bundle, checks the device, and returns `(wp.capture_load(...), manifest)`."""
+@dataclass
+class DeviceView:
+    """What `wp.capture_load_from_bytes` is given: the .wrp with each module's binary digest
+    pointing at the device's image, and those images by their recorded filenames."""
+
+    wrp: bytearray
+    modules: dict[str, memoryview]  # views into the module binaries' bytes: Warp copies them
+
+
+def _patch_digest(wrp: bytearray, old: str, new: str) -> bool:
+    """Replaces the length-prefixed digest string `old` by `new` in place (same length, so no
+    offset in the file moves). False unless `old` occurs exactly once."""
+    needle = struct.pack("<I", len(old)) + old.encode("ascii")
+    at = wrp.find(needle)
+    if at < 0 or wrp.find(needle, at + 1) >= 0:
+        return False
+    wrp[at + 4 : at + len(needle)] = new.encode("ascii")
+    return True
+
+
+def device_view(
+    manifest: Manifest, fit: DeviceFit, wrp: bytes, fatbins: dict[str, bytes]
+) -> DeviceView | None:
+    """The per-device view of a CUDA bundle whose every module has SASS for the device
+    (`fit.how == "sass"`). `wrp`: the verified .wrp; `fatbins`: each module binary's bytes by
+    manifest path, not yet verified: the image taken out of each is checked against the
+    manifest's size and sha256 for that SM (VerifyError when it differs). None when some
+    module's image cannot be taken out on its own (no exact uncompressed entry, or its digest
+    is not where expected): then load the bundle as it is.
+
+    The view loads without source fallback (Warp's from-bytes loader has none), which is why
+    it is only made when native code fits every module."""
+    if fit.how != "sass" or len(fit.modules) != len(manifest.modules):
+        return None
+    digests = {entry.path: entry.sha256 for entry in manifest.files}
+    patched = bytearray(wrp)
+    modules = {}
+    for module, choice in zip(manifest.modules, fit.modules, strict=True):
+        image = sass_image(fatbins[module.binary], choice.arch, what=module.binary)
+        if image is None:
+            return None
+        (record,) = [s for s in module.sass if s.arch == choice.arch]
+        digest = hashlib.sha256(image).hexdigest()
+        if (len(image), digest) != (record.size, record.sha256):
+            raise VerifyError(
+                f"{module.binary}: its {choice.arch} image is {len(image)} bytes with sha256 {digest}; "
+                f"manifest.json says {record.size} bytes, {record.sha256}",
+                fix=f"rebuild {manifest.label} (bazel build {manifest.label}); do not edit bundle files",
+            )
+        if not _patch_digest(patched, digests[module.binary], digest):
+            return None
+        modules[module.binary.rsplit("/", 1)[-1]] = image
+    return DeviceView(patched, modules)
+
+
+def _read_view(bundle_dir: Path, manifest: Manifest, fit: DeviceFit) -> DeviceView | None:
+    """Reads and verifies what the per-device view hands Warp, and nothing else: the .wrp (its
+    sha256) and each module's image (its SM's sha256 in the manifest)."""
+    wrp = read_verified(bundle_dir, manifest, manifest.wrp)
+    verify_against_wrp(bundle_dir, manifest, wrp)
+    fatbins = {}
+    for module in manifest.modules:
+        try:
+            fatbins[module.binary] = (bundle_dir / module.binary).read_bytes()
+        except OSError as exc:
+            raise VerifyError(
+                f"{bundle_dir / module.binary}: listed in manifest.json but cannot be read ({exc.strerror})",
+                fix=f"rebuild {manifest.label} and copy the whole bundle directory",
+            ) from exc
+    return device_view(manifest, fit, wrp, fatbins)
+
+
+def load(bundle_dir: str | os.PathLike, device=None, *, per_device_view: bool = True):
+    """Checks the bundle and the device, and returns `(graph, manifest)`.
+
+    When every module has SASS for the device (and `per_device_view`), Warp gets the device
+    view (`device_view`) through `wp.capture_load_from_bytes`, and exactly the bytes it gets
+    are verified: the .wrp and each module's image. Otherwise every bundle file is verified
+    and `wp.capture_load` loads the directory (PTX JIT and source fallback need it)."""
     import warp as wp  # noqa: PLC0415 - keep `import wrpkg.load` cheap
 
     bundle_dir = Path(bundle_dir)
-    manifest = verify_bundle(bundle_dir)
+    manifest = read_manifest(bundle_dir)
     dev = wp.get_device(device)
     if (manifest.device == "cuda") != dev.is_cuda:
         raise ArchMismatchError(
@@ -205,7 +297,7 @@ def load(bundle_dir: str | os.PathLike, device=None):
             f"variant of {manifest.label}",
         )
     if dev.is_cuda:
-        check_device(
+        fit = check_device(
             manifest,
             bundle_content_hash(bundle_dir),
             str(dev),
@@ -213,5 +305,10 @@ def load(bundle_dir: str | os.PathLike, device=None):
             dev.arch,
             wp.get_cuda_driver_version(),
         )
+        view = _read_view(bundle_dir, manifest, fit) if per_device_view and fit.how == "sass" else None
+        if view is not None:
+            return wp.capture_load_from_bytes(view.wrp, view.modules, device=dev), manifest
+    verify_files(bundle_dir, manifest)
+    verify_against_wrp(bundle_dir, manifest)
     graph = wp.capture_load(str(bundle_dir / manifest.wrp), device=dev)
     return graph, manifest

@@ -10,6 +10,7 @@ that names the file and says which target to rebuild.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -74,12 +75,14 @@ def verify_files(bundle_dir: Path, manifest: Manifest) -> None:
             raise VerifyError(f"{path}: sha256 {digest}, {MANIFEST_NAME} says {entry.sha256}", fix=fix)
 
 
-def verify_against_wrp(bundle_dir: Path, manifest: Manifest) -> None:
-    """The manifest must describe the .wrp it ships: modules, digests, bindings, golden sizes."""
+def verify_against_wrp(bundle_dir: Path, manifest: Manifest, wrp_bytes: bytes | None = None) -> None:
+    """The manifest must describe the .wrp it ships: modules, digests, bindings, golden sizes.
+    Reads the header, metadata and memory only (the operations were validated by the bundler
+    and are covered by the manifest's digest); `wrp_bytes`: the .wrp's verified bytes."""
     fix = _fix(manifest)
     wrp_path = bundle_dir / manifest.wrp
     try:
-        wrp = wrpformat.read_wrp(wrp_path)
+        wrp = wrpformat.read_wrp(wrp_bytes if wrp_bytes else wrp_path, path=wrp_path, operations=False)
     except WrpFormatError as exc:
         raise VerifyError(f"{wrp_path}: {exc.message}", fix=fix) from exc
     files = {entry.path: entry for entry in manifest.files}
@@ -166,13 +169,11 @@ def read_hash_file(path: str | os.PathLike) -> str:
     return token
 
 
-def verify_bundle(bundle_dir: str | os.PathLike, expected_hash: str | None = None) -> Manifest:
-    """Runs every check; returns the parsed manifest.
-
-    The content hash is checked against `expected_hash`, or else against the `<dir>.sha256`
-    file next to the bundle directory when there is one (the layout the bundle action writes):
-    that is what catches an edited manifest of a CPU bundle, whose .wrp holds no digests.
-    """
+def read_manifest(bundle_dir: str | os.PathLike, expected_hash: str | None = None) -> Manifest:
+    """The bundle's manifest, checked against its content hash: `expected_hash`, or else the
+    `<dir>.sha256` file next to the bundle directory when there is one (the layout the bundle
+    action writes): that is what catches an edited manifest of a CPU bundle, whose .wrp holds
+    no digests. Without either, the manifest must at least be in canonical form."""
     bundle_dir = Path(bundle_dir)
     manifest_path = bundle_dir / MANIFEST_NAME
     if not bundle_dir.is_dir():
@@ -191,9 +192,34 @@ def verify_bundle(bundle_dir: str | os.PathLike, expected_hash: str | None = Non
             f"{manifest_path}: content hash {content_hash_of_bytes(data)} differs from the expected {expected_hash}",
             fix=_fix(None) + "; the manifest was changed after the build",
         )
-    manifest = from_json_bytes(data, manifest_path)
-    verify_files(bundle_dir, manifest)
-    verify_against_wrp(bundle_dir, manifest)
+    return from_json_bytes(data, manifest_path, canonical_check=expected_hash is None)
+
+
+def read_verified(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) -> bytes:
+    """The bytes of one listed file, checked against the manifest's size and sha256."""
+    entry = next((e for e in manifest.files if e.path == path), None)
+    full = Path(bundle_dir) / path
+    if entry is None:
+        raise VerifyError(f"{full}: not listed in {MANIFEST_NAME}", fix=_fix(manifest))
+    try:
+        data = full.read_bytes()
+    except OSError as exc:
+        raise VerifyError(
+            f"{full}: listed in {MANIFEST_NAME} but cannot be read ({exc.strerror})", fix=_fix(manifest)
+        ) from exc
+    if len(data) != entry.size:
+        raise VerifyError(f"{full}: {len(data)} bytes, {MANIFEST_NAME} says {entry.size}", fix=_fix(manifest))
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != entry.sha256:
+        raise VerifyError(f"{full}: sha256 {digest}, {MANIFEST_NAME} says {entry.sha256}", fix=_fix(manifest))
+    return data
+
+
+def verify_bundle(bundle_dir: str | os.PathLike, expected_hash: str | None = None) -> Manifest:
+    """Runs every check (read_manifest, verify_files, verify_against_wrp); returns the manifest."""
+    manifest = read_manifest(bundle_dir, expected_hash)
+    verify_files(Path(bundle_dir), manifest)
+    verify_against_wrp(Path(bundle_dir), manifest)
     return manifest
 
 

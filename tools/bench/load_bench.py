@@ -1,13 +1,22 @@
-"""Benchmark (not a test): load time of one graph packaged four ways, side by side.
+"""Benchmark (not a test): cold loads of one graph packaged several ways, side by side.
 
-    python tools/bench/load_bench.py BUNDLE WARP_WRP PTX_ONLY SOURCE_ONLY [--repeat 3]
+    python tools/bench/load_bench.py --out load.json [--repeat 7] [--start-bench BIN] CASE...
 
-Each load runs in a fresh process (Warp caches modules per process), timed around
-`wp.capture_load` alone after the CUDA context exists, with the driver's JIT cache off
-(CUDA_CACHE_DISABLE=1) and an empty Warp kernel cache, and on a fresh copy of the bundle
-(Warp caches source-fallback cubins next to the modules): every run is a first load.
-Prints medians and ratios to the bundle.
+CASE is MODEL:ROAD:HOW:PATH, e.g. sim:sass:wrpkg:.gpucarry/sim_recorded_wrp, where HOW is
+  stock        wp.capture_load on the .wrp (Warp's own loader; PATH a bundle or a raw capture)
+  wrpkg        wrpkg.load.load (verify, arch check, per-device view when SASS fits)
+  wrpkg-noview wrpkg.load.load(per_device_view=False): verify, then wp.capture_load
+  cpp          start_bench (C++: open + verify, wrp::Graph::Load, per-device view when SASS fits)
+  cpp-noview   start_bench --no-device-view (C++, the whole fatbins from memory)
+Each load runs in a fresh process (Warp caches modules per process) on a fresh copy of PATH
+(Warp caches source-fallback cubins next to the modules), with the driver's JIT cache off and
+an empty Warp kernel cache: every run is a first load. Phases are timed apart: Warp init,
+CUDA context creation, the load itself, the first replay (launch + wait; CUDA loads modules
+lazily, so the first replay is where lazy loading is paid). Runs are interleaved across cases
+(round r runs every case once) so drift falls on all alike. Writes every run and the medians.
 """
+
+from __future__ import annotations
 
 import argparse
 import json
@@ -20,78 +29,107 @@ import tempfile
 from pathlib import Path
 
 _CHILD = r"""
-import sys, time, json, pathlib
-import warp as wp
-wp.init()
-wp.synchronize_device("cuda:0")
-path = pathlib.Path(sys.argv[1])
+import json, pathlib, sys, time
 t0 = time.perf_counter()
-g = wp.capture_load(str(path), device="cuda:0")
-wp.synchronize_device("cuda:0")
+import warp as wp
+wp.config.quiet = True
+wp.init()
 t1 = time.perf_counter()
-wp.capture_launch(g)
-wp.synchronize_device("cuda:0")
+device = wp.get_device("cuda:0")
+device.context  # creates the primary context
+wp.synchronize_device(device)
 t2 = time.perf_counter()
-guest = sorted(p.name for p in path.parent.rglob("*") if "guest" in p.name)
-print(json.dumps({"load_ms": (t1 - t0) * 1e3, "first_replay_ms": (t2 - t1) * 1e3, "guest": guest}))
+how, path = sys.argv[1], pathlib.Path(sys.argv[2])
+road = "directory"
+if how == "stock":
+    wrp = path if path.suffix == ".wrp" else next(path.glob("*.wrp"))
+    graph = wp.capture_load(str(wrp), device=device)
+else:
+    import wrpkg.load
+    views = []
+    from_bytes = wp.capture_load_from_bytes
+    def counted(*args, **kwargs):
+        views.append(1)
+        return from_bytes(*args, **kwargs)
+    wp.capture_load_from_bytes = counted
+    graph, _ = wrpkg.load.load(path, device, per_device_view=(how == "wrpkg"))
+    road = "device view" if views else "directory"
+wp.synchronize_device(device)
+t3 = time.perf_counter()
+wp.capture_launch(graph)
+wp.synchronize_device(device)
+t4 = time.perf_counter()
+guest = sorted(p.name for p in path.parent.rglob("apic_guest_*"))
+print(json.dumps({"init_ms": (t1 - t0) * 1e3, "context_ms": (t2 - t1) * 1e3, "load_ms": (t3 - t2) * 1e3,
+                  "first_replay_ms": (t4 - t3) * 1e3, "road": road, "guest_compiled": len(guest)}))
 """
 
-
-def wrp_of(path: Path) -> Path:
-    return path if path.suffix == ".wrp" else next(path.glob("*.wrp"))
+PHASES = ("init_ms", "context_ms", "open_verify_ms", "load_ms", "first_replay_ms")
 
 
-def time_load(path: Path) -> dict:
+def run_once(how: str, path: Path, start_bench: Path | None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        copy = Path(tmp) / path.name
+        # The copy sits in a folder of its own so that a sibling <name>.sha256 comes along.
+        copy_dir = Path(tmp) / "copy"
+        copy_dir.mkdir()
+        copy = copy_dir / path.name
         if path.is_dir():
-            # Without Warp's cached source-fallback cubins from earlier loads of the original.
             shutil.copytree(path, copy, ignore=shutil.ignore_patterns("apic_guest_*"))
+            sibling = path.parent / f"{path.name}.sha256"
+            if sibling.is_file():
+                shutil.copy(sibling, copy_dir / sibling.name)
         else:
             shutil.copy(path, copy)
         env = dict(os.environ, CUDA_CACHE_DISABLE="1", WARP_CACHE_PATH=str(Path(tmp) / "warp-cache"))
-        out = subprocess.run(
-            [sys.executable, "-c", _CHILD, str(wrp_of(copy))],
-            check=True,
-            capture_output=True,
-            text=True,
-            env=env,
-        ).stdout
-        return json.loads(out.strip().splitlines()[-1])
+        if how.startswith("cpp"):
+            if start_bench is None:
+                raise SystemExit("load_bench: a cpp case needs --start-bench")
+            cmd = [str(start_bench), "--bundle", str(copy)] + (
+                ["--no-device-view"] if how == "cpp-noview" else []
+            )
+        else:
+            cmd = [sys.executable, "-c", _CHILD, how, str(copy)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            raise SystemExit(f"load_bench: {' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+        return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("bundle", type=Path)
-    parser.add_argument("warp_wrp", type=Path, help="Warp's own single-arch capture (a .wrp or its folder)")
-    parser.add_argument("ptx_only", type=Path)
-    parser.add_argument("source_only", type=Path)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("cases", nargs="+", help="MODEL:ROAD:HOW:PATH")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--start-bench", type=Path)
     args = parser.parse_args()
-    cases = [
-        ("multi-arch bundle (sm_90 SASS)", args.bundle),
-        ("Warp's single-arch .wrp", args.warp_wrp),
-        ("PTX only (JIT)", args.ptx_only),
-        ("source fallback, first load", args.source_only),
-    ]
-    print("wp.capture_load alone / load + first replay (CUDA loads modules lazily, so the")
-    print("first replay is where a JIT or a lazy module load is paid), medians of fresh processes:")
-    totals = {}
-    for name, path in cases:
-        runs = [time_load(path) for _ in range(args.repeat)]
-        load = statistics.median(r["load_ms"] for r in runs)
-        total = statistics.median(r["load_ms"] + r["first_replay_ms"] for r in runs)
-        totals[name] = total
-        guest = runs[-1]["guest"]
-        print(
-            f"{name:<34} load {load:8.1f} ms   load+first replay {total:8.1f} ms"
-            + (f"   (Warp compiled: {', '.join(guest)})" if guest else "")
+    cases = []
+    for text in args.cases:
+        model, road, how, path = text.split(":", 3)
+        if how not in ("stock", "wrpkg", "wrpkg-noview", "cpp", "cpp-noview"):
+            parser.error(f"unknown HOW {how!r} in {text}")
+        cases.append({"model": model, "road": road, "how": how, "path": path, "runs": []})
+    for _ in range(args.repeat):
+        for case in cases:
+            case["runs"].append(run_once(case["how"], Path(case["path"]), args.start_bench))
+    for case in cases:
+        runs = case["runs"]
+        case["median"] = {
+            p: statistics.median(r[p] for r in runs) for p in PHASES if all(p in r for r in runs)
+        }
+        # What a caller waits for after the context exists: verify (C++: open + verify) + load + first replay.
+        case["median"]["to_first_replay_ms"] = statistics.median(
+            r.get("open_verify_ms", 0.0) + r["load_ms"] + r["first_replay_ms"] for r in runs
         )
-    base = totals[cases[0][0]]
-    print(
-        "load+first replay, ratio to the multi-arch bundle: "
-        + ", ".join(f"{n}: {m / base:.2f}x" for n, m in totals.items())
-    )
+        case["road_taken"] = sorted({r["road"] for r in runs})
+        m = case["median"]
+        print(
+            f"{case['model']:<6} {case['road']:<7} {case['how']:<12} load {m['load_ms']:8.2f} ms   "
+            f"to first replay {m['to_first_replay_ms']:8.2f} ms   context {m['context_ms']:7.1f} ms   "
+            f"({', '.join(case['road_taken'])})",
+            flush=True,
+        )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"repeat": args.repeat, "cases": cases}, indent=1) + "\n")
     return 0
 
 

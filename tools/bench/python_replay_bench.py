@@ -1,10 +1,12 @@
-"""Benchmark (not a test): replays per second through wp.capture_launch from Python,
-to set beside tools/bench/replay_bench.cc on the same bundle.
+"""Benchmark (not a test): replays per second and host time per launch through
+wp.capture_launch from Python, to set beside tools/bench/replay_bench.cc on the same bundle.
+Prints one JSON object on its last line.
 
-    python tools/bench/python_replay_bench.py BUNDLE_DIR [--steps N]
+    python tools/bench/python_replay_bench.py BUNDLE_DIR [--steps N] [--rounds N]
 """
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -17,7 +19,9 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("bundle", type=Path)
     parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=401)
     args = parser.parse_args()
+    wp.config.quiet = True
     wp.init()
     graph = wp.capture_load(str(next(args.bundle.glob("*.wrp"))), device="cuda:0")
     for _ in range(20):
@@ -25,21 +29,32 @@ def main() -> int:
     wp.synchronize_device("cuda:0")
     # Rounds of `batch` launches, the GPU drained between rounds (so the queue never fills
     # and blocks), median of the per-round means: as tools/bench/replay_bench.cc does.
-    rounds, batch = 21, 20
+    batch = 20
     per_round = []
-    for _ in range(rounds):
+    for _ in range(args.rounds):
         t0 = time.perf_counter()
         for _ in range(batch):
             wp.capture_launch(graph)
         per_round.append((time.perf_counter() - t0) / batch * 1e6)
         wp.synchronize_device("cuda:0")
-    host_us = statistics.median(per_round)
     t0 = time.perf_counter()
     for _ in range(args.steps):
         wp.capture_launch(graph)
     wp.synchronize_device("cuda:0")
     sps = args.steps / (time.perf_counter() - t0)
-    print(f"Python wp.capture_launch : {sps:10.1f} replays/s, host {host_us:.2f} us/launch")
+    host_us = statistics.median(per_round)
+    print(f"Python wp.capture_launch : {sps:10.1f} replays/s, host {host_us:.3f} us/launch")
+    print(
+        json.dumps(
+            {
+                "rounds": args.rounds,
+                "batch": batch,
+                "steps": args.steps,
+                "host_us": host_us,
+                "replays_per_s": sps,
+            }
+        )
+    )
     return 0
 
 

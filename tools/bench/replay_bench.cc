@@ -1,7 +1,8 @@
 // Benchmark (not a test): replays a CUDA bundle from C++ and prints, side by side in one
 // run, steps per second through wrp::Graph::Launch and the host time per launch against a
-// bare cuGraphLaunch of the same graph exec (driver API, resolved with dlsym).
-//   replay_bench --bundle DIR [--steps N]
+// bare cuGraphLaunch of the same graph exec (driver API, resolved with dlsym), as one JSON
+// object on the last line.
+//   replay_bench --bundle DIR [--steps N] [--rounds N]
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -25,19 +26,23 @@ double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_cloc
   return std::chrono::duration<double>(b - a).count();
 }
 
-double Median(std::vector<double> values) {
+double Percentile(std::vector<double> values, double q) {
   std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
+  return values[static_cast<size_t>(q * (values.size() - 1) + 0.5)];
 }
+
+double Median(const std::vector<double>& values) { return Percentile(values, 0.5); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string dir;
   int steps = 300;
+  int rounds = 401;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--bundle") && i + 1 < argc) dir = argv[++i];
     if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) steps = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::atoi(argv[++i]);
   }
   if (dir.empty()) {
     std::fprintf(stderr, "usage: replay_bench --bundle DIR [--steps N]\n");
@@ -59,21 +64,33 @@ int main(int argc, char** argv) {
     graph.Synchronize();
 
     // Host time per launch: enqueue cost only. Rounds of `batch` launches with the GPU
-    // drained between rounds (so the queue never fills and blocks), alternating the two
-    // ways, median of the per-round means.
-    const int rounds = 21, batch = 20;
+    // drained between rounds (so the queue never fills and blocks); the two ways alternate,
+    // and which goes first alternates too, so drift and cache effects fall on both alike.
+    // Medians of the per-round means over many rounds.
+    const int batch = 20;
     std::vector<double> wrp_round_us, bare_round_us;
-    for (int r = 0; r < rounds; ++r) {
+    auto time_wrp = [&] {
       auto a = std::chrono::steady_clock::now();
       for (int i = 0; i < batch; ++i) graph.Launch();
       auto b = std::chrono::steady_clock::now();
       graph.Synchronize();
-      auto c = std::chrono::steady_clock::now();
-      for (int i = 0; i < batch; ++i) launch(exec, stream);
-      auto d = std::chrono::steady_clock::now();
-      sync(stream);
       wrp_round_us.push_back(Seconds(a, b) / batch * 1e6);
-      bare_round_us.push_back(Seconds(c, d) / batch * 1e6);
+    };
+    auto time_bare = [&] {
+      auto a = std::chrono::steady_clock::now();
+      for (int i = 0; i < batch; ++i) launch(exec, stream);
+      auto b = std::chrono::steady_clock::now();
+      sync(stream);
+      bare_round_us.push_back(Seconds(a, b) / batch * 1e6);
+    };
+    for (int r = 0; r < rounds; ++r) {
+      if (r % 2) {
+        time_wrp();
+        time_bare();
+      } else {
+        time_bare();
+        time_wrp();
+      }
     }
 
     // Throughput: launches until the GPU is done.
@@ -85,16 +102,23 @@ int main(int argc, char** argv) {
     sync(stream);
     auto t6 = std::chrono::steady_clock::now();
 
-    double wrp_host_us = Median(wrp_round_us);
-    double bare_host_us = Median(bare_round_us);
-    double wrp_sps = steps / Seconds(t4, t5);
-    double bare_sps = steps / Seconds(t5, t6);
+    const double wrp_host_us = Median(wrp_round_us);
+    const double bare_host_us = Median(bare_round_us);
+    const double wrp_sps = steps / Seconds(t4, t5);
+    const double bare_sps = steps / Seconds(t5, t6);
     std::printf("bundle %s (%s)\n", bundle.manifest().label.c_str(),
                 bundle.content_hash().substr(0, 16).c_str());
-    std::printf("C++ wrp::Graph::Launch   : %10.1f replays/s, host %.2f us/launch\n", wrp_sps, wrp_host_us);
-    std::printf("bare cuGraphLaunch       : %10.1f replays/s, host %.2f us/launch\n", bare_sps, bare_host_us);
-    std::printf("ratio wrp/bare host time : %.3f   throughput ratio wrp/bare: %.3f\n",
-                wrp_host_us / bare_host_us, wrp_sps / bare_sps);
+    std::printf("C++ wrp::Graph::Launch   : %10.1f replays/s, host %.3f us/launch\n", wrp_sps, wrp_host_us);
+    std::printf("bare cuGraphLaunch       : %10.1f replays/s, host %.3f us/launch\n", bare_sps, bare_host_us);
+    std::printf(
+        "{\"label\": \"%s\", \"rounds\": %d, \"batch\": %d, \"steps\": %d, \"wrp_host_us\": %.4f, "
+        "\"bare_host_us\": %.4f, \"wrp_host_us_p10\": %.4f, \"wrp_host_us_p90\": %.4f, \"bare_host_us_p10\": "
+        "%.4f, "
+        "\"bare_host_us_p90\": %.4f, \"host_ratio\": %.4f, \"wrp_replays_per_s\": %.2f, "
+        "\"bare_replays_per_s\": %.2f}\n",
+        bundle.manifest().label.c_str(), rounds, batch, steps, wrp_host_us, bare_host_us,
+        Percentile(wrp_round_us, 0.1), Percentile(wrp_round_us, 0.9), Percentile(bare_round_us, 0.1),
+        Percentile(bare_round_us, 0.9), wrp_host_us / bare_host_us, wrp_sps, bare_sps);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "replay_bench: %s\n", e.what());

@@ -5,13 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 targets=(//models:sim_recorded_wrp //tests/gpu:sim_ptx_only_wrp //tests/gpu:sim_source_only_wrp
   //tests/gpu:sim_no_fit_wrp //runtime:replay //models:sim_recorded_wrp_embedded_replay_test
-  //tools/bench:replay_bench //examples/deploy:deploy_recorded)
+  //examples/deploy:deploy_recorded)
 bazel build "${targets[@]}"
 rm -rf .gpucarry && mkdir .gpucarry
 for b in models/sim_recorded_wrp tests/gpu/sim_ptx_only_wrp tests/gpu/sim_source_only_wrp tests/gpu/sim_no_fit_wrp; do
   cp -rL "bazel-bin/$b" "bazel-bin/$b.tar" "bazel-bin/$b.sha256" .gpucarry/
 done
-cp -L bazel-bin/runtime/replay bazel-bin/models/sim_recorded_wrp_embedded_replay_test bazel-bin/tools/bench/replay_bench \
+cp -L bazel-bin/runtime/replay bazel-bin/models/sim_recorded_wrp_embedded_replay_test \
   bazel-bin/examples/deploy/deploy_recorded .gpucarry/
 chmod -R u+w .gpucarry
 du -sh .gpucarry

@@ -11,11 +11,7 @@ step() { echo; echo "== $*"; }
 check() { "$@" || { echo "!! FAILED: $*"; status=1; }; }
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
 
-step "benchmark: load times (issue 5), before any other load leaves caches behind"
-check python3 tools/bench/load_bench.py $c/sim_recorded_wrp models/recorded/sim_cuda_sm90 $c/sim_ptx_only_wrp $c/sim_source_only_wrp
-step "benchmark: replay throughput and host overhead (issue 6)"
-check python3 tools/bench/python_replay_bench.py $c/sim_recorded_wrp
-check $c/replay_bench --bundle $c/sim_recorded_wrp
+# The benchmarks have their own run: tools/gpu/stage_bench.sh here, tools/gpu/bench_all.sh there.
 step "multi-arch bundle: stock wp.capture_load, then wrpkg.load (verify + arch check)"
 check python3 tools/gpu/replay_check.py $c/sim_recorded_wrp --stock
 check python3 tools/gpu/replay_check.py $c/sim_recorded_wrp

@@ -1,0 +1,57 @@
+#include "runtime/device_view.h"
+
+#include <cstring>
+
+#include "runtime/fatbin.h"
+#include "runtime/sha256.h"
+
+namespace wrp {
+namespace {
+
+// Replaces the u32-length-prefixed string `from` by `to` (same length: no offset in the file moves). False
+// unless `from` occurs exactly once.
+bool ReplaceDigestOnce(std::vector<uint8_t>* wrp, const std::string& from, const std::string& to) {
+  if (from.size() != to.size()) return false;
+  std::string needle(4, '\0');
+  const uint32_t length = static_cast<uint32_t>(from.size());
+  std::memcpy(&needle[0], &length, 4);
+  needle += from;
+  const std::string_view haystack(reinterpret_cast<const char*>(wrp->data()), wrp->size());
+  const size_t at = haystack.find(needle);
+  if (at == std::string_view::npos || haystack.find(needle, at + 1) != std::string_view::npos) return false;
+  std::memcpy(wrp->data() + at + 4, to.data(), to.size());
+  return true;
+}
+
+std::string Basename(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+std::optional<DeviceView> MakeDeviceView(const Bundle& bundle, const ArchDecision& decision) {
+  const Manifest& manifest = bundle.manifest();
+  if (!decision.fits || decision.modules.size() != manifest.modules.size()) return std::nullopt;
+  const ByteView wrp = bundle.File(manifest.wrp);
+  DeviceView view;
+  view.wrp.assign(wrp.data, wrp.data + wrp.size);
+  for (size_t i = 0; i < manifest.modules.size(); ++i) {
+    const ModuleRecord& module = manifest.modules[i];
+    const ModuleChoice& choice = decision.modules[i];
+    if (choice.choice != CodeChoice::kSass) return std::nullopt;
+    const FileRecord* file = manifest.FindFile(module.binary);
+    if (!file) return std::nullopt;
+    std::optional<ByteView> image =
+        SassImage(bundle.File(module.binary), choice.arch, bundle.Describe(module.binary));
+    if (!image) return std::nullopt;
+    if (!ReplaceDigestOnce(&view.wrp, file->sha256, Sha256::HexDigest(image->data, image->size))) {
+      return std::nullopt;
+    }
+    view.filenames.push_back(Basename(module.binary));
+    view.images.push_back(*image);
+  }
+  return view;
+}
+
+}  // namespace wrp

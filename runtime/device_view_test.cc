@@ -1,0 +1,113 @@
+// Fatbin images and the per-device view, on a multi-arch CUDA bundle built here by the real pipeline (NVRTC
+// and nvFatbin from the pinned wheels). Argument: BUNDLE_DIR (//models:sim_recorded_wrp). No GPU needed.
+#include "runtime/device_view.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime/fatbin.h"
+#include "runtime/sha256.h"
+#include "runtime/test_util.h"
+
+namespace {
+
+wrp::Bundle OpenBundle() { return wrp::Bundle::OpenDirectory(wrp::testing::Args().at(0)); }
+
+wrp::ArchDecision Decide(const wrp::Bundle& bundle, int sm) {
+  wrp::CudaDeviceFacts device{"cuda:0", "test GPU", sm, 13000};
+  return wrp::DecideCudaCode(bundle.manifest(), bundle.Title(), device, /*source_allowed=*/true);
+}
+
+size_t Count(const std::vector<uint8_t>& haystack, const std::string& needle) {
+  size_t n = 0;
+  std::string_view h(reinterpret_cast<const char*>(haystack.data()), haystack.size());
+  for (size_t at = h.find(needle); at != std::string_view::npos; at = h.find(needle, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+// Every SASS the manifest lists comes out of the module's fatbin byte for byte (the manifest records each
+// per-SM cubin's sha256 as the compile action wrote it); the PTX entry is listed but compressed.
+WRP_TEST(EverySassImageIsTheCompiledCubin) {
+  wrp::Bundle bundle = OpenBundle();
+  CHECK(!bundle.manifest().modules.empty());
+  for (const wrp::ModuleRecord& module : bundle.manifest().modules) {
+    wrp::ByteView fatbin = bundle.File(module.binary);
+    std::vector<wrp::FatbinImage> images = wrp::ParseFatbin(fatbin, module.binary);
+    CHECK_EQ(images.size(), module.sass.size() + (module.ptx ? 1 : 0));
+    for (const wrp::SassRecord& sass : module.sass) {
+      std::optional<wrp::ByteView> image = wrp::SassImage(fatbin, sass.arch, module.binary);
+      CHECK(image.has_value());
+      if (!image) continue;
+      CHECK_EQ(image->size, sass.size);
+      CHECK_EQ(wrp::Sha256::HexDigest(image->data, image->size), sass.sha256);
+    }
+    if (module.ptx) {
+      bool found = false;
+      for (const wrp::FatbinImage& image : images) {
+        if (image.kind == wrp::FatbinImage::Kind::kPtx && image.arch == module.ptx->arch)
+          found = image.compressed;
+      }
+      CHECK(found);
+      CHECK(!wrp::SassImage(fatbin, module.ptx->arch, module.binary));
+    }
+    // Names match exactly: an "a" variant is not the plain SM.
+    CHECK(!wrp::SassImage(fatbin, "sm_90a", module.binary));
+  }
+}
+
+WRP_TEST(MalformedFatbinsAreRefusedWithTheirName) {
+  wrp::Bundle bundle = OpenBundle();
+  const std::string& path = bundle.manifest().modules.at(0).binary;
+  wrp::ByteView fatbin = bundle.File(path);
+  std::vector<uint8_t> bytes(fatbin.data, fatbin.data + fatbin.size);
+  CHECK_THROWS_WITH(wrp::ParseFatbin(wrp::ByteView{bytes.data(), bytes.size() - 1}, path), path,
+                    "runs past the end");
+  std::vector<uint8_t> bad_magic = bytes;
+  bad_magic[0] ^= 1;
+  CHECK_THROWS_WITH(wrp::ParseFatbin(wrp::ByteView{bad_magic.data(), bad_magic.size()}, path), "bad magic");
+  std::vector<uint8_t> bad_entry = bytes;
+  const uint64_t huge = ~uint64_t{0} >> 8;
+  std::memcpy(bad_entry.data() + 16 + 8, &huge, 8);  // the first entry's payload size
+  CHECK_THROWS_WITH(wrp::ParseFatbin(wrp::ByteView{bad_entry.data(), bad_entry.size()}, path), "overruns");
+}
+
+// On an sm_90 device the view hands Warp each module's sm_90 cubin, and the .wrp copy names exactly those
+// cubins' digests in place of the fatbins' (same length: every other byte is unchanged).
+WRP_TEST(ViewForSm90PointsEveryModuleAtItsCubin) {
+  wrp::Bundle bundle = OpenBundle();
+  std::optional<wrp::DeviceView> view = wrp::MakeDeviceView(bundle, Decide(bundle, 90));
+  CHECK(view.has_value());
+  if (!view) return;
+  const wrp::Manifest& manifest = bundle.manifest();
+  wrp::ByteView original = bundle.File(manifest.wrp);
+  CHECK_EQ(view->wrp.size(), original.size);
+  size_t changed = 0;
+  for (size_t i = 0; i < original.size; ++i) changed += view->wrp[i] != original.data[i];
+  CHECK(changed > 0);
+  CHECK(changed <= 64 * manifest.modules.size());
+  CHECK_EQ(view->images.size(), manifest.modules.size());
+  for (size_t i = 0; i < manifest.modules.size(); ++i) {
+    const wrp::ModuleRecord& module = manifest.modules[i];
+    std::string sm90_digest;
+    for (const wrp::SassRecord& sass : module.sass) {
+      if (sass.arch == "sm_90") sm90_digest = sass.sha256;
+    }
+    CHECK_EQ(wrp::Sha256::HexDigest(view->images[i].data, view->images[i].size), sm90_digest);
+    CHECK_EQ(Count(view->wrp, sm90_digest), size_t{1});
+    CHECK_EQ(Count(view->wrp, manifest.FindFile(module.binary)->sha256), size_t{0});
+    CHECK_EQ(module.binary.substr(module.binary.size() - view->filenames[i].size()), view->filenames[i]);
+  }
+}
+
+// No view when some module would not run its own SASS: PTX JIT and source fallback need the bundle as is.
+WRP_TEST(NoViewWithoutSassForEveryModule) {
+  wrp::Bundle bundle = OpenBundle();
+  wrp::ArchDecision decision = Decide(bundle, 90);
+  decision.modules.back().choice = wrp::CodeChoice::kPtx;
+  CHECK(!wrp::MakeDeviceView(bundle, decision));
+  wrp::ArchDecision none;
+  CHECK(!wrp::MakeDeviceView(bundle, none));
+}

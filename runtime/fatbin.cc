@@ -1,0 +1,97 @@
+#include "runtime/fatbin.h"
+
+#include <cstring>
+
+#include "runtime/error.h"
+
+namespace wrp {
+namespace {
+
+constexpr uint32_t kMagic = 0xBA55ED50;
+constexpr size_t kContainerHeader = 16;
+constexpr size_t kEntryHeader = 64;
+// Flag bits that mark a compressed payload (older and newer fatbin writers use different ones).
+constexpr uint64_t kCompressedFlags = 0x2000 | 0x8000;
+
+template <typename T>
+T Read(const uint8_t* p) {
+  T value;
+  std::memcpy(&value, p, sizeof(T));  // the format is little-endian, like every host Warp runs on
+  return value;
+}
+
+[[noreturn]] void Bad(const std::string& what, size_t offset, const std::string& rule) {
+  throw Error(what + ": fatbin at byte " + std::to_string(offset) + ": " + rule +
+              "; fix: rebuild the wrp_artifact target that produced this bundle");
+}
+
+}  // namespace
+
+std::vector<FatbinImage> ParseFatbin(ByteView fatbin, const std::string& what) {
+  std::vector<FatbinImage> images;
+  const uint8_t* data = fatbin.data;
+  const size_t size = fatbin.size;
+  size_t offset = 0;
+  while (offset < size) {
+    if (size - offset < kContainerHeader) Bad(what, offset, "truncated container header");
+    const uint32_t magic = Read<uint32_t>(data + offset);
+    const uint16_t version = Read<uint16_t>(data + offset + 4);
+    const uint16_t header_size = Read<uint16_t>(data + offset + 6);
+    const uint64_t body_size = Read<uint64_t>(data + offset + 8);
+    if (magic != kMagic) Bad(what, offset, "not a fatbin (bad magic)");
+    if (version != 1 || header_size < kContainerHeader) Bad(what, offset, "unknown container version");
+    if (header_size > size - offset || body_size > size - offset - header_size) {
+      Bad(what, offset, "container runs past the end of the file");
+    }
+    const size_t end = offset + header_size + body_size;
+    size_t entry = offset + header_size;
+    while (entry < end) {
+      if (end - entry < kEntryHeader) Bad(what, entry, "truncated entry header");
+      const uint8_t* e = data + entry;
+      const uint16_t kind = Read<uint16_t>(e);
+      const uint32_t entry_header = Read<uint32_t>(e + 4);
+      const uint64_t payload = Read<uint64_t>(e + 8);
+      const uint32_t compressed_size = Read<uint32_t>(e + 16);
+      const uint32_t sm = Read<uint32_t>(e + 28);
+      const uint32_t name_offset = Read<uint32_t>(e + 32);
+      const uint32_t name_length = Read<uint32_t>(e + 36);
+      const uint64_t flags = Read<uint64_t>(e + 40);
+      const uint64_t uncompressed = Read<uint64_t>(e + 56);
+      if (kind != 1 && kind != 2) Bad(what, entry, "unknown entry kind " + std::to_string(kind));
+      if (entry_header < kEntryHeader || entry_header > end - entry || payload > end - entry - entry_header) {
+        Bad(what, entry, "entry overruns its container");
+      }
+      if (name_length > 0 && (name_offset > entry_header || name_length > entry_header - name_offset)) {
+        Bad(what, entry, "entry name lies outside its header");
+      }
+      FatbinImage image;
+      image.kind = static_cast<FatbinImage::Kind>(kind);
+      image.arch.assign(reinterpret_cast<const char*>(e + name_offset), name_length);
+      image.arch.resize(std::strlen(image.arch.c_str()));  // names are NUL-padded
+      image.sm = static_cast<int>(sm);
+      image.compressed = (flags & kCompressedFlags) != 0 || compressed_size != 0 || uncompressed != 0;
+      image.offset = entry + entry_header;
+      image.size = payload;
+      images.push_back(std::move(image));
+      entry += entry_header + payload;
+    }
+    offset = end;
+  }
+  return images;
+}
+
+std::optional<ByteView> SassImage(ByteView fatbin, const std::string& arch, const std::string& what) {
+  for (const FatbinImage& image : ParseFatbin(fatbin, what)) {
+    if (image.kind != FatbinImage::Kind::kElf || image.arch != arch || image.compressed) continue;
+    if (image.size < 4 || std::memcmp(fatbin.data + image.offset,
+                                      "\x7f"
+                                      "ELF",
+                                      4) != 0) {
+      Bad(what, image.offset, "the " + arch + " entry is not an ELF cubin");
+    }
+    return ByteView{fatbin.data + image.offset, image.size};
+  }
+  return std::nullopt;
+}
+
+}  // namespace wrp

@@ -1,0 +1,132 @@
+"""wrpkg.fatbin and wrpkg.load.device_view on a multi-arch CUDA bundle built here by the real
+pipeline (//models:sim_recorded_wrp). No GPU needed: what the view hands Warp is checked
+byte for byte; tools/gpu/bench_all.sh loads it on a GPU."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+
+from wrpkg import cuda_tools
+from wrpkg.errors import BundleError, VerifyError
+from wrpkg.fatbin import KIND_ELF, KIND_PTX, parse_fatbin, sass_image
+from wrpkg.format import read_wrp
+from wrpkg.load import DeviceFit, _read_view, device_fit, device_view
+from wrpkg.verify import verify_bundle
+
+BUNDLE = Path(os.environ["WRP_SIM_BUNDLE"])
+
+
+@pytest.fixture(scope="module")
+def bundle():
+    manifest = verify_bundle(BUNDLE)
+    files = {p: (BUNDLE / p).read_bytes() for p in [manifest.wrp, *(m.binary for m in manifest.modules)]}
+    return manifest, files
+
+
+def view_of(manifest, fit, files):
+    return device_view(manifest, fit, files[manifest.wrp], files)
+
+
+def test_images_are_the_compiled_cubins_and_match_cuobjdump(bundle):
+    manifest, files = bundle
+    for module in manifest.modules:
+        fatbin = files[module.binary]
+        images = parse_fatbin(fatbin, module.binary)
+        # The pinned cuobjdump lists the same entries in the same order.
+        assert [i.arch for i in images] == cuda_tools.fatbin_contents(fatbin)
+        for sass in module.sass:
+            image = sass_image(fatbin, sass.arch, module.binary)
+            assert image is not None
+            assert (len(image), hashlib.sha256(image).hexdigest()) == (sass.size, sass.sha256)
+        (ptx,) = [i for i in images if i.kind == KIND_PTX]
+        assert ptx.arch == module.ptx.arch and ptx.compressed  # nvFatbin compresses PTX
+        assert all(not i.compressed for i in images if i.kind == KIND_ELF)
+        assert sass_image(fatbin, module.ptx.arch) is None
+        assert sass_image(fatbin, "sm_90a") is None  # names match exactly
+
+
+def test_malformed_fatbins_are_refused_with_their_name(bundle):
+    manifest, files = bundle
+    path = manifest.modules[0].binary
+    fatbin = bytearray(files[path])
+    with pytest.raises(BundleError, match="runs past the end") as err:
+        parse_fatbin(fatbin[:-1], path)
+    assert path in str(err.value)
+    bad = bytearray(fatbin)
+    bad[0] ^= 1
+    with pytest.raises(BundleError, match="magic"):
+        parse_fatbin(bad, path)
+    bad = bytearray(fatbin)
+    bad[16 + 8 : 16 + 16] = struct.pack("<Q", 1 << 40)  # the first entry's payload size
+    with pytest.raises(BundleError, match="overruns"):
+        parse_fatbin(bad, path)
+
+
+def test_sm90_view_points_every_module_at_its_own_cubin(bundle):
+    manifest, files = bundle
+    fit = device_fit(manifest, 90, (13, 0))
+    assert fit.how == "sass"
+    view = view_of(manifest, fit, files)
+    assert view is not None
+    original = files[manifest.wrp]
+    assert len(view.wrp) == len(original)
+    changed = sum(a != b for a, b in zip(view.wrp, original, strict=True))
+    assert 0 < changed <= 64 * len(manifest.modules)
+    # Warp's own rules still hold for the copy, and each record names its image's digest.
+    records = {r.binary_filename: r for r in read_wrp(view.wrp, operations=False).metadata.modules}
+    assert sorted(records) == sorted(view.modules)
+    for module in manifest.modules:
+        name = module.binary.rsplit("/", 1)[-1]
+        (sm90,) = [s for s in module.sass if s.arch == "sm_90"]
+        assert hashlib.sha256(view.modules[name]).hexdigest() == sm90.sha256
+        assert records[name].binary_sha256 == sm90.sha256
+        assert records[name].source_sha256  # source fallback stays recorded
+
+
+def test_no_view_unless_every_module_runs_sass(bundle):
+    manifest, files = bundle
+    fit = device_fit(manifest, 90, (13, 0))
+    assert view_of(manifest, DeviceFit("ptx", fit.modules), files) is None
+    # An SM the bundle has no SASS for (sm_89 runs sm_86 SASS, if listed; compute PTX otherwise).
+    for sm in (75, 80, 86, 89, 100, 120):
+        fit = device_fit(manifest, sm, (13, 0))
+        view = view_of(manifest, fit, files)
+        assert (view is not None) == (fit.how == "sass")
+
+
+def test_view_verifies_the_image_it_hands_over(bundle, tmp_path):
+    """A changed byte in the device's image is refused, naming the file; a changed byte in
+    another SM's image does not matter to this device (it is never read by Warp)."""
+    manifest, files = bundle
+    fit = device_fit(manifest, 90, (13, 0))
+    module = manifest.modules[0]
+    images = {i.arch: i for i in parse_fatbin(files[module.binary])}
+    for arch, refused in (("sm_90", True), ("sm_75", False)):
+        copy = tmp_path / arch / BUNDLE.name
+        shutil.copytree(BUNDLE, copy)
+        for path in copy.rglob("*"):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        damaged = bytearray(files[module.binary])
+        damaged[images[arch].offset + images[arch].size // 2] ^= 0xFF
+        (copy / module.binary).write_bytes(damaged)
+        if refused:
+            with pytest.raises(VerifyError, match="sm_90 image") as err:
+                _read_view(copy, manifest, fit)
+            assert module.binary in str(err.value)
+        else:
+            assert _read_view(copy, manifest, fit) is not None
+    # The .wrp itself is checked against its sha256.
+    copy = tmp_path / "wrp" / BUNDLE.name
+    shutil.copytree(BUNDLE, copy)
+    (copy / manifest.wrp).chmod(0o644)
+    wrp = bytearray(files[manifest.wrp])
+    wrp[-1] ^= 1
+    (copy / manifest.wrp).write_bytes(wrp)
+    with pytest.raises(VerifyError, match="sha256"):
+        _read_view(copy, manifest, fit)

@@ -1,0 +1,75 @@
+// Benchmark (not a test): one cold C++ start, as a fresh process sees it, printed as one JSON object.
+// Phases: Warp init (wp_init), CUDA context (the device's primary context), open + verify the bundle, load
+// (wrp::Graph::Load), first replay (launch + wait). tools/bench/load_bench.py runs it in fresh processes
+// beside Python's wp.capture_load on the same bundle.
+//   start_bench --bundle DIR [--device cuda:0|cpu] [--no-device-view] [--directory]
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "runtime/bundle.h"
+#include "runtime/error.h"
+#include "runtime/graph.h"
+#include "runtime/warp_library.h"
+#include "warp.h"  // Warp: wp_cuda_device_get_primary_context
+
+namespace {
+
+double Ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir, device_name = "cuda:0";
+  wrp::LoadOptions options;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--bundle") && i + 1 < argc) {
+      dir = argv[++i];
+    } else if (!std::strcmp(argv[i], "--device") && i + 1 < argc) {
+      device_name = argv[++i];
+    } else if (!std::strcmp(argv[i], "--no-device-view")) {
+      options.device_view = false;
+    } else if (!std::strcmp(argv[i], "--directory")) {
+      options.source = wrp::LoadOptions::Source::kDirectory;
+    } else {
+      dir.clear();
+      break;
+    }
+  }
+  if (dir.empty()) {
+    std::fprintf(stderr,
+                 "usage: start_bench --bundle DIR [--device cuda:0|cpu] [--no-device-view] [--directory]\n");
+    return 2;
+  }
+  try {
+    using Clock = std::chrono::steady_clock;
+    const wrp::Device device = wrp::Device::Parse(device_name);
+    auto t0 = Clock::now();
+    wrp::InitWarp();
+    auto t1 = Clock::now();
+    if (!device.is_cpu() && !wp_cuda_device_get_primary_context(device.ordinal)) {
+      throw wrp::Error("cannot create the CUDA context of " + device.ToString());
+    }
+    auto t2 = Clock::now();
+    wrp::Bundle bundle = wrp::Bundle::OpenDirectory(dir);
+    auto t3 = Clock::now();
+    wrp::Graph graph = wrp::Graph::Load(bundle, device, options);
+    auto t4 = Clock::now();
+    graph.Launch();
+    graph.Synchronize();
+    auto t5 = Clock::now();
+    size_t bytes = 0;
+    for (const wrp::FileRecord& f : bundle.manifest().files) bytes += f.size;
+    std::printf(
+        "{\"init_ms\": %.3f, \"context_ms\": %.3f, \"open_verify_ms\": %.3f, \"load_ms\": %.3f, "
+        "\"first_replay_ms\": %.3f, \"bundle_bytes\": %zu, \"road\": \"%s\"}\n",
+        Ms(t0, t1), Ms(t1, t2), Ms(t2, t3), Ms(t3, t4), Ms(t4, t5), bytes, graph.load_source().c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "start_bench: %s\n", e.what());
+    return 2;
+  }
+}

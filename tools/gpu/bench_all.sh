@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Every runtime benchmark, in one run on a GPU machine, results as JSON in $OUT (then, on any machine:
+# tools/bench/report.sh $OUT draws docs/bench/REPORT.md and its plots). Needs warp importable from
+# /tmp/wrp-site (../shared/gpu) and .gpubench/ from tools/gpu/stage_bench.sh. About 4-6 minutes on an H200.
+#   REPEAT=7 tools/gpu/bench_all.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+c=.gpubench
+out=${OUT:-/tmp/wrp-bench}
+repeat=${REPEAT:-7}
+mkdir -p "$out"
+export PYTHONPATH=/tmp/wrp-site:$PWD PYTHONUNBUFFERED=1
+export LD_LIBRARY_PATH=/tmp/wrp-site/warp/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+work=$(mktemp -d)
+status=0
+step() { echo; echo "== $* ($(date -u +%H:%M:%S))"; }
+check() { "$@" || { echo "!! FAILED: $*"; status=1; }; }
+started=$(date +%s)
+
+step "machine"
+python3 - "$out/machine.json" <<'PY'
+import json, os, platform, subprocess, sys
+gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,compute_cap,memory.total",
+                      "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+info = {"gpu": gpu, "cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+        "kernel": platform.release()}
+import warp as wp
+info["warp"] = wp.__version__
+json.dump(info, open(sys.argv[1], "w"), indent=1)
+print(info)
+PY
+
+step "capture models/cloth.py on this GPU (Warp's own single-arch .wrp; raw capture returned for recording)"
+check python3 -m wrpkg.capture --script models/cloth.py --device cuda --out-dir "$work/cloth_cuda" --stem cloth \
+  --label //models:cloth_wrp
+tar -C "$work" -cf "$out/cloth_cuda_capture.tar" cloth_cuda
+sha256sum models/cloth.py models/cloth_kernels.py models/cloth_tiles.py > "$out/cloth_cuda_sm90.sources.sha256"
+# Warp's source fallback from the same capture: its packaged cubins removed, as on a GPU they do not fit.
+cp -r "$work/cloth_cuda" "$work/cloth_source_fallback"
+rm -f "$work"/cloth_source_fallback/cloth_modules/*.cubin
+
+cases=(
+  sim:native:stock:models/recorded/sim_cuda_sm90
+  sim:sass:stock:$c/sim_recorded_wrp
+  sim:sass:wrpkg:$c/sim_recorded_wrp
+  sim:sass:wrpkg-noview:$c/sim_recorded_wrp
+  sim:sass:cpp:$c/sim_recorded_wrp
+  sim:sass:cpp-noview:$c/sim_recorded_wrp
+  sim:ptx:stock:$c/sim_ptx_only_wrp
+  sim:source:stock:$c/sim_source_only_wrp
+  cloth:native:stock:$work/cloth_cuda
+  cloth:source:stock:$work/cloth_source_fallback
+)
+if [ -d "$c/cloth_recorded_wrp" ]; then
+  cases+=(
+    cloth:sass:stock:$c/cloth_recorded_wrp
+    cloth:sass:wrpkg:$c/cloth_recorded_wrp
+    cloth:sass:wrpkg-noview:$c/cloth_recorded_wrp
+    cloth:sass:cpp:$c/cloth_recorded_wrp
+    cloth:sass:cpp-noview:$c/cloth_recorded_wrp
+    cloth:ptx:stock:$c/cloth_ptx_only_wrp
+  )
+fi
+step "cold loads, every road, fresh processes, $repeat rounds interleaved"
+check python3 tools/bench/load_bench.py --out "$out/load.json" --repeat "$repeat" --start-bench $c/start_bench "${cases[@]}"
+
+step "replay throughput and host time per launch (medians of many rounds)"
+for model in sim cloth; do
+  bundle=$c/${model}_recorded_wrp
+  [ -d "$bundle" ] || bundle=""
+  python_input=${bundle:-$work/cloth_cuda}
+  python3 tools/bench/python_replay_bench.py "$python_input" | tee "$work/py_$model.txt" || status=1
+  tail -1 "$work/py_$model.txt" > "$out/replay_python_$model.json"
+  if [ -n "$bundle" ]; then
+    $c/replay_bench --bundle "$bundle" | tee "$work/cpp_$model.txt" || status=1
+    tail -1 "$work/cpp_$model.txt" > "$out/replay_cpp_$model.json"
+  fi
+done
+
+step "C++ verification speed on this machine's CPU (-c opt)"
+bundles=()
+for b in $c/*_wrp; do bundles+=("$b"); done
+$c/verify_bench "${bundles[@]}" | tee "$out/verify.json" || status=1
+
+step "the per-device view replays bit-exactly (golden outputs), Python and C++; stock wp.capture_load too"
+for b in $c/*_recorded_wrp; do
+  check python3 tools/gpu/replay_check.py "$b"
+  check python3 tools/gpu/replay_check.py "$b" --stock
+  check $c/replay --bundle "$b"
+done
+
+echo
+echo "bench_all: $(( $(date +%s) - started )) s; results in $out:"; ls -la "$out"
+[ "$status" -eq 0 ] && echo "bench_all: all ran" || echo "bench_all: FAILURES above"
+exit "$status"
