@@ -73,7 +73,10 @@ class LaunchCall:
     kernel: object  # warp Kernel (the overload, for generic kernels)
     cuda_block_dim: int
     max_blocks: int
-    tiled: bool
+    shape: tuple[int, int, int, int]  # the CUDA launch's bounds, as the record stores them
+    size: int
+    cpu_shape: tuple[int, int, int, int]  # what the CPU record must hold for this call
+    cpu_size: int
     where: str  # "script.py:42"
 
 
@@ -170,8 +173,13 @@ class LaunchRecorder:
             requested = tiled_block_dim if tiled_block_dim is not None else block_dim
             cuda_block_dim = CUDA_DEFAULT_BLOCK_DIM if requested is None or requested <= 0 else int(requested)
             recorder._check_kernel(kernel, int(max_blocks or 0), where)
+            cpu_dim, _ = ctx._normalize_launch_dim(dim)
+            # launch_tiled appended the CPU's lane count (1); CUDA runs block_dim lanes.
+            cuda_dim = (*cpu_dim[:-1], cuda_block_dim) if tiled_block_dim is not None else cpu_dim
+            cpu_shape, cpu_size = _bounds(cpu_dim, kernel)
+            shape, size = _bounds(cuda_dim, kernel)
             recorder.calls.append(
-                LaunchCall(before, kernel, cuda_block_dim, int(max_blocks or 0), tiled_block_dim is not None, where)
+                LaunchCall(before, kernel, cuda_block_dim, int(max_blocks or 0), shape, size, cpu_shape, cpu_size, where)
             )
             return result
 
@@ -230,6 +238,17 @@ class LaunchRecorder:
         mode = options.get("deterministic")
         if mode is not None and mode != config.DeterministicMode.NOT_GUARANTEED:
             raise self.refuse(f"the launch of '{kernel.key}' (deterministic mode {mode})", where)
+
+
+def _bounds(dim: tuple[int, ...], kernel) -> tuple[tuple[int, int, int, int], int]:
+    """The (shape, size) a launch record stores for `dim`: Warp's launch bounds, as
+    wp_cpu_launch_kernel / wp_cuda_launch_kernel copy them into the record."""
+    import warp._src.context as ctx  # noqa: PLC0415
+
+    bounds = ctx._build_launch_bounds_from_tuple(tuple(dim), kernel.adj.kernel_dim)
+    ndim = min(max(kernel.adj.kernel_dim, 1), 4)
+    shape = tuple(int(bounds.shape[d]) if d < ndim else 0 for d in range(4))
+    return shape, int(bounds.size)
 
 
 # ---------------------------------------------------------------------------------------
@@ -315,6 +334,12 @@ def retarget(wrp_path: Path, modules_dir: Path, recorder: LaunchRecorder, arch: 
                     f"operation {index} (launch of '{op.kernel_key}' not made through wp.launch/wp.launch_tiled)",
                     recorder.where_op(index),
                 )
+            if (tuple(op.shape), op.size) != (call.cpu_shape, call.cpu_size) or not op.is_forward:
+                raise recorder.refuse(
+                    f"the launch of '{op.kernel_key}' (its CPU record has bounds {tuple(op.shape)}/{op.size}, "
+                    f"the call gives {call.cpu_shape}/{call.cpu_size})",
+                    call.where,
+                )
 
     # The CPU objects are replaced by the CUDA modules.
     shutil.rmtree(modules_dir, ignore_errors=True)
@@ -351,18 +376,9 @@ def retarget(wrp_path: Path, modules_dir: Path, recorder: LaunchRecorder, arch: 
                 block_dim=call.cuda_block_dim,
             ),
         )
-        if call.tiled:
-            lane = op.ndim - 1
-            if op.shape[lane] != 1:
-                raise recorder.refuse(
-                    f"the tiled launch of '{kernel.key}' (CPU lane dimension {op.shape[lane]}, expected 1)",
-                    call.where,
-                )
-            shape = list(op.shape)
-            shape[lane] = call.cuda_block_dim
-            op.shape = tuple(shape)
-            op.size *= call.cuda_block_dim
-            op.dim = op.size
+        op.shape = call.shape
+        op.size = call.size
+        op.dim = call.size
         op.module_hash = variant.hash
         op.block_dim = call.cuda_block_dim
         op.grid_stride = int(kernel.grid_stride)
@@ -379,3 +395,34 @@ def retarget(wrp_path: Path, modules_dir: Path, recorder: LaunchRecorder, arch: 
     wrpformat.write_wrp(cpu, wrp_path)
     # The result must be a file Warp's loader accepts.
     wrpformat.read_wrp(wrp_path)
+
+
+# ---------------------------------------------------------------------------------------
+# Comparison with a capture made on a GPU
+# ---------------------------------------------------------------------------------------
+
+
+def compare_captures(a_dir: str | os.PathLike, b_dir: str | os.PathLike, stem: str) -> list[str]:
+    """Differences between two raw CUDA captures in canonical form (empty: byte-identical).
+
+    Compares the canonical `.wrp` bytes (wrpkg.format.canonicalize) and every module file
+    (binary and retained source) by name and bytes. Golden outputs are not compared: a
+    retargeted capture's come from a CPU replay.
+    """
+    a_dir, b_dir = Path(a_dir), Path(b_dir)
+    problems = []
+    wrps = [wrpformat.canonicalize(wrpformat.read_wrp(d / f"{stem}.wrp")) for d in (a_dir, b_dir)]
+    a_bytes, b_bytes = (w.to_bytes() for w in wrps)
+    if a_bytes != b_bytes:
+        first = next((i for i, (x, y) in enumerate(zip(a_bytes, b_bytes, strict=False)) if x != y), None)
+        problems.append(
+            f"{stem}.wrp: canonical forms differ ({len(a_bytes)} vs {len(b_bytes)} bytes, first difference at "
+            f"byte {first if first is not None else min(len(a_bytes), len(b_bytes))})"
+        )
+    listings = [sorted(os.listdir(d / f"{stem}_modules")) for d in (a_dir, b_dir)]
+    if listings[0] != listings[1]:
+        problems.append(f"{stem}_modules: files differ: {listings[0]} vs {listings[1]}")
+    for name in sorted(set(listings[0]) & set(listings[1])):
+        if (a_dir / f"{stem}_modules" / name).read_bytes() != (b_dir / f"{stem}_modules" / name).read_bytes():
+            problems.append(f"{stem}_modules/{name}: bytes differ")
+    return problems
