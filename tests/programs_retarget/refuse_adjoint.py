@@ -19,7 +19,7 @@ def build(device):
 
     def step():
         wp.launch(double, dim=4, inputs=[x], outputs=[y], device=device)
-        wp.launch(
+        wp.launch(  # refused here
             double, dim=4, inputs=[x], outputs=[y], adj_inputs=[adj_x], adj_outputs=[adj_y], adjoint=True, device=device
         )
 

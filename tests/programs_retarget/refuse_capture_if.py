@@ -15,6 +15,6 @@ def build(device):
     cond = wp.ones(1, dtype=wp.int32, device=device)
 
     def step():
-        wp.capture_if(cond, on_true=lambda: wp.launch(inc, dim=4, inputs=[x], device=device))
+        wp.capture_if(cond, on_true=lambda: wp.launch(inc, dim=4, inputs=[x], device=device))  # refused here
 
     return CaptureSpec(inputs={}, outputs={"x": x}, step=step)

@@ -14,7 +14,7 @@ def build(device):
     x = wp.zeros(4, dtype=float, device=device)
 
     def step():
-        cmd = wp.launch(fill, dim=4, inputs=[x], device=device, record_cmd=True)
+        cmd = wp.launch(fill, dim=4, inputs=[x], device=device, record_cmd=True)  # refused here
         cmd.launch()
 
     return CaptureSpec(inputs={}, outputs={"x": x}, step=step)
