@@ -154,7 +154,8 @@ def _require_device(wp, device: str, target: str):
                 f"{target}: this target captures on a CUDA device, but this machine has no CUDA device",
                 fix=(
                     "build it on a GPU runner (`bazel build --config=gpu ...` on a machine with a CUDA GPU), "
-                    'or set `device = "cpu"` on the wrp_artifact target for a CPU capture'
+                    'or set `capture_mode = "retarget"` (or "auto") on the wrp_artifact target to capture on the '
+                    "CPU and retarget to CUDA"
                 ),
             )
         return wp.get_device(device)
