@@ -56,9 +56,14 @@ def test_launch_forms(tmp_path):
     block_dims = {(k.key, k.block_dim): k for k in wrp.metadata.kernels}
     assert sorted(block_dims) == [("affine", 256), ("square", 128), ("square", 256), ("tile_row_sum", 64)]
     for k in wrp.metadata.kernels:
-        assert k.forward_name.endswith("_cuda_kernel_forward") and modules[k.module_hash].hash == k.module_hash
+        assert (
+            k.forward_name.endswith("_cuda_kernel_forward") and modules[k.module_hash].hash == k.module_hash
+        )
     launches = [op for op in wrp.iter_ops() if isinstance(op, wrpformat.KernelLaunch)]
-    summary = [(op.kernel_key, op.block_dim, op.max_blocks, op.grid_stride, op.ndim, op.shape, op.size) for op in launches]
+    summary = [
+        (op.kernel_key, op.block_dim, op.max_blocks, op.grid_stride, op.ndim, op.shape, op.size)
+        for op in launches
+    ]
     assert summary == [
         ("affine", 256, 0, 1, 2, (8, 64, 0, 0), 512),
         # Tiled: the CPU ran one lane per tile; CUDA runs block_dim (64) lanes.

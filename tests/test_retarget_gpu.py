@@ -30,7 +30,12 @@ def test_retargeted_equals_native(tmp_path, script):
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=900)
     assert proc.returncode == 0, proc.stderr
     report = tmp_path / "report.json"
-    check = [sys.executable, str(REPO / "tools" / "gpu" / "retarget_check.py"), "--retargeted", str(retargeted)]
+    check = [
+        sys.executable,
+        str(REPO / "tools" / "gpu" / "retarget_check.py"),
+        "--retargeted",
+        str(retargeted),
+    ]
     check += ["--report", str(report), "--work", str(tmp_path / "native"), str(script)]
     proc = subprocess.run(check, capture_output=True, text=True, env=_env(), timeout=900)
     assert report.is_file(), proc.stderr

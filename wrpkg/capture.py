@@ -302,7 +302,9 @@ def capture(
     if not stem or "/" in stem or stem.startswith("."):
         raise CaptureError(f"{target}: --stem must be a plain file stem, got {stem!r}")
     if mode not in CAPTURE_MODES:
-        raise CaptureError(f"{target}: unknown capture mode {mode!r}", fix=f"use one of {', '.join(CAPTURE_MODES)}")
+        raise CaptureError(
+            f"{target}: unknown capture mode {mode!r}", fix=f"use one of {', '.join(CAPTURE_MODES)}"
+        )
     if mode != "gpu" and not (device == "cuda" or device.startswith("cuda:")):
         raise CaptureError(
             f"{target}: capture mode {mode!r} makes a CUDA capture, but the device is {device!r}",
@@ -323,7 +325,9 @@ def capture(
     return result
 
 
-def _capture_into(script, device_name, work, stem, label, cache_dir, target, mode, cuda_arch) -> CaptureResult:
+def _capture_into(
+    script, device_name, work, stem, label, cache_dir, target, mode, cuda_arch
+) -> CaptureResult:
     import warp as wp  # noqa: PLC0415 - only the tools that need Warp import it
 
     from wrpkg import retarget  # noqa: PLC0415 - imports Warp
@@ -481,7 +485,10 @@ def configure_parser(parser) -> None:
         "auto (gpu when this machine has one, else retarget)",
     )
     parser.add_argument(
-        "--cuda-arch", type=int, default=None, help="SM of a retargeted capture's module binaries (default: 90)"
+        "--cuda-arch",
+        type=int,
+        default=None,
+        help="SM of a retargeted capture's module binaries (default: 90)",
     )
 
 

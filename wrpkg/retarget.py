@@ -150,7 +150,9 @@ class LaunchRecorder:
         }
         recorder = self
 
-        def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), device=None, *args, **kw):
+        def launch(
+            kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), device=None, *args, **kw
+        ):
             where = recorder._where()
             tiled_block_dim = recorder._tiled_block_dim.pop() if recorder._tiled_block_dim else None
             adjoint = kw.get("adjoint", args[1] if len(args) > 1 else False)
@@ -160,14 +162,20 @@ class LaunchRecorder:
             if adjoint:
                 raise recorder.refuse(f"the backward launch of kernel '{kernel.key}'", where)
             if record_cmd:
-                raise recorder.refuse(f"the recorded launch command (record_cmd=True) of '{kernel.key}'", where)
+                raise recorder.refuse(
+                    f"the recorded launch command (record_cmd=True) of '{kernel.key}'", where
+                )
             before = capture.operation_count
-            result = original["launch"](kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, *args, **kw)
+            result = original["launch"](
+                kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, *args, **kw
+            )
             after = capture.operation_count
             if after == before:
                 return result  # an empty launch records nothing, on CUDA as on the CPU
             if after != before + 1:
-                raise recorder.refuse(f"the launch of '{kernel.key}' (it recorded {after - before} operations)", where)
+                raise recorder.refuse(
+                    f"the launch of '{kernel.key}' (it recorded {after - before} operations)", where
+                )
             if kernel.is_generic:
                 kernel = kernel._add_normalized_overload(kernel.infer_argument_types([*inputs, *outputs]))
             requested = tiled_block_dim if tiled_block_dim is not None else block_dim
@@ -179,7 +187,17 @@ class LaunchRecorder:
             cpu_shape, cpu_size = _bounds(cpu_dim, kernel)
             shape, size = _bounds(cuda_dim, kernel)
             recorder.calls.append(
-                LaunchCall(before, kernel, cuda_block_dim, int(max_blocks or 0), shape, size, cpu_shape, cpu_size, where)
+                LaunchCall(
+                    before,
+                    kernel,
+                    cuda_block_dim,
+                    int(max_blocks or 0),
+                    shape,
+                    size,
+                    cpu_shape,
+                    cpu_size,
+                    where,
+                )
             )
             return result
 
@@ -272,7 +290,9 @@ class _FakeModuleExec:
         self.compile_arch = compile_arch
 
 
-def _build_cuda_module(module, block_dim: int, arch: int, modules_dir: Path, recorder, where: str) -> _CudaModule:
+def _build_cuda_module(
+    module, block_dim: int, arch: int, modules_dir: Path, recorder, where: str
+) -> _CudaModule:
     """Generates and compiles one CUDA module variant with Warp, as Module.load would on a GPU."""
     import warp as wp  # noqa: PLC0415
     import warp._src.context as ctx  # noqa: PLC0415
@@ -315,7 +335,9 @@ def _build_cuda_module(module, block_dim: int, arch: int, modules_dir: Path, rec
     return _CudaModule(module, block_dim, module_hash.hex(), record, smem)
 
 
-def retarget(wrp_path: Path, modules_dir: Path, recorder: LaunchRecorder, arch: int = DEFAULT_CUDA_ARCH) -> None:
+def retarget(
+    wrp_path: Path, modules_dir: Path, recorder: LaunchRecorder, arch: int = DEFAULT_CUDA_ARCH
+) -> None:
     """Rewrites the CPU capture `wrp_path` (+ `modules_dir`) into the CUDA capture for `arch`."""
     cpu = wrpformat.read_wrp(wrp_path)
     if cpu.is_cuda:
@@ -363,7 +385,9 @@ def retarget(wrp_path: Path, modules_dir: Path, recorder: LaunchRecorder, arch: 
         options = kernel.module.options | kernel.options
         backward = f"{mangled}_cuda_kernel_backward" if options.get("enable_backward", True) else ""
         if forward not in variant.smem:
-            raise recorder.refuse(f"the launch of '{kernel.key}' (no {forward} in Warp's module metadata)", call.where)
+            raise recorder.refuse(
+                f"the launch of '{kernel.key}' (no {forward} in Warp's module metadata)", call.where
+            )
         kernels.setdefault(
             (variant.hash, kernel.key),
             wrpformat.KernelRecord(

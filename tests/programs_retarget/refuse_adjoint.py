@@ -20,7 +20,14 @@ def build(device):
     def step():
         wp.launch(double, dim=4, inputs=[x], outputs=[y], device=device)
         wp.launch(  # refused here
-            double, dim=4, inputs=[x], outputs=[y], adj_inputs=[adj_x], adj_outputs=[adj_y], adjoint=True, device=device
+            double,
+            dim=4,
+            inputs=[x],
+            outputs=[y],
+            adj_inputs=[adj_x],
+            adj_outputs=[adj_y],
+            adjoint=True,
+            device=device,
         )
 
     return CaptureSpec(inputs={"x": x}, outputs={"y": y, "adj_x": adj_x}, step=step)
