@@ -152,7 +152,7 @@ def test_cuda_capture_without_a_cuda_device(tmp_path):
     assert proc.returncode == 1
     assert "//models:sim_wrp" in proc.stderr
     assert "--config=gpu" in proc.stderr
-    assert 'device = "cpu"' in proc.stderr
+    assert 'capture_mode = "retarget"' in proc.stderr
     assert_no_output(out)
 
 

@@ -1,6 +1,8 @@
-"""The multi-arch bundle Bazel builds from the recorded H200 capture of models/sim.py:
-every module's fatbin holds exactly the default SASS targets plus the PTX (as the pinned
-cuobjdump lists them), agrees with the manifest, and the rewritten .wrp verifies."""
+"""The multi-arch CUDA bundles Bazel builds of models/sim.py, from the CPU capture
+retargeted to CUDA (//models:sim_wrp) and from the recorded H200 capture
+(//models:sim_recorded_wrp): every module's fatbin holds exactly the default SASS targets
+plus the PTX (as the pinned cuobjdump lists them), agrees with the manifest, the rewritten
+.wrp verifies, and both bundles deploy the same bytes."""
 
 import hashlib
 import json
@@ -9,19 +11,36 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from wrpkg import archs
 from wrpkg.cuda_tools import fatbin_contents, fatbin_entries
 from wrpkg.format import BinaryKind, read_wrp
 from wrpkg.verify import verify_bundle
 
-
-def bundle_dir() -> Path:
-    # Passed by tests/BUILD.bazel as $(rootpath //models:sim_recorded_wrp_dir).
-    return Path(os.environ["WRP_RECORDED_BUNDLE"])
+# Passed by tests/BUILD.bazel as $(rootpath //models:sim_wrp_dir) and (..._recorded_wrp_dir).
+BUNDLES = ["WRP_RETARGETED_BUNDLE", "WRP_RECORDED_BUNDLE"]
 
 
-def test_fatbins_hold_exactly_the_default_targets():
-    root = bundle_dir()
+@pytest.fixture(params=BUNDLES)
+def bundle_dir(request) -> Path:
+    return Path(os.environ[request.param])
+
+
+def test_retargeted_and_recorded_bundles_deploy_the_same_bytes():
+    retargeted, recorded = (Path(os.environ[name]) for name in BUNDLES)
+    a, b = verify_bundle(retargeted), verify_bundle(recorded)
+    assert a.modules == b.modules and a.bindings == b.bindings and a.toolchain == b.toolchain
+    deployed = [f for f in a.files if not f.path.startswith("golden/")]
+    assert deployed == [f for f in b.files if not f.path.startswith("golden/")]
+    for f in deployed:
+        assert (retargeted / f.path).read_bytes() == (recorded / f.path).read_bytes(), f.path
+    # Golden values: a CPU replay for the retargeted bundle, the H200's for the recorded one.
+    assert (a.golden_device, b.golden_device) == ("cpu", "cuda")
+
+
+def test_fatbins_hold_exactly_the_default_targets(bundle_dir):
+    root = bundle_dir
     manifest = json.loads((root / "manifest.json").read_text())
     expected = sorted([*archs.DEFAULT_SASS_ARCHS, archs.DEFAULT_PTX_ARCH])
     assert len(manifest["modules"]) == 2
@@ -33,8 +52,8 @@ def test_fatbins_hold_exactly_the_default_targets():
         assert module["source"] and module["source"].endswith(".cu") and ".sm90." not in module["source"]
 
 
-def test_rewritten_wrp_points_at_the_fatbins_and_verifies():
-    root = bundle_dir()
+def test_rewritten_wrp_points_at_the_fatbins_and_verifies(bundle_dir):
+    root = bundle_dir
     manifest = verify_bundle(root)
     wrp = read_wrp(root / manifest.wrp)
     for record in wrp.metadata.modules:
@@ -44,9 +63,9 @@ def test_rewritten_wrp_points_at_the_fatbins_and_verifies():
         assert (root / "sim_modules" / record.source_filename).is_file()
 
 
-def test_ptx_comes_from_the_older_nvrtc_and_sass_from_warps():
+def test_ptx_comes_from_the_older_nvrtc_and_sass_from_warps(bundle_dir):
     # PTX from NVRTC 13.0.88 (ISA 9.0) JITs on every CUDA 13 driver; SASS stays Warp's 13.4.92.
-    root = bundle_dir()
+    root = bundle_dir
     manifest = verify_bundle(root)
     assert manifest.toolchain.nvrtc == archs.DEFAULT_TOOLCHAIN == "13.4.92"
     assert manifest.toolchain.nvrtc_ptx == archs.PTX_TOOLCHAIN == "13.0.88"

@@ -354,6 +354,7 @@ def build_bundle_dir(
         files=files,
         toolchain=toolchain,
         ptx_min_driver=_ptx_min_driver(module_entries),
+        golden_device=interface.get("golden_device", interface["device"]),
     )
     manifest_bytes = to_json_bytes(manifest)
     (work / MANIFEST_NAME).write_bytes(manifest_bytes)

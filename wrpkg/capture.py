@@ -1,15 +1,20 @@
 """Run a capture script: capture its step with APIC, save the graph, and record golden outputs.
 
     python -m wrpkg.capture --script models/sim.py --device cpu --out-dir RAW --stem sim \\
-        [--label //models:sim_wrp] [--cache-dir DIR]
+        [--mode gpu|retarget|auto] [--cuda-arch 90] [--label //models:sim_wrp] [--cache-dir DIR]
+
+`--device cuda` captures on a CUDA GPU (`--mode gpu`, the default), or runs the script on
+the CPU and writes the CUDA capture Warp would have written on an sm_<cuda-arch> GPU
+(`--mode retarget`, wrpkg/retarget.py; no GPU needed), or the first when this machine has
+a CUDA GPU and the second otherwise (`--mode auto`).
 
 writes, atomically (all of it or nothing):
 
     RAW/sim.wrp              Warp's capture_save output (raw, not canonical)
     RAW/sim_modules/         the module binaries (+ generated .cu sources on CUDA)
     RAW/golden/<name>.bin    every output's bytes after one replay of the saved graph
-    RAW/interface.json       bindings (name, direction), golden files and tolerances
-    RAW/capture.json         provenance: Warp version, device name, SM, driver, CUDA toolkit
+    RAW/interface.json       bindings (name, direction), golden files, tolerances, golden_device
+    RAW/capture.json         provenance: Warp version, device name, SM, driver, CUDA toolkit, mode
 
 The capture-script contract is in models/README.md: the script defines
 `build(device) -> CaptureSpec`.
@@ -36,6 +41,7 @@ from wrpkg.golden import as_tolerance
 from wrpkg.stale_pointers import LaunchRecorder, check_launches
 
 INTERFACE_SCHEMA = "rules_warp.capture_interface/1"
+CAPTURE_MODES = ("gpu", "retarget", "auto")
 CAPTURE_INFO_SCHEMA = "rules_warp.capture/1"
 
 # Warp 1.19's default CPU flags start with -march=native: the .o would use the build host's
@@ -153,7 +159,8 @@ def _require_device(wp, device: str, target: str):
                 f"{target}: this target captures on a CUDA device, but this machine has no CUDA device",
                 fix=(
                     "build it on a GPU runner (`bazel build --config=gpu ...` on a machine with a CUDA GPU), "
-                    'or set `device = "cpu"` on the wrp_artifact target for a CPU capture'
+                    'or set `capture_mode = "retarget"` (or "auto") on the wrp_artifact target to capture on the '
+                    "CPU and retarget to CUDA"
                 ),
             )
         return wp.get_device(device)
@@ -251,6 +258,21 @@ def _versions(wp, device) -> dict:
     }
 
 
+def _retarget_versions(wp, arch: int) -> dict:
+    """Provenance of a retargeted capture: no GPU ran it; Warp's own NVRTC compiled it."""
+    toolkit = wp._src.context.runtime.toolkit_version
+    return {
+        "schema": CAPTURE_INFO_SCHEMA,
+        "warp_version": wp.config.version,
+        "device": "cuda",
+        "device_name": f"none (retargeted from a CPU capture to sm_{arch})",
+        "sm": arch,
+        "driver_version": None,
+        "cuda_toolkit_version": None if toolkit is None else ".".join(str(part) for part in toolkit),
+        "mode": "retarget",
+    }
+
+
 def _write_json(path: Path, obj: dict) -> None:
     path.write_text(json.dumps(obj, sort_keys=True, indent=1) + "\n", encoding="utf-8")
 
@@ -277,6 +299,8 @@ def capture(
     stem: str,
     label: str | None = None,
     cache_dir: str | os.PathLike | None = None,
+    mode: str = "gpu",
+    cuda_arch: int | None = None,
 ) -> CaptureResult:
     """Runs the capture script and writes the raw capture directory (see the module doc)."""
     script = Path(script)
@@ -286,11 +310,20 @@ def capture(
         raise CaptureError(f"{target}: capture script not found")
     if not stem or "/" in stem or stem.startswith("."):
         raise CaptureError(f"{target}: --stem must be a plain file stem, got {stem!r}")
+    if mode not in CAPTURE_MODES:
+        raise CaptureError(
+            f"{target}: unknown capture mode {mode!r}", fix=f"use one of {', '.join(CAPTURE_MODES)}"
+        )
+    if mode != "gpu" and not (device == "cuda" or device.startswith("cuda:")):
+        raise CaptureError(
+            f"{target}: capture mode {mode!r} makes a CUDA capture, but the device is {device!r}",
+            fix='use mode "gpu" (the default) for a CPU capture',
+        )
 
     _check_replaceable(out_dir, target)
     tmp_dir = atomic.staging_dir(out_dir)
     try:
-        result = _capture_into(script, device, tmp_dir, stem, label, cache_dir, target)
+        result = _capture_into(script, device, tmp_dir, stem, label, cache_dir, target, mode, cuda_arch)
         atomic.publish_dir(tmp_dir, out_dir)
     except OSError as exc:
         shutil.rmtree(tmp_dir, ignore_errors=True)
@@ -308,8 +341,12 @@ def capture(
     return result
 
 
-def _capture_into(script, device_name, work, stem, label, cache_dir, target) -> CaptureResult:
+def _capture_into(
+    script, device_name, work, stem, label, cache_dir, target, mode, cuda_arch
+) -> CaptureResult:
     import warp as wp  # noqa: PLC0415 - only the tools that need Warp import it
+
+    from wrpkg import retarget  # noqa: PLC0415 - imports Warp
 
     # The kernel cache never goes to $HOME: a temp dir inside the work dir (removed before
     # publishing) unless the caller shares one.
@@ -325,6 +362,11 @@ def _capture_into(script, device_name, work, stem, label, cache_dir, target) -> 
     else:
         wp._src.build.init_kernel_cache(str(cache))
 
+    if mode == "auto":
+        mode = "gpu" if wp.get_cuda_device_count() > 0 else "retarget"
+    if mode == "retarget":
+        # The script runs on the CPU; retarget.retarget() writes the CUDA capture.
+        device_name = "cpu"
     device = _require_device(wp, device_name, target)
 
     modules_before = set(wp._src.context.user_modules)
@@ -343,10 +385,18 @@ def _capture_into(script, device_name, work, stem, label, cache_dir, target) -> 
     for name in sorted(set(wp._src.context.user_modules) - modules_before):
         wp.load_module(name, device=device)
 
+    recorder = None
+    if mode == "retarget":
+        user_dirs = {os.path.abspath(script.parent) + os.sep, os.path.realpath(script.parent) + os.sep}
+        recorder = retarget.LaunchRecorder(user_dirs=tuple(sorted(user_dirs)), target=target)
     wp.capture_begin(device=device, apic=True)
     try:
-        with LaunchRecorder() as launches:
+        with LaunchRecorder() as launches, recorder.recording(device) if recorder else contextlib.nullcontext():
             spec.step()
+    except retarget.RetargetError:
+        with contextlib.suppress(Exception):
+            wp.capture_end(device=device)
+        raise
     except Exception as exc:  # the user's code
         # End the half-recorded capture so Warp's state is clean; its own error is secondary.
         with contextlib.suppress(Exception):
@@ -414,14 +464,21 @@ def _capture_into(script, device_name, work, stem, label, cache_dir, target) -> 
             else:
                 extra_path.unlink()
 
+    golden_device = "cuda" if device.is_cuda else "cpu"
+    if recorder is not None:
+        arch = cuda_arch or retarget.DEFAULT_CUDA_ARCH
+        retarget.retarget(wrp_path, modules_dir, recorder, arch)
+        info = _retarget_versions(wp, arch)
+    else:
+        info = _versions(wp, device)
     interface = {
         "schema": INTERFACE_SCHEMA,
         "stem": stem,
-        "device": "cuda" if device.is_cuda else "cpu",
+        "device": info["device"],
+        "golden_device": golden_device,
         "bindings": [{"name": b.name, "direction": b.direction} for b in bindings],
         "golden": golden_records,
     }
-    info = _versions(wp, device)
     if label:
         info["label"] = label
     _write_json(work / "interface.json", interface)
@@ -438,10 +495,32 @@ def configure_parser(parser) -> None:
     parser.add_argument("--stem", required=True, help="file stem of the .wrp and its _modules dir")
     parser.add_argument("--label", default=None, help="the Bazel target, named in errors")
     parser.add_argument("--cache-dir", default=None, help="Warp kernel cache (default: a temp dir)")
+    parser.add_argument(
+        "--mode",
+        default="gpu",
+        choices=CAPTURE_MODES,
+        help="for --device cuda: gpu (capture on the GPU), retarget (run on the CPU, write the CUDA capture), "
+        "auto (gpu when this machine has one, else retarget)",
+    )
+    parser.add_argument(
+        "--cuda-arch",
+        type=int,
+        default=None,
+        help="SM of a retargeted capture's module binaries (default: 90)",
+    )
 
 
 def run(args) -> int:
-    result = capture(args.script, args.device, args.out_dir, args.stem, args.label, args.cache_dir)
+    result = capture(
+        args.script,
+        args.device,
+        args.out_dir,
+        args.stem,
+        args.label,
+        args.cache_dir,
+        mode=args.mode,
+        cuda_arch=args.cuda_arch,
+    )
     outputs = ", ".join(sorted(result.golden))
     print(f"captured {result.wrp_path} ({result.info['device']}); golden outputs: {outputs}")
     return 0

@@ -102,6 +102,9 @@ class Manifest:
     files: list[FileEntry]
     toolchain: Toolchain
     ptx_min_driver: str | None = None
+    # The device whose replay produced the golden outputs: "cpu" for a retargeted CUDA
+    # capture (wrpkg/retarget.py), else the capture device.
+    golden_device: str | None = None
     schema: str = MANIFEST_SCHEMA
 
     # --- queries used by verify and load ---
@@ -205,6 +208,7 @@ def from_json_bytes(
             files=[FileEntry(**f) for f in raw["files"]],
             toolchain=Toolchain(**raw["toolchain"]),
             ptx_min_driver=raw["ptx_min_driver"],
+            golden_device=raw.get("golden_device"),
             schema=raw["schema"],
         )
     except (KeyError, TypeError) as exc:

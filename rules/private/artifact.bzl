@@ -5,7 +5,7 @@ load(":bundle.bzl", "declare_bundle")
 load(":capture.bzl", "declare_capture", "recorded_capture")
 load(":cc.bzl", "wrp_cc_library")
 load(":compile.bzl", "declare_compiles")
-load(":flags.bzl", "ArchListInfo")
+load(":flags.bzl", "ArchListInfo", "CaptureModeInfo")
 load(":providers.bzl", "WrpInfo")
 load(":python.bzl", "WRPKG_PYTHON_TOOLCHAIN", "WRPKG_TOOL_ATTRS")
 load(":test.bzl", "wrp_replay_test")
@@ -63,6 +63,16 @@ _ATTRS.update({
         allow_single_file = [".py"],
         doc = "The capture script: defines build(device) -> wrpkg.capture.CaptureSpec.",
     ),
+    "capture_mode": attr.string(
+        default = "auto",
+        values = ["auto", "gpu", "retarget"],
+        doc = "How a CUDA capture is made: gpu (on a CUDA GPU), retarget (on the CPU, rewritten to the " +
+              "CUDA capture Warp would write; no GPU), auto (--//rules:capture_mode: retarget, gpu with --config=gpu).",
+    ),
+    "cuda_arch": attr.int(
+        default = 90,
+        doc = "SM of a retargeted capture's packaged cubins (the bundle compiles every SM in `archs` anyway).",
+    ),
     "data": attr.label_list(allow_files = True, doc = "Files the capture script reads."),
     "deps": attr.label_list(providers = [[PyInfo]], doc = "py_library targets the capture script imports."),
     "device": attr.string(
@@ -84,6 +94,7 @@ _ATTRS.update({
     ),
     "stem": attr.string(doc = "File stem of the .wrp (default: the capture script's name)."),
     "_archs_flag": attr.label(default = "//rules:archs"),
+    "_capture_mode_flag": attr.label(default = "//rules:capture_mode", providers = [CaptureModeInfo]),
 })
 
 wrp_artifact_rule = rule(
@@ -110,7 +121,8 @@ def wrp_artifact(name, tags = [], visibility = None, testonly = False, replay_te
       visibility: of every target.
       testonly: of every target.
       replay_tests: declare the two replay tests (False for a bundle meant not to load).
-      **kwargs: capture, deps, data, device, archs, ptx, stem, recorded_capture (see wrp_artifact_rule).
+      **kwargs: capture, capture_mode, cuda_arch, deps, data, device, archs, ptx, stem, recorded_capture
+        (see wrp_artifact_rule).
     """
     device = kwargs.get("device", "cuda")
     gpu = ["gpu"] if device == "cuda" else []
@@ -122,8 +134,10 @@ def wrp_artifact(name, tags = [], visibility = None, testonly = False, replay_te
         "//conditions:default": [str(Label("//rules:cpu_bundle_needs_the_capture_cpu"))],
     }) if device == "cpu" else []
 
-    # Only a live CUDA capture needs a GPU to build; a recorded one compiles and bundles anywhere.
-    build_tags = tags + (gpu if not kwargs.get("recorded_capture") else [])
+    # Only a capture on the GPU needs one to build; a retargeted or recorded capture
+    # ("auto" retargets unless --config=gpu) compiles and bundles anywhere.
+    needs_gpu = kwargs.get("capture_mode", "auto") == "gpu" and not kwargs.get("recorded_capture")
+    build_tags = tags + (gpu if needs_gpu else [])
     test_tags = tags + gpu
     wrp_artifact_rule(name = name, tags = build_tags, visibility = visibility, testonly = testonly, **kwargs)
     for part, group in [("dir", "bundle_dir"), ("tar", "tar"), ("sha256", "content_hash")]:

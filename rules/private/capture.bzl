@@ -1,5 +1,6 @@
 """The capture action: runs the user's script under Warp APIC (`wrpkg.capture`)."""
 
+load(":flags.bzl", "CaptureModeInfo")
 load(":python.bzl", "run_wrpkg")
 
 def recorded_capture(ctx, stem):
@@ -44,12 +45,27 @@ def recorded_capture(ctx, stem):
         ))
     return struct(path = root, files = files)
 
+def capture_mode(ctx):
+    """"gpu" or "retarget" for a CUDA capture ("auto" follows --//rules:capture_mode); None for CPU."""
+    if ctx.attr.device != "cuda":
+        if ctx.attr.capture_mode not in ("auto", "gpu"):
+            fail('{}: capture_mode = "{}" makes a CUDA capture, but device = "{}"'.format(
+                ctx.label,
+                ctx.attr.capture_mode,
+                ctx.attr.device,
+            ))
+        return None
+    if ctx.attr.capture_mode == "auto":
+        return ctx.attr._capture_mode_flag[CaptureModeInfo].mode
+    return ctx.attr.capture_mode
+
 def declare_capture(ctx, stem):
     """Declares and registers the capture of ctx.file.capture; returns struct(path, files)."""
     raw = ctx.actions.declare_directory(ctx.label.name + ".raw")
     script_deps = [dep[PyInfo].transitive_sources for dep in ctx.attr.deps if PyInfo in dep]
     script_deps += [depset(ctx.files.data)]
-    is_cuda = ctx.attr.device == "cuda"
+    mode = capture_mode(ctx)
+    on_gpu = mode == "gpu"
     run_wrpkg(
         ctx,
         tool = "capture",
@@ -64,14 +80,17 @@ def declare_capture(ctx, stem):
             stem,
             "--label",
             str(ctx.label),
-        ],
+        ] + (["--mode", mode] if mode else []) + (["--cuda-arch", str(ctx.attr.cuda_arch)] if mode == "retarget" else []),
         inputs = [ctx.file.capture],
         outputs = [raw],
         extra_files = script_deps,
-        mnemonic = "WrpCaptureCuda" if is_cuda else "WrpCapture",
-        progress_message = "Capturing {} on {}".format(ctx.label, ctx.attr.device),
-        # A CUDA capture needs the GPU: remote executors and runner pools route on
+        mnemonic = {"gpu": "WrpCaptureCuda", "retarget": "WrpCaptureRetarget"}.get(mode, "WrpCapture"),
+        progress_message = "Capturing {} on {}".format(
+            ctx.label,
+            "the CPU, retargeted to CUDA" if mode == "retarget" else ctx.attr.device,
+        ),
+        # A capture on the GPU needs one: remote executors and runner pools route on
         # `gpu`; --config=gpu runs it where the GPU is (see .bazelrc).
-        execution_requirements = {"gpu": "1"} if is_cuda else {},
+        execution_requirements = {"gpu": "1"} if on_gpu else {},
     )
     return struct(path = raw.path, files = [raw])

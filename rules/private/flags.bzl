@@ -13,3 +13,22 @@ arch_list_flag = rule(
     build_setting = config.string_list(flag = True),
     doc = "A comma-separated list of SM names given on the command line.",
 )
+
+CaptureModeInfo = provider(
+    doc = "Value of the capture-mode build setting.",
+    fields = {"mode": '"gpu" (capture on a CUDA GPU) or "retarget" (capture on the CPU, write the CUDA capture).'},
+)
+
+CAPTURE_MODES = ["gpu", "retarget"]
+
+def _capture_mode_flag_impl(ctx):
+    mode = ctx.build_setting_value
+    if mode not in CAPTURE_MODES:
+        fail("{}: unknown capture mode '{}'; use one of {}".format(ctx.label, mode, ", ".join(CAPTURE_MODES)))
+    return [CaptureModeInfo(mode = mode)]
+
+capture_mode_flag = rule(
+    implementation = _capture_mode_flag_impl,
+    build_setting = config.string(flag = True),
+    doc = 'How wrp_artifact(capture_mode = "auto") targets capture: "gpu" or "retarget".',
+)

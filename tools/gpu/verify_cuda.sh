@@ -33,6 +33,14 @@ check $c/replay --bundle $c/sim_ptx_only_wrp
 check $c/replay --bundle $c/sim_source_only_wrp
 check bash tests/gpu/expect_arch_mismatch_test.sh $c/replay $c/sim_no_fit_wrp
 
+step "retarget (issue 9): retargeted captures vs native CUDA captures, then their bundles' replays"
+check python3 tools/gpu/retarget_check.py --retargeted $c/retargeted --report /tmp/retarget_report.json \
+  models/sim.py tests/programs_retarget/launch_forms.py
+check python3 tools/gpu/replay_check.py $c/launch_forms_wrp
+check $c/replay --bundle $c/launch_forms_wrp
+# Golden values from a CPU replay: sim.py's trajectories diverge across devices (models/README.md).
+echo "(expected to differ from its CPU golden values)"; $c/replay --bundle $c/sim_wrp
+
 step "examples/deploy on the GPU (its CPU path runs in CI: the GPU machine's Warp pack has no warp-clang.so)"
 check $c/deploy_recorded --device cuda --steps 100
 

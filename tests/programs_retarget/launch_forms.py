@@ -1,0 +1,73 @@
+"""Every launch form the retarget mode accepts, in one capture.
+
+- a tiled kernel launched with `wp.launch_tiled(..., block_dim=64)` next to a default
+  launch of another kernel of the same Warp module: two CUDA modules (two block_dims) from
+  one Python module;
+- an explicit `wp.launch(..., block_dim=128)` and a `max_blocks` launch (grid-stride);
+- a kernel with static shared memory (a tile), a `@wp.struct` argument, a 2D launch;
+- a memset (`zero_`), a fill (`fill_`) and a device copy (`wp.copy`).
+Every output is computed without float atomics, so CPU and CUDA agree to rounding.
+"""
+
+import numpy as np
+import warp as wp
+
+from wrpkg.capture import CaptureSpec
+
+ROWS = 8
+COLS = 64
+TILE = 64
+
+
+@wp.struct
+class Affine:
+    scale: float
+    offset: float
+
+
+@wp.kernel
+def tile_row_sum(a: wp.array2d(dtype=float), out: wp.array(dtype=float)):
+    row = wp.tid()
+    t = wp.tile_load(a[row], shape=TILE)
+    s = wp.tile_sum(t)
+    wp.tile_store(out, s, offset=row)
+
+
+@wp.kernel
+def affine(x: wp.array2d(dtype=float), p: Affine):
+    i, j = wp.tid()
+    x[i, j] = x[i, j] * p.scale + p.offset
+
+
+@wp.kernel
+def square(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = x[i] * x[i]
+
+
+def build(device):
+    rng = np.random.default_rng(3)
+    a = wp.array(rng.uniform(-1.0, 1.0, size=(ROWS, COLS)).astype(np.float32), dtype=float, device=device)
+    sums = wp.zeros(ROWS, dtype=float, device=device)
+    squares = wp.zeros(ROWS, dtype=float, device=device)
+    backup = wp.zeros(ROWS, dtype=float, device=device)
+    marks = wp.zeros(16, dtype=wp.int32, device=device)
+    p = Affine()
+    p.scale = 0.5
+    p.offset = 0.25
+
+    def step():
+        marks.zero_()
+        backup.fill_(2.0)
+        wp.launch(affine, dim=(ROWS, COLS), inputs=[a, p], device=device)
+        wp.launch_tiled(tile_row_sum, dim=[ROWS], inputs=[a, sums], block_dim=TILE, device=device)
+        wp.copy(backup, sums)
+        wp.launch(square, dim=ROWS, inputs=[sums, squares], device=device, block_dim=128)
+        wp.launch(square, dim=ROWS, inputs=[squares, sums], device=device, max_blocks=2)
+
+    return CaptureSpec(
+        inputs={"a": a},
+        outputs={"a": a, "sums": sums, "squares": squares, "backup": backup, "marks": marks},
+        step=step,
+        tolerances={"sums": 1e-5, "squares": 1e-5, "backup": 1e-5},
+    )

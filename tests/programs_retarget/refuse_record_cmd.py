@@ -1,0 +1,20 @@
+"""Refused by the retarget mode: a recorded launch command (record_cmd=True)."""
+
+import warp as wp
+
+from wrpkg.capture import CaptureSpec
+
+
+@wp.kernel
+def fill(x: wp.array(dtype=float)):
+    x[wp.tid()] = 3.0
+
+
+def build(device):
+    x = wp.zeros(4, dtype=float, device=device)
+
+    def step():
+        cmd = wp.launch(fill, dim=4, inputs=[x], device=device, record_cmd=True)  # refused here
+        cmd.launch()
+
+    return CaptureSpec(inputs={}, outputs={"x": x}, step=step)

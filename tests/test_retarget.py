@@ -1,0 +1,120 @@
+"""The retarget capture mode on the CPU: models/sim.py retargeted is byte-identical (canonical
+form) to its capture on an H200; the accepted launch forms get the CUDA records Warp writes;
+every refused operation fails naming the operation and the script line, leaving no output."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wrpkg import format as wrpformat
+from wrpkg.retarget import compare_captures
+
+REPO = Path(__file__).resolve().parent.parent
+PROGRAMS = REPO / "tests" / "programs_retarget"
+RECORDED_SIM = REPO / "models" / "recorded" / "sim_cuda_sm90"
+
+
+def retarget(script: Path, out_dir: Path, *, device="cuda", mode="retarget", hide_gpus=False):
+    env = dict(os.environ)
+    if hide_gpus:
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    cmd = [sys.executable, "-m", "wrpkg.capture", "--script", str(script), "--device", device]
+    cmd += ["--mode", mode, "--out-dir", str(out_dir), "--stem", script.stem, "--label", "//t:x"]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+
+
+def test_sim_retarget_is_the_h200_capture(tmp_path):
+    out = tmp_path / "sim"
+    proc = retarget(REPO / "models" / "sim.py", out)
+    assert proc.returncode == 0, proc.stderr
+    # The canonical .wrp and every module file (.cu and sm_90 .cubin) byte for byte.
+    assert compare_captures(out, RECORDED_SIM, "sim") == []
+    interface = (out / "interface.json").read_text()
+    assert '"golden_device": "cpu"' in interface and '"device": "cuda"' in interface
+
+
+def test_launch_forms(tmp_path):
+    out = tmp_path / "forms"
+    proc = retarget(PROGRAMS / "launch_forms.py", out)
+    assert proc.returncode == 0, proc.stderr
+    wrp = wrpformat.read_wrp(out / "launch_forms.wrp")
+    assert wrp.is_cuda and wrp.header.target_arch == 90 and wrp.metadata.target_arch == 90
+    # One Python module, launched with block_dims 256 (default), 64 (tiled) and 128: three
+    # CUDA modules, each with its own hash, cubin and retained source.
+    modules = {m.hash: m for m in wrp.metadata.modules}
+    assert len(modules) == 3 and {m.name for m in modules.values()} == {"launch_forms"}
+    files = sorted(os.listdir(out / "launch_forms_modules"))
+    assert len(files) == 6 and all(f.endswith((".sm90.cubin", ".sm90.cu")) for f in files)
+    for m in modules.values():
+        assert m.binary_kind == wrpformat.BinaryKind.CUBIN
+        assert m.fallback_reason == wrpformat.FallbackReason.AVAILABLE
+        assert m.recipe.optimization_level == 3 and m.recipe.fuse_fp == 1
+    block_dims = {(k.key, k.block_dim): k for k in wrp.metadata.kernels}
+    assert sorted(block_dims) == [("affine", 256), ("square", 128), ("square", 256), ("tile_row_sum", 64)]
+    for k in wrp.metadata.kernels:
+        assert (
+            k.forward_name.endswith("_cuda_kernel_forward") and modules[k.module_hash].hash == k.module_hash
+        )
+    launches = [op for op in wrp.iter_ops() if isinstance(op, wrpformat.KernelLaunch)]
+    summary = [
+        (op.kernel_key, op.block_dim, op.max_blocks, op.grid_stride, op.ndim, op.shape, op.size)
+        for op in launches
+    ]
+    assert summary == [
+        ("affine", 256, 0, 1, 2, (8, 64, 0, 0), 512),
+        # Tiled: the CPU ran one lane per tile; CUDA runs block_dim (64) lanes.
+        ("tile_row_sum", 64, 0, 1, 1, (8, 0, 0, 0), 8 * 64),
+        ("square", 128, 0, 1, 1, (8, 0, 0, 0), 8),
+        ("square", 256, 2, 1, 1, (8, 0, 0, 0), 8),
+    ]
+    tiled = launches[1]
+    assert tiled.smem_bytes == block_dims[("tile_row_sum", 64)].forward_smem_bytes
+    assert tiled.module_hash == block_dims[("tile_row_sum", 64)].module_hash
+    assert len({op.module_hash for op in launches}) == 3
+    ops = wrp.op_counts()
+    assert ops == {"kernel_launch": 4, "memcpy_d2d": 1, "memset": 1, "memtile": 1}
+
+
+REFUSALS = {
+    "refuse_capture_if.py": "wp.capture_if",
+    "refuse_adjoint.py": "the backward launch of kernel 'double'",
+    "refuse_record_cmd.py": "recorded launch command (record_cmd=True) of 'fill'",
+    "refuse_scan.py": "operation 0 (scan)",
+    "refuse_lean_max_blocks.py": "with max_blocks and grid_stride=False",
+    "refuse_cluster.py": "(cluster_dim > 1)",
+    "refuse_deterministic.py": "(deterministic mode 1)",
+}
+
+
+@pytest.mark.parametrize("program", sorted(REFUSALS))
+def test_refusal_names_the_operation_and_the_line(tmp_path, program):
+    script = PROGRAMS / program
+    line = next(i for i, text in enumerate(script.read_text().splitlines(), 1) if "# refused here" in text)
+    out = tmp_path / "raw"
+    proc = retarget(script, out)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "cannot retarget" in proc.stderr and REFUSALS[program] in proc.stderr, proc.stderr
+    assert f"{program}:{line} to CUDA" in proc.stderr, proc.stderr
+    assert "capture_mode" in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_retarget_needs_a_cuda_device_name(tmp_path):
+    proc = retarget(REPO / "models" / "sim.py", tmp_path / "raw", device="cpu")
+    assert proc.returncode == 1
+    assert "capture mode 'retarget' makes a CUDA capture, but the device is 'cpu'" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_auto_retargets_without_a_gpu(tmp_path):
+    # With no CUDA device visible (CI has none; a GPU runner's is hidden), auto retargets.
+    out = tmp_path / "forms"
+    proc = retarget(PROGRAMS / "launch_forms.py", out, mode="auto", hide_gpus=True)
+    assert proc.returncode == 0, proc.stderr
+    assert '"mode": "retarget"' in (out / "capture.json").read_text()
