@@ -6,6 +6,7 @@ load(":capture.bzl", "declare_capture", "recorded_capture")
 load(":cc.bzl", "wrp_cc_library")
 load(":compile.bzl", "declare_compiles")
 load(":flags.bzl", "ArchListInfo")
+load(":pools.bzl", "CAPTURE_EXEC_GROUP", "gpu_exec_properties")
 load(":providers.bzl", "WrpInfo")
 load(":python.bzl", "WRPKG_TOOL_ATTRS")
 load(":test.bzl", "wrp_replay_test")
@@ -89,6 +90,7 @@ wrp_artifact_rule = rule(
     implementation = _wrp_artifact_impl,
     attrs = _ATTRS,
     toolchains = [_CUDA_TOOLCHAIN],
+    exec_groups = {CAPTURE_EXEC_GROUP: exec_group()},
     doc = "Captures a Warp program and bundles it for every listed GPU architecture.",
 )
 
@@ -115,9 +117,17 @@ def wrp_artifact(name, tags = [], visibility = None, testonly = False, replay_te
     gpu = ["gpu"] if device == "cuda" else []
 
     # Only a live CUDA capture needs a GPU to build; a recorded one compiles and bundles anywhere.
-    build_tags = tags + (gpu if not kwargs.get("recorded_capture") else [])
+    live_cuda = device == "cuda" and not kwargs.get("recorded_capture")
+    build_tags = tags + (gpu if live_cuda else [])
     test_tags = tags + gpu
-    wrp_artifact_rule(name = name, tags = build_tags, visibility = visibility, testonly = testonly, **kwargs)
+    wrp_artifact_rule(
+        name = name,
+        tags = build_tags,
+        visibility = visibility,
+        testonly = testonly,
+        exec_properties = gpu_exec_properties(CAPTURE_EXEC_GROUP) if live_cuda else {},
+        **kwargs
+    )
     for part, group in [("dir", "bundle_dir"), ("tar", "tar"), ("sha256", "content_hash")]:
         native.filegroup(
             name = "{}_{}".format(name, part),

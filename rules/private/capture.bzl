@@ -1,5 +1,6 @@
 """The capture action: runs the user's script under Warp APIC (`wrpkg.capture`)."""
 
+load(":pools.bzl", "CAPTURE_EXEC_GROUP")
 load(":python.bzl", "run_wrpkg")
 
 def recorded_capture(ctx):
@@ -39,8 +40,8 @@ def declare_capture(ctx, stem):
         extra_files = script_deps,
         mnemonic = "WrpCaptureCuda" if is_cuda else "WrpCapture",
         progress_message = "Capturing {} on {}".format(ctx.label, ctx.attr.device),
-        # A CUDA capture needs the GPU: remote executors and runner pools route on
-        # `gpu`; --config=gpu runs it where the GPU is (see .bazelrc).
-        execution_requirements = {"gpu": "1"} if is_cuda else {},
+        # A CUDA capture needs the GPU: wrp_artifact routes this exec group to the GPU
+        # pool (rules/private/pools.bzl); --config=gpu runs it where the GPU is.
+        exec_group = CAPTURE_EXEC_GROUP,
     )
     return struct(path = raw.path, files = [raw])
