@@ -25,3 +25,8 @@ def gpu_exec_properties(exec_group):
 def test_exec_properties(tags):
     """exec_properties for a test target with these tags: its test spawn goes to the GPU pool when tagged `gpu`."""
     return gpu_exec_properties("test") if "gpu" in tags else {}
+
+def test_env(tags):
+    """env for a test target with these tags: tells --config=gpu's --run_under wrapper
+    (tools/gpu/one_gpu.sh) to give a gpu test a GPU of its own."""
+    return {"WRP_GPU_TEST": "1"} if "gpu" in tags else {}

@@ -27,6 +27,8 @@ while [ $# -gt 0 ]; do
 done
 out=${1:-/var/tmp/rules_warp-image}
 mkdir -p "$out"
+exec 9>"$out/.lock"
+flock -n 9 || { echo "build_image.sh: another build is writing $out" >&2; exit 1; }
 command -v mmdebstrap >/dev/null || {
   echo "build_image.sh: mmdebstrap is missing: run tools/setup.sh --containers" >&2
   exit 1
@@ -49,15 +51,17 @@ for lock in toolchains/python/requirements.lock toolchains/cuda/nvrtc_13_0/requi
 done
 echo "build_image.sh: wheelhouse $(du -sh "$wheels" | cut -f1) in $(ls "$wheels" | wc -l) wheels" >&2
 
-# Docs, man pages and translations are left out: nothing in a runner reads them.
+# Docs, man pages and translations are left out: nothing in a runner reads them. (The man
+# directories stay: update-alternatives links into them, e.g. for java.1.gz.)
 rm -f "$out/rootfs.tar"
-mmdebstrap --quiet --variant=apt --format=tar \
+mmdebstrap --verbose --variant=apt --format=tar \
   --include=bazel-bootstrap,python3,python3-venv \
   --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/info/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*' \
   --dpkgopt='path-exclude=/usr/share/doc/*' \
   --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+  --essential-hook='mkdir -p "$1"/usr/share/man/man1 "$1"/usr/share/man/man8' \
   --customize-hook='mkdir -p "$1/opt/wheelhouse"' \
   --customize-hook="sync-in '$wheels' /opt/wheelhouse" \
   --customize-hook="copy-in '$repo/toolchains/containers/pip.conf' /etc" \
