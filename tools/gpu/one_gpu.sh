@@ -10,16 +10,19 @@
 # order of the device nodes).
 set -euo pipefail
 [ "${WRP_GPU_TEST:-}" = 1 ] || exec "$@"
+# Where the driver lists its GPUs and their device nodes (overridden by its test only).
+proc=${WRP_NVIDIA_PROC:-/proc/driver/nvidia}
+dev=${WRP_NVIDIA_DEV:-/dev}
 
 gpus=()
-for info in /proc/driver/nvidia/gpus/*/information; do
+for info in "$proc"/gpus/*/information; do
   [ -r "$info" ] || continue
   minor=$(sed -n 's/^Device Minor:[[:space:]]*//p' "$info")
   uuid=$(sed -n 's/^GPU UUID:[[:space:]]*//p' "$info")
-  [ -n "$minor" ] && [ -n "$uuid" ] && [ -e "/dev/nvidia$minor" ] && gpus+=("$minor $uuid")
+  [ -n "$minor" ] && [ -n "$uuid" ] && [ -e "$dev/nvidia$minor" ] && gpus+=("$minor $uuid")
 done
 if [ "${#gpus[@]}" -eq 0 ]; then
-  echo "one_gpu.sh: no NVIDIA GPU visible (/proc/driver/nvidia/gpus); running the test as it is" >&2
+  echo "one_gpu.sh: no NVIDIA GPU visible ($proc/gpus); running the test as it is" >&2
   exec "$@"
 fi
 
@@ -27,7 +30,7 @@ waited=0
 while :; do
   for gpu in "${gpus[@]}"; do
     minor=${gpu%% *}
-    exec {lock}<"/dev/nvidia$minor"
+    exec {lock}<"$dev/nvidia$minor"
     if flock -n "$lock"; then
       export CUDA_VISIBLE_DEVICES=${gpu#* }
       # The lock's descriptor stays open in the test process: the GPU is the test's until it exits.
