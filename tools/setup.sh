@@ -18,6 +18,8 @@ need_apt=()
 if [ "$containers" = 1 ]; then
   [ -x /usr/sbin/dockerd ] || need_apt+=(docker.io)
   command -v mmdebstrap >/dev/null 2>&1 || need_apt+=(mmdebstrap)
+  # --config=docker makes the venvs from Debian's /usr/bin/python3, the image's interpreter.
+  dpkg -s python3-venv >/dev/null 2>&1 || need_apt+=(python3-venv)
 fi
 command -v bazel >/dev/null 2>&1 || need_apt+=(bazel-bootstrap)
 command -v clang-format >/dev/null 2>&1 || need_apt+=(clang-format)
