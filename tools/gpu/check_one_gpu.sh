@@ -13,7 +13,10 @@ echo "nvidia-smi lists $listed GPUs; /proc/driver/nvidia/gpus has $found"
 given=$(WRP_GPU_TEST=1 "$wrapper" bash -c 'echo "$CUDA_VISIBLE_DEVICES"')
 echo "one_gpu.sh gave: $given"
 nvidia-smi --query-gpu=uuid --format=csv,noheader | grep -qx "$given" || { echo "!! not a UUID nvidia-smi lists"; status=1; }
-WRP_GPU_TEST=1 "$wrapper" nvidia-smi -L | tee /dev/stderr | grep -q "$given" || { echo "!! nvidia-smi under the wrapper does not see it"; status=1; }
+count='import ctypes; c = ctypes.CDLL("libcuda.so.1"); n = ctypes.c_int(); c.cuInit(0); c.cuDeviceGetCount(ctypes.byref(n)); print(n.value)'
+seen=$(WRP_GPU_TEST=1 "$wrapper" python3 -c "$count")
+echo "CUDA devices a wrapped test sees: $seen (of $(python3 -c "$count"))"
+[ "$seen" = 1 ] || { echo "!! a wrapped test must see exactly one CUDA device"; status=1; }
 # Hold every GPU, then start one more: it must wait until they are released.
 for _ in $(seq 1 "$found"); do WRP_GPU_TEST=1 "$wrapper" sleep 3 & done
 sleep 1
