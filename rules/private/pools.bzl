@@ -7,9 +7,9 @@ the test spawn of every gpu-tagged test (exec group `test`), never their compile
 or bundling. Execution requirements (`execution_requirements = {"gpu": ...}`) would not
 do: Bazel does not send them to a remote executor."""
 
-# `dockerRuntime` is what executors that start `container-image` per action (Buildbarn,
-# BuildBuddy, Buildfarm) read to run the container with NVIDIA's runtime, which mounts
-# the host's driver and the devices NVIDIA_VISIBLE_DEVICES names into it.
+# `dockerRuntime` is what executors that start `container-image` per action read to run
+# the container with NVIDIA's runtime (BuildBuddy does; so does the RBE setup openxla/xla
+# uses for its GPU tests), which mounts the host's driver and the GPUs into it.
 GPU_POOL = {
     "Pool": "gpu",
     "dockerRuntime": "nvidia",
