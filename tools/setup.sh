@@ -3,13 +3,26 @@
 #   - Bazel (Debian's bazel-bootstrap, 4.2.3) and clang-format (lint), from apt
 #   - the aarch64 cross compiler (g++-aarch64-linux-gnu, GCC 12.2) and qemu-user-static,
 #     from apt, for the Jetson/Grace builds and their qemu tests (tests/aarch64)
+#   - nginx (the shared-cache test serves a Bazel HTTP cache with it), from apt
+#   - with --containers: Debian's docker.io and mmdebstrap, for --config=docker and the
+#     offline runner image (toolchains/containers/README.md)
 #   - buildifier, pinned with its integrity hash in third_party/buildifier (npm ci)
 # The Python venv (warp-lang, NVRTC, nvFatbin, ...) is made by Bazel itself from
 # toolchains/python/requirements.lock on first use (toolchains/python/repositories.bzl).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+containers=0
+[ "${1:-}" = --containers ] && containers=1
+
 need_apt=()
+[ -x /usr/sbin/nginx ] || need_apt+=(nginx)
+if [ "$containers" = 1 ]; then
+  [ -x /usr/sbin/dockerd ] || need_apt+=(docker.io)
+  command -v mmdebstrap >/dev/null 2>&1 || need_apt+=(mmdebstrap)
+  # --config=docker makes the venvs from Debian's /usr/bin/python3, the image's interpreter.
+  dpkg -s python3-venv >/dev/null 2>&1 || need_apt+=(python3-venv)
+fi
 command -v bazel >/dev/null 2>&1 || need_apt+=(bazel-bootstrap)
 command -v clang-format >/dev/null 2>&1 || need_apt+=(clang-format)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)

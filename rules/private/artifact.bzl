@@ -6,6 +6,7 @@ load(":capture.bzl", "declare_capture", "recorded_capture")
 load(":cc.bzl", "wrp_cc_library")
 load(":compile.bzl", "declare_compiles")
 load(":flags.bzl", "ArchListInfo", "CaptureModeInfo")
+load(":pools.bzl", "CAPTURE_EXEC_GROUP", "gpu_exec_properties")
 load(":providers.bzl", "WrpInfo")
 load(":python.bzl", "WRPKG_PYTHON_TOOLCHAIN", "WRPKG_TOOL_ATTRS")
 load(":test.bzl", "wrp_replay_test")
@@ -101,6 +102,7 @@ wrp_artifact_rule = rule(
     implementation = _wrp_artifact_impl,
     attrs = _ATTRS,
     toolchains = [_CUDA_TOOLCHAIN, WRPKG_PYTHON_TOOLCHAIN],
+    exec_groups = {CAPTURE_EXEC_GROUP: exec_group()},
     doc = "Captures a Warp program and bundles it for every listed GPU architecture.",
 )
 
@@ -138,8 +140,19 @@ def wrp_artifact(name, tags = [], visibility = None, testonly = False, replay_te
     # ("auto" retargets unless --config=gpu) compiles and bundles anywhere.
     needs_gpu = kwargs.get("capture_mode", "auto") == "gpu" and not kwargs.get("recorded_capture")
     build_tags = tags + (gpu if needs_gpu else [])
+    # The capture's `capture` exec group goes to the GPU pool; the rule puts the capture action
+    # in that group only when it runs on the GPU (capture_mode "gpu", or "auto" under
+    # --config=gpu), so a retargeted capture stays in the default pool.
+    live_cuda = device == "cuda" and not kwargs.get("recorded_capture") and kwargs.get("capture_mode", "auto") != "retarget"
     test_tags = tags + gpu
-    wrp_artifact_rule(name = name, tags = build_tags, visibility = visibility, testonly = testonly, **kwargs)
+    wrp_artifact_rule(
+        name = name,
+        tags = build_tags,
+        visibility = visibility,
+        testonly = testonly,
+        exec_properties = gpu_exec_properties(CAPTURE_EXEC_GROUP) if live_cuda else {},
+        **kwargs
+    )
     for part, group in [("dir", "bundle_dir"), ("tar", "tar"), ("sha256", "content_hash")]:
         native.filegroup(
             name = "{}_{}".format(name, part),

@@ -1,6 +1,7 @@
 """The capture action: runs the user's script under Warp APIC (`wrpkg.capture`)."""
 
 load(":flags.bzl", "CaptureModeInfo")
+load(":pools.bzl", "CAPTURE_EXEC_GROUP")
 load(":python.bzl", "run_wrpkg")
 
 def recorded_capture(ctx, stem):
@@ -89,8 +90,9 @@ def declare_capture(ctx, stem):
             ctx.label,
             "the CPU, retargeted to CUDA" if mode == "retarget" else ctx.attr.device,
         ),
-        # A capture on the GPU needs one: remote executors and runner pools route on
-        # `gpu`; --config=gpu runs it where the GPU is (see .bazelrc).
-        execution_requirements = {"gpu": "1"} if on_gpu else {},
+        # A capture on the GPU needs one: wrp_artifact routes this exec group to the GPU
+        # pool (rules/private/pools.bzl); --config=gpu runs it where the GPU is. A retargeted
+        # capture runs on the CPU and stays in the default exec group.
+        exec_group = CAPTURE_EXEC_GROUP if on_gpu else None,
     )
     return struct(path = raw.path, files = [raw])

@@ -25,6 +25,7 @@ def run_wrpkg(
         progress_message,
         extra_files = [],
         execution_requirements = {},
+        exec_group = None,
         toolchain = None):
     """Runs `python -m wrpkg.<tool> <arguments>` hermetically: only declared inputs, no host packages.
 
@@ -49,6 +50,7 @@ def run_wrpkg(
         mnemonic = mnemonic,
         progress_message = progress_message,
         execution_requirements = execution_requirements,
+        exec_group = exec_group,
         env = {
             "PYTHONPATH": ":".join(python_path),
             "PYTHONDONTWRITEBYTECODE": "1",

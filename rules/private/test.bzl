@@ -3,6 +3,7 @@ compares every output with the golden values (runtime/replay_main.cc)."""
 
 load("@rules_cc//cc:defs.bzl", "cc_test")
 load(":cc.bzl", "embed_symbol")
+load(":pools.bzl", "test_env", "test_exec_properties")
 load(":providers.bzl", "WrpInfo")
 
 def _wrp_embedded_main_impl(ctx):
@@ -63,5 +64,7 @@ def wrp_replay_test(name, cc_library, embedded = False, bundle_dir = None, conte
         linkstatic = True,
         size = size,
         tags = tags,
+        exec_properties = test_exec_properties(tags),
+        env = dict(test_env(tags), **kwargs.pop("env", {})),
         **kwargs
     )

@@ -95,7 +95,9 @@ def _run(rctx, args, what, env = {}):
     return result.stdout
 
 def _wrp_python_venv_impl(rctx):
-    python = rctx.which(rctx.attr.python_interpreter)
+    # WRP_PYTHON (--repo_env) names an interpreter by path: --config=docker sets Debian's,
+    # which the runner image has at the same path, so the venv works inside it too.
+    python = rctx.os.environ.get("WRP_PYTHON") or rctx.which(rctx.attr.python_interpreter)
     if not python:
         fail("wrp_python_venv: no '{}' on PATH; install Python 3.10+ (tools/setup.sh does)".format(
             rctx.attr.python_interpreter,
@@ -176,6 +178,6 @@ wrp_python_venv = repository_rule(
             doc = "A lock file from pip-compile --generate-hashes.",
         ),
     },
-    environ = ["PATH", "WRP_WHEELHOUSE"],
+    environ = ["PATH", "WRP_PYTHON", "WRP_WHEELHOUSE"],
     doc = "A virtual environment installed from a hash-locked requirements file.",
 )

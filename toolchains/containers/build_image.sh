@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Builds the offline runner image: a Debian bookworm root filesystem from Debian's own
+# packages (mmdebstrap) with bazel-bootstrap, the C++ toolchain, Python and a wheelhouse
+# of every hash-locked wheel, so a build inside needs no registry. Writes, under OUT
+# (default /var/tmp/rules_warp-image):
+#   rootfs.tar           the root filesystem (mtimes clamped to SOURCE_DATE_EPOCH)
+#   rootfs.tar.xz        the same, compressed: what a GPU machine without Docker unpacks
+#                        and enters with chroot/unshare
+#   image.tar            a docker-archive of rootfs.tar with a fixed creation time, so the
+#                        image ID is a function of the root filesystem alone
+#   image.digest         that image ID (sha256:...), also loaded into dockerd
+#     toolchains/containers/build_image.sh [--no-docker] [--no-xz] [OUT]
+# The digest the build platforms use is recorded in toolchains/containers/image.bzl;
+# this script says when the image it built differs from it.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+load_docker=1
+compress=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --no-docker) load_docker=0 ;;
+    --no-xz) compress=0 ;;
+    -*) echo "build_image.sh: unknown option $1" >&2; exit 2 ;;
+    *) break ;;
+  esac
+  shift
+done
+out=${1:-/var/tmp/rules_warp-image}
+mkdir -p "$out"
+exec 9>"$out/.lock"
+flock -n 9 || { echo "build_image.sh: another build is writing $out" >&2; exit 1; }
+command -v mmdebstrap >/dev/null || {
+  echo "build_image.sh: mmdebstrap is missing: run tools/setup.sh --containers" >&2
+  exit 1
+}
+# Fixed: the image's bytes must not depend on the day it was built.
+export SOURCE_DATE_EPOCH=1767225600 # 2026-01-01T00:00:00Z
+start=$(date +%s)
+
+# The wheelhouse: every wheel of both locks, checked against their hashes by pip, for
+# the image's interpreter (Debian bookworm: CPython 3.11 on x86_64, as on this host).
+case "$(uname -m) $(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')" in
+  "x86_64 3.11") ;;
+  *) echo "build_image.sh: needs an x86_64 host with Python 3.11 (the image's) to fetch its wheels" >&2; exit 1 ;;
+esac
+wheels="$out/wheelhouse"
+rm -rf "$wheels"
+for lock in toolchains/python/requirements.lock toolchains/cuda/nvrtc_13_0/requirements.lock; do
+  python3 -m pip download --quiet --disable-pip-version-check --require-hashes --no-deps \
+    --only-binary=:all: -r "$repo/$lock" -d "$wheels"
+done
+echo "build_image.sh: wheelhouse $(du -sh "$wheels" | cut -f1) in $(ls "$wheels" | wc -l) wheels" >&2
+
+# Docs, man pages and translations are left out: nothing in a runner reads them. (The man
+# directories stay: update-alternatives links into them, e.g. for java.1.gz.)
+rm -f "$out/rootfs.tar"
+mmdebstrap --verbose --variant=apt --format=tar \
+  --include=bazel-bootstrap,python3,python3-venv \
+  --dpkgopt='path-exclude=/usr/share/man/*' \
+  --dpkgopt='path-exclude=/usr/share/info/*' \
+  --dpkgopt='path-exclude=/usr/share/locale/*' \
+  --dpkgopt='path-exclude=/usr/share/doc/*' \
+  --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+  --essential-hook='mkdir -p "$1"/usr/share/man/man1 "$1"/usr/share/man/man8' \
+  --customize-hook='mkdir -p "$1/opt/wheelhouse"' \
+  --customize-hook="sync-in '$wheels' /opt/wheelhouse" \
+  --customize-hook="copy-in '$repo/toolchains/containers/pip.conf' /etc" \
+  --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/* "$1"/var/log/* "$1"/root/.cache' \
+  bookworm "$out/rootfs.tar"
+echo "build_image.sh: rootfs.tar $(du -h "$out/rootfs.tar" | cut -f1), $(($(date +%s) - start)) s" >&2
+
+# xz -6, not -9: a third of the tarball is wheels (zip archives already), and on two
+# shared cores -9 ran for 25 minutes without finishing its first two 192 MiB blocks.
+if [ "$compress" = 1 ]; then
+  t=$(date +%s)
+  xz -6 -T2 -c "$out/rootfs.tar" >"$out/rootfs.tar.xz.tmp"
+  mv "$out/rootfs.tar.xz.tmp" "$out/rootfs.tar.xz"
+  echo "build_image.sh: rootfs.tar.xz $(stat -c %s "$out/rootfs.tar.xz") bytes, xz $(($(date +%s) - t)) s" >&2
+fi
+
+python3 "$repo/toolchains/containers/docker_archive.py" "$out/rootfs.tar" "$out/image.tar" \
+  --created "$SOURCE_DATE_EPOCH" --tag rules-warp/runner:latest \
+  --env NVIDIA_VISIBLE_DEVICES=all --env NVIDIA_DRIVER_CAPABILITIES=compute,utility \
+  >"$out/image.digest"
+digest=$(cat "$out/image.digest")
+if [ "$load_docker" = 1 ]; then
+  docker load --quiet --input "$out/image.tar" >&2
+  loaded=$(docker image inspect --format '{{.Id}}' rules-warp/runner:latest)
+  [ "$loaded" = "$digest" ] || {
+    echo "build_image.sh: dockerd reports image $loaded, the archive says $digest" >&2
+    exit 1
+  }
+fi
+recorded=$(sed -nE 's/^RUNNER_IMAGE_ID = "(sha256:[0-9a-f]+)"/\1/p' "$repo/toolchains/containers/image.bzl")
+echo "build_image.sh: image $digest, $(($(date +%s) - start)) s in all" >&2
+if [ "$digest" != "$recorded" ]; then
+  echo "build_image.sh: note: toolchains/containers/image.bzl records $recorded;" >&2
+  echo "  Debian's packages changed since (or this is a new lock). To use this image, set" >&2
+  echo "  RUNNER_IMAGE_ID = \"$digest\" there and commit it." >&2
+fi
+echo "$digest"
