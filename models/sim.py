@@ -132,7 +132,9 @@ def triangle_distance(p: np.ndarray, tri: np.ndarray) -> np.ndarray:
     inside = np.ones(height.shape, dtype=bool)
     for u, w in ((a, b), (b, c), (c, a)):
         inside &= np.einsum("nmk,nmk->nm", np.cross(w - u, proj - u), normal) >= 0.0
-    edges = np.minimum(np.minimum(_segment_distance(q, a, b), _segment_distance(q, b, c)), _segment_distance(q, c, a))
+    edges = np.minimum(
+        np.minimum(_segment_distance(q, a, b), _segment_distance(q, b, c)), _segment_distance(q, c, a)
+    )
     return np.where(inside, np.abs(height), edges)
 
 
@@ -191,7 +193,12 @@ def plan_drops(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.nda
         rows = np.arange(todo.size)
         approach = dist[rows, k - 1] - dist[rows, k]
         into = (RADIUS - dist[rows, k]) / approach
-        ok &= (k >= 1) & (into > LANDING_MARGIN) & (into < 1.0 - LANDING_MARGIN) & (dist[rows, k] > 0.2 * RADIUS)
+        ok &= (
+            (k >= 1)
+            & (into > LANDING_MARGIN)
+            & (into < 1.0 - LANDING_MARGIN)
+            & (dist[rows, k] > 0.2 * RADIUS)
+        )
         landing[todo[ok]] = k[ok]
         todo = todo[~ok]
     if todo.size:
