@@ -162,7 +162,7 @@ def summarize_bundle(bundle_dir: Path) -> dict:
         "source_kept": manifest.has_source_fallback(),
         "bindings": [{"name": b.name, "direction": b.direction, "bytes": b.bytes} for b in manifest.bindings],
         "golden": [
-            {"name": g.name, "file": g.file, "bytes": g.bytes, "tolerance": g.tolerance}
+            {"name": g.name, "file": g.file, "bytes": g.bytes, "atol": g.atol, "rtol": g.rtol}
             for g in manifest.golden
         ],
     }
@@ -205,7 +205,7 @@ def render_bundle_text(b: dict) -> str:
         lines.append(f"  {x['name']:<20} {x['direction']:<6} {_human(x['bytes'])}")
     lines.append(f"golden outputs ({len(b['golden'])}):")
     for g in b["golden"]:
-        tolerance = "bit-exact" if g["tolerance"] is None else f"relative tolerance {g['tolerance']:g}"
+        tolerance = "bit-exact" if g["atol"] is None else f"atol {g['atol']:g} + rtol {g['rtol']:g}"
         lines.append(f"  {g['name']:<20} {_human(g['bytes']):<10} {tolerance}")
     return "\n".join(lines)
 
