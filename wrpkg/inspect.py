@@ -205,10 +205,7 @@ def render_bundle_text(b: dict) -> str:
         lines.append(f"  {x['name']:<20} {x['direction']:<6} {_human(x['bytes'])}")
     lines.append(f"golden outputs ({len(b['golden'])}):")
     for g in b["golden"]:
-        if g["atol"] is None and g["rtol"] is None:
-            tolerance = "bit-exact"
-        else:
-            tolerance = f"atol {g['atol'] or 0:g} + rtol {g['rtol'] or 0:g}"
+        tolerance = "bit-exact" if g["atol"] is None else f"atol {g['atol']:g} + rtol {g['rtol']:g}"
         lines.append(f"  {g['name']:<20} {_human(g['bytes']):<10} {tolerance}")
     return "\n".join(lines)
 
