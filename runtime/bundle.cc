@@ -125,7 +125,8 @@ Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& option
   if (!effective.expected_content_hash.empty() && effective.expected_content_hash != bundle.content_hash_ &&
       IsHex64(effective.expected_content_hash)) {
     // An edited manifest is reported as edited, whatever else is wrong with it.
-    std::string hint = label_hint.empty() ? "rebuild the bundle's wrp_artifact target" : "rebuild " + label_hint;
+    std::string hint =
+        label_hint.empty() ? "rebuild the bundle's wrp_artifact target" : "rebuild " + label_hint;
     throw Error(manifest_path + ": sha256 is " + bundle.content_hash_ + " but the build recorded " +
                 effective.expected_content_hash + "; fix: the manifest was changed after the build: " + hint);
   }
@@ -207,7 +208,8 @@ Bundle Bundle::FromTar(const void* data, size_t size, std::string origin, const 
     throw Error(bundle.origin_ + ":" + prefix + Manifest::kGolden +
                 ": missing; fix: embed the whole <name>.tar of a wrp_artifact");
   }
-  ParseGolden(golden_text, bundle.origin_ + ":" + golden_entry->path, bundle.content_hash_, &bundle.manifest_);
+  ParseGolden(golden_text, bundle.origin_ + ":" + golden_entry->path, bundle.content_hash_,
+              &bundle.manifest_);
   if (prefix != bundle.manifest_.name + "/") {
     throw Error(manifest_origin + ": archive directory \"" + prefix +
                 "\" does not match the manifest's name \"" + bundle.manifest_.name +
@@ -250,8 +252,8 @@ void Bundle::Verify(const std::map<std::string, ByteView>& present, const Bundle
     const ByteView& bytes = it->second;
     if (bytes.size != record.size) {
       throw Error(Describe(record.path) + ": size is " + std::to_string(bytes.size) + " bytes but " + lister +
-                  " records " + std::to_string(record.size) + (bytes.size < record.size ? " (truncated)" : "") +
-                  fix);
+                  " records " + std::to_string(record.size) +
+                  (bytes.size < record.size ? " (truncated)" : "") + fix);
     }
     std::string digest = Sha256::HexDigest(bytes.data, bytes.size);
     if (digest != record.sha256) {

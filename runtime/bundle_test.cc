@@ -111,7 +111,8 @@ WRP_TEST(TamperedDirectoryFailsNamingTheFile) {
     const std::string digest = clean.manifest().FindFile("sim.wrp")->sha256;
     text.replace(text.find(digest), 64, std::string(64, '0'));
     WriteBytes(dir / "manifest.json", std::vector<uint8_t>(text.begin(), text.end()));
-    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), "golden.json", "content_hash", rebuild.c_str());
+    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), "golden.json", "content_hash",
+                      rebuild.c_str());
     // ... and with the build's content hash the manifest itself is named.
     CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string(), wrp::BundleOptions{clean.content_hash()}),
                       "manifest.json: sha256 is");

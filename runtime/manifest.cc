@@ -229,7 +229,8 @@ class ManifestReader {
     }
     std::string owner = Sha256(root, "content_hash", "");
     if (owner != content_hash) {
-      Fail("content_hash", "the test manifest belongs to " + owner + " but manifest.json hashes to " + content_hash);
+      Fail("content_hash",
+           "the test manifest belongs to " + owner + " but manifest.json hashes to " + content_hash);
     }
     std::string name = String(root, "name", "");
     CheckRelativePath(name, "name");

@@ -98,7 +98,8 @@ struct Manifest {
 // paths, and that every referenced file is listed in "files"). Throws wrp::Error naming `origin` and the
 // field.
 // `label_hint` (golden.json's label, read before it is checked) names the target in messages.
-Manifest ParseManifest(const std::string& text, const std::string& origin, const std::string& label_hint = "");
+Manifest ParseManifest(const std::string& text, const std::string& origin,
+                       const std::string& label_hint = "");
 
 // golden.json's "label" when `text` parses and has one, else "": for messages about a bundle that may not
 // be valid.

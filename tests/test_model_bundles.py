@@ -96,7 +96,7 @@ def test_ptx_comes_from_the_older_nvrtc_and_sass_from_warps(bundle_dir):
 
 
 def test_inspect_leads_with_the_bundle_summary():
-    root = bundle_dir()
+    root = Path(os.environ["WRP_RECORDED_BUNDLE"])
     out = subprocess.run(
         [sys.executable, "-m", "wrpkg.cli", "inspect", "--json", str(root)],
         capture_output=True,

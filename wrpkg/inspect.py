@@ -210,7 +210,9 @@ def render_bundle_text(b: dict) -> str:
         lines.append(f"  {x['name']:<20} {x['direction']:<6} {_human(x['bytes'])}")
     lines.append(f"golden outputs ({len(b['golden'])}):")
     for g in b["golden"]:
-        tolerance = "bit-exact" if g["rtol"] is None else f"atol {g['atol']:g} + rtol {g['rtol']:g} * |golden|"
+        tolerance = (
+            "bit-exact" if g["rtol"] is None else f"atol {g['atol']:g} + rtol {g['rtol']:g} * |golden|"
+        )
         lines.append(f"  {g['name']:<20} {_human(g['bytes']):<10} {tolerance}")
     return "\n".join(lines)
 

@@ -349,7 +349,12 @@ def attach_golden(
             path,
             f"golden {g.name!r} has size {g.bytes!r}",
         )
-    manifest.name, manifest.label, manifest.golden, manifest.golden_device = name, label, golden, golden_device
+    manifest.name, manifest.label, manifest.golden, manifest.golden_device = (
+        name,
+        label,
+        golden,
+        golden_device,
+    )
     if canonical_check:
         _require_golden(
             golden_to_json_bytes(manifest, content_hash) == data, path, "its bytes are not in canonical form"

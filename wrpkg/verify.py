@@ -74,7 +74,9 @@ def verify_files(bundle_dir: Path, manifest: Manifest) -> None:
     paths = {entry.path for entry, _ in listed}
     for rel in _walk_files(bundle_dir):
         if rel not in paths and rel not in UNHASHED_FILES:
-            raise VerifyError(f"{bundle_dir / rel}: file not listed in {MANIFEST_NAME} or {GOLDEN_NAME}", fix=fix)
+            raise VerifyError(
+                f"{bundle_dir / rel}: file not listed in {MANIFEST_NAME} or {GOLDEN_NAME}", fix=fix
+            )
     for entry, lister in listed:
         path = bundle_dir / entry.path
         # A symlink to a file is fine (Bazel's runfiles are symlinks): its content is what is hashed.
