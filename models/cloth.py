@@ -18,6 +18,7 @@ import numpy as np
 import warp as wp
 
 from wrpkg.capture import CaptureSpec
+from wrpkg.golden import Tolerance
 
 ROWS = 64
 COLS = cloth_tiles.ROW
@@ -79,5 +80,13 @@ def build(device: str) -> CaptureSpec:
         inputs={"x": x, "v": v},
         outputs={"x": x, "v": v, "energy": energy},
         step=step,
-        tolerances={},
+        # The retargeted CUDA bundle carries golden values from a CPU replay; CUDA rounds
+        # differently (FMA contraction). Measured on an H200 against the CPU goldens: x max abs
+        # 2.5e-5, v max abs 9.3e-4 (velocities near rest: relative error is meaningless
+        # there), energy max abs 0.026 / max rel 2.0e-5. Each bound keeps a margin of about 4x.
+        tolerances={
+            "x": Tolerance(atol=1.0e-4, rtol=1.0e-5),
+            "v": Tolerance(atol=4.0e-3, rtol=1.0e-5),
+            "energy": Tolerance(atol=0.1, rtol=1.0e-4),
+        },
     )

@@ -14,8 +14,6 @@ class SimParams:
     gravity: wp.vec3
     dt: float
     damping: float
-    restitution: float
-    friction: float
     radius: float
     max_query_dist: float
 
@@ -40,9 +38,13 @@ def collide_mesh(
     contacts: wp.array(dtype=wp.int32),
     step: int,
 ):
-    """Pushes particles out of the ground mesh and reflects their normal velocity.
+    """Stops particles that touch the ground mesh where they are (inelastic, no slip).
 
-    `contacts[step]` counts the particles touching the mesh in this step. Integer atomics
+    A touching particle is lifted straight up until it is `radius` above the face and loses
+    its velocity. Straight up, not along the face normal: a push along the normal moves a
+    resting particle a little downhill every step, until it reaches a crease where two faces
+    are equally close and the rounding of the query decides which one pushes it.
+    `contacts[step]` counts the particles touching the ground in this step. Integer atomics
     are exact in any order, so this output is deterministic on CUDA as well.
     """
     i = wp.tid()
@@ -52,21 +54,10 @@ def collide_mesh(
         return
     closest = wp.mesh_eval_position(mesh, query.face, query.u, query.v)
     face_normal = wp.mesh_eval_face_normal(mesh, query.face)
-    delta = p - closest
-    dist = wp.length(delta)
-    # The unsigned query does not say which side the particle is on; the face normal does.
-    # A fast particle can cross the surface in one step and land below it: push it back up.
-    below = wp.dot(delta, face_normal) < 0.0
-    if not below and dist >= params.radius:
+    # Signed: a fast particle can cross the surface in one step and land below it.
+    height = wp.dot(p - closest, face_normal)
+    if height >= params.radius:
         return
-    n = face_normal
-    if not below and dist > 1.0e-6:
-        n = delta / dist
-    x[i] = closest + n * params.radius
-    vel = v[i]
-    vn = wp.dot(vel, n)
-    if vn < 0.0:
-        v_normal = n * vn
-        v_tangent = (vel - v_normal) * (1.0 - params.friction)
-        v[i] = v_tangent - v_normal * params.restitution
+    x[i] = p + wp.vec3(0.0, (params.radius - height) / face_normal[1], 0.0)
+    v[i] = wp.vec3(0.0, 0.0, 0.0)
     wp.atomic_add(contacts, step, 1)

@@ -42,8 +42,11 @@ std::optional<DeviceView> MakeDeviceView(const Bundle& bundle, const ArchDecisio
     if (choice.choice != CodeChoice::kSass) return std::nullopt;
     const FileRecord* file = manifest.FindFile(module.binary);
     if (!file) return std::nullopt;
-    std::optional<ByteView> image =
-        SassImage(bundle.File(module.binary), choice.arch, bundle.Describe(module.binary));
+    // A bundle made from a single-arch capture (no per-SM fan-out) keeps Warp's own cubin: nothing to take
+    // out, so it loads as it is.
+    const ByteView binary = bundle.File(module.binary);
+    if (!IsFatbin(binary)) return std::nullopt;
+    std::optional<ByteView> image = SassImage(binary, choice.arch, bundle.Describe(module.binary));
     if (!image) return std::nullopt;
     if (!ReplaceDigestOnce(&view.wrp, file->sha256, Sha256::HexDigest(image->data, image->size))) {
       return std::nullopt;

@@ -27,6 +27,8 @@ T Read(const uint8_t* p) {
 
 }  // namespace
 
+bool IsFatbin(ByteView data) { return data.size >= kContainerHeader && Read<uint32_t>(data.data) == kMagic; }
+
 std::vector<FatbinImage> ParseFatbin(ByteView fatbin, const std::string& what) {
   std::vector<FatbinImage> images;
   const uint8_t* data = fatbin.data;

@@ -25,6 +25,9 @@ struct FatbinImage {
 std::vector<FatbinImage> ParseFatbin(ByteView fatbin, const std::string& what);
 
 // The uncompressed ELF payload of the SASS entry named exactly `arch`; nullopt when there is none.
+// True when `data` starts with a fatbin container header (a plain cubin or PTX does not).
+bool IsFatbin(ByteView data);
+
 std::optional<ByteView> SassImage(ByteView fatbin, const std::string& arch, const std::string& what);
 
 }  // namespace wrp

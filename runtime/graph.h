@@ -40,9 +40,9 @@ struct LoadOptions {
   // Warp's native header directory, for compiling retained CUDA source when no SASS or PTX fits. Empty:
   // <dir of warp.so>/../native when it exists, else source fallback is off.
   std::string warp_include_dir;
-  // CUDA, kAuto or kMemory, SASS for every module (no source compile): hand Warp each module's own cubin from the verified fatbin
-  // instead of the whole fatbin (see device_view.h); load_source() then says "device view". Off: Warp gets
-  // the bundle as it is.
+  // CUDA, kAuto or kMemory, SASS for every module (no source compile): hand Warp each module's own cubin from
+  // the verified fatbin instead of the whole fatbin (see device_view.h); load_source() then says "device
+  // view". Off: Warp gets the bundle as it is.
   bool device_view = true;
 };
 

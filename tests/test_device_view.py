@@ -14,7 +14,7 @@ import pytest
 
 from wrpkg import cuda_tools
 from wrpkg.errors import BundleError, VerifyError
-from wrpkg.fatbin import KIND_ELF, KIND_PTX, parse_fatbin, sass_image
+from wrpkg.fatbin import KIND_ELF, KIND_PTX, is_fatbin, parse_fatbin, sass_image
 from wrpkg.format import read_wrp
 from wrpkg.load import DeviceFit, _read_view, device_fit, device_view
 from wrpkg.verify import verify_bundle
@@ -87,6 +87,19 @@ def test_sm90_view_points_every_module_at_its_own_cubin(bundle):
         assert hashlib.sha256(view.modules[name]).hexdigest() == sm90.sha256
         assert records[name].binary_sha256 == sm90.sha256
         assert records[name].source_sha256  # source fallback stays recorded
+
+
+def test_single_arch_cubin_modules_load_as_they_are(bundle):
+    # A bundle of a GPU capture without the per-SM fan-out keeps Warp's own cubin (an ELF file,
+    # not a fatbin): no view, and no error, so Warp gets the bundle as it is.
+    manifest, files = bundle
+    fit = device_fit(manifest, 90, (13, 0))
+    first = manifest.modules[0]
+    (sm90,) = [s for s in first.sass if s.arch == "sm_90"]
+    cubin = sass_image(files[first.binary], "sm_90", what=first.binary)
+    assert cubin[:4] == b"\x7fELF" and not is_fatbin(cubin) and is_fatbin(files[first.binary])
+    assert hashlib.sha256(cubin).hexdigest() == sm90.sha256
+    assert view_of(manifest, fit, {**files, first.binary: cubin}) is None
 
 
 def test_no_view_unless_every_module_runs_sass(bundle):

@@ -32,7 +32,24 @@ ELSEWHERE = {
     "tools/dev.sh test": "CI: .ci/run runs exactly this",
     "tools/dev.sh build": "CI builds its no-GPU branch (//models:sim_cpu_wrp, a dependency of its replay "
     "tests); the GPU branch: " + GPU,
-    "bazel build //models:sim_wrp": GPU,
+    "bazel build //models:sim_wrp": "CI: `bazel test //...` builds it (retargeted: its replay tests are gpu-tagged, "
+    "but //tests:model_bundles_test reads the bundle); natively on a GPU: " + GPU,
+    "bazel test //...": "CI: .ci/run (tools/dev.sh test) runs exactly this",
+    "tools/setup.sh": "CI: tools/dev.sh runs it first on every fresh machine",
+    "bazel build --config=aarch64 --build_tag_filters=-gpu //examples/deploy/... //runtime/...": "CI: "
+    "//tests/aarch64 builds these through a transition to //platforms:linux_aarch64 and runs them under qemu",
+    "bazel build --config=aarch64 //models:sim_recorded_wrp_embedded_replay_test": "CI: "
+    "//tests/aarch64:embedded_bundles_test and embedded_replay_no_gpu_aarch64",
+    "bazel build -c opt //your:app": "a placeholder target; tools/gpu/stage_bench.sh builds the benchmarks this way",
+    "pip install warp-lang==1.19.0": "on the deployment device (needs a package index): run by hand",
+    "tools/bench/report.sh /tmp/out": "draws the report from a GPU run's results (tools/gpu/bench_all.sh): run by hand",
+    "tools/fuzz/run.sh ... --runs 1000000": "the long fuzz run (minutes per target): run by hand; "
+    "//tools/fuzz:fuzz_smoke_test runs the same targets briefly in CI",
+    "tools/gpu/retarget_check.py": GPU + " (also //tests:retarget_gpu_test, tagged gpu)",
+    "tools/gpu/stage_bench.sh": "builds the benchmark inputs for tools/gpu/bench_all.sh on a GPU machine: run by hand",
+    "wrpkg capture": "run by every wrp_artifact's capture action (python -m wrpkg.capture) and //tests:capture_test",
+    "wrpkg bundle": "run by every wrp_artifact's bundle action (python -m wrpkg.bundle) and //tests:bundle_test",
+    "wrpkg verify": "//tests:validity_parity_test and bundle_test (the RUN entry runs it through Bazel)",
     "bazel test --config=gpu //...": GPU,
     "python -m wrpkg.capture ... --device cuda": GPU + " (tools/gpu/capture_cuda.sh)",
     "tools/gpu/capture_cuda.sh": GPU,

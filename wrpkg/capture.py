@@ -36,9 +36,9 @@ from typing import Any
 
 from wrpkg import atomic
 from wrpkg.errors import CaptureError
-from wrpkg.warp_init import init_warp
 from wrpkg.golden import as_tolerance
 from wrpkg.stale_pointers import LaunchRecorder, check_launches
+from wrpkg.warp_init import init_warp
 
 INTERFACE_SCHEMA = "rules_warp.capture_interface/1"
 CAPTURE_MODES = ("gpu", "retarget", "auto")
@@ -391,7 +391,10 @@ def _capture_into(
         recorder = retarget.LaunchRecorder(user_dirs=tuple(sorted(user_dirs)), target=target)
     wp.capture_begin(device=device, apic=True)
     try:
-        with LaunchRecorder() as launches, recorder.recording(device) if recorder else contextlib.nullcontext():
+        with (
+            LaunchRecorder() as launches,
+            recorder.recording(device) if recorder else contextlib.nullcontext(),
+        ):
             spec.step()
     except retarget.RetargetError:
         with contextlib.suppress(Exception):

@@ -47,6 +47,11 @@ class FatbinImage:
         return self.kind == KIND_ELF
 
 
+def is_fatbin(data: bytes | memoryview) -> bool:
+    """True when `data` starts with a fatbin container header (a plain cubin or PTX does not)."""
+    return len(data) >= 4 and struct.unpack_from("<I", data, 0)[0] == MAGIC
+
+
 def _bad(what: str, offset: int, rule: str) -> BundleError:
     return BundleError(
         f"{what}: fatbin at byte {offset}: {rule}",

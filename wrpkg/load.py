@@ -24,7 +24,7 @@ from pathlib import Path
 
 from wrpkg.archs import split_arch
 from wrpkg.errors import ArchMismatchError, VerifyError
-from wrpkg.fatbin import sass_image
+from wrpkg.fatbin import is_fatbin, sass_image
 from wrpkg.manifest import Manifest
 from wrpkg.verify import (
     bundle_content_hash,
@@ -244,6 +244,9 @@ def device_view(
     patched = bytearray(wrp)
     modules = {}
     for module, choice in zip(manifest.modules, fit.modules, strict=True):
+        # A bundle made from a single-arch capture keeps Warp's own cubin: it loads as it is.
+        if not is_fatbin(fatbins[module.binary]):
+            return None
         image = sass_image(fatbins[module.binary], choice.arch, what=module.binary)
         if image is None:
             return None

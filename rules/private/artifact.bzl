@@ -140,6 +140,7 @@ def wrp_artifact(name, tags = [], visibility = None, testonly = False, replay_te
     # ("auto" retargets unless --config=gpu) compiles and bundles anywhere.
     needs_gpu = kwargs.get("capture_mode", "auto") == "gpu" and not kwargs.get("recorded_capture")
     build_tags = tags + (gpu if needs_gpu else [])
+
     # The capture's `capture` exec group goes to the GPU pool; the rule puts the capture action
     # in that group only when it runs on the GPU (capture_mode "gpu", or "auto" under
     # --config=gpu), so a retargeted capture stays in the default pool.

@@ -52,13 +52,13 @@ cases=(
   cloth:native:stock:$work/cloth_cuda
   cloth:source:stock:$work/cloth_source_fallback
 )
-if [ -d "$c/cloth_recorded_wrp" ]; then
+if [ -d "$c/cloth_wrp" ]; then
   cases+=(
-    cloth:sass:stock:$c/cloth_recorded_wrp
-    cloth:sass:wrpkg:$c/cloth_recorded_wrp
-    cloth:sass:wrpkg-noview:$c/cloth_recorded_wrp
-    cloth:sass:cpp:$c/cloth_recorded_wrp
-    cloth:sass:cpp-noview:$c/cloth_recorded_wrp
+    cloth:sass:stock:$c/cloth_wrp
+    cloth:sass:wrpkg:$c/cloth_wrp
+    cloth:sass:wrpkg-noview:$c/cloth_wrp
+    cloth:sass:cpp:$c/cloth_wrp
+    cloth:sass:cpp-noview:$c/cloth_wrp
     cloth:ptx:stock:$c/cloth_ptx_only_wrp
   )
 fi
@@ -68,6 +68,7 @@ check python3 tools/bench/load_bench.py --out "$out/load.json" --repeat "$repeat
 step "replay throughput and host time per launch (medians of many rounds)"
 for model in sim cloth; do
   bundle=$c/${model}_recorded_wrp
+  [ -d "$bundle" ] || bundle=$c/${model}_wrp
   [ -d "$bundle" ] || bundle=""
   python_input=${bundle:-$work/cloth_cuda}
   python3 tools/bench/python_replay_bench.py "$python_input" | tee "$work/py_$model.txt" || status=1
@@ -89,6 +90,11 @@ for b in $c/*_recorded_wrp; do
   check python3 tools/gpu/replay_check.py "$b" --stock
   check $c/replay --bundle "$b"
 done
+step "the retargeted cloth bundle (CPU goldens) replays on the GPU within its declared tolerances"
+if [ -d "$c/cloth_wrp" ]; then
+  check python3 tools/gpu/replay_check.py "$c/cloth_wrp"
+  check $c/replay --bundle "$c/cloth_wrp"
+fi
 
 echo
 echo "bench_all: $(( $(date +%s) - started )) s; results in $out:"; ls -la "$out"

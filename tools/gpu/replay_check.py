@@ -1,9 +1,13 @@
 """GPU check: load a bundle, replay it once from its captured state, compare with golden.
 
     python tools/gpu/replay_check.py BUNDLE_DIR [--stock] [--expect-mismatch]
+                                     [--golden-dir DIR] [--exact]
 
 --stock loads with a bare wp.capture_load (no wrpkg checks) to show stock Warp reads the
 bundle; --expect-mismatch expects wrpkg.load to refuse the device and prints its message.
+--golden-dir compares with DIR/<name>.bin (e.g. a native capture's golden values) instead of
+the bundle's; --exact compares bit for bit whatever tolerances the manifest declares.
+Each float32 output's line also gives its max abs and max rel error.
 """
 
 import argparse
@@ -21,18 +25,33 @@ from wrpkg.golden import golden_tolerance
 from wrpkg.load import load
 
 
-def compare(graph, bundle: Path, manifest: dict) -> list[str]:
+def float_errors(want: bytes, got: bytes) -> str:
+    """Max abs and max rel (|replay - golden| / |golden|, over golden != 0) as float32 values."""
+    if len(want) != len(got) or len(want) % 4:
+        return ""
+    g = np.frombuffer(want, dtype="<f4").astype(np.float64)
+    a = np.frombuffer(got, dtype="<f4").astype(np.float64)
+    diff = np.abs(a - g)
+    nonzero = g != 0
+    rel = float((diff[nonzero] / np.abs(g[nonzero])).max(initial=0.0))
+    return f" [max abs {float(diff.max(initial=0.0)):.3g}, max rel {rel:.3g}]"
+
+
+def compare(graph, bundle: Path, manifest: dict, golden_dir: Path | None, exact: bool) -> list[str]:
     failures = []
     sizes = {b["name"]: b["bytes"] for b in manifest["bindings"]}
     for g in manifest["golden"]:
-        want = np.frombuffer((bundle / g["file"]).read_bytes(), dtype=np.uint8)
+        source = golden_dir / Path(g["file"]).name if golden_dir else bundle / g["file"]
+        want = np.frombuffer(source.read_bytes(), dtype=np.uint8)
         out = wp.zeros(sizes[g["name"]], dtype=wp.uint8, device="cuda:0")
         graph.get_param(g["name"], out)
         got = out.numpy()
-        tol = golden_tolerance(g)
+        tol = None if exact else golden_tolerance(g)
         result = golden.compare(want.tobytes(), got.tobytes(), tol)
         ok = result.match
-        print(f"    {g['name']:<14} {result.detail}: {'OK' if ok else 'MISMATCH'}")
+        # Outputs with a declared tolerance are float32; the others may be integers.
+        errors = float_errors(want.tobytes(), got.tobytes()) if golden_tolerance(g) else ""
+        print(f"    {g['name']:<14} {result.detail}{errors}: {'OK' if ok else 'MISMATCH'}")
         if not ok:
             failures.append(g["name"])
     return failures
@@ -43,6 +62,8 @@ def main() -> int:
     parser.add_argument("bundle")
     parser.add_argument("--stock", action="store_true")
     parser.add_argument("--expect-mismatch", action="store_true")
+    parser.add_argument("--golden-dir", type=Path)
+    parser.add_argument("--exact", action="store_true")
     args = parser.parse_args()
     bundle = Path(args.bundle)
     manifest = json.loads((bundle / "manifest.json").read_text())
@@ -70,7 +91,7 @@ def main() -> int:
     )
     compiled = sorted(p.name for p in bundle.rglob("apic_guest_*"))
     print(f"  Warp compiled retained source at load: {', '.join(compiled) if compiled else 'no'}")
-    failures = compare(graph, bundle, manifest)
+    failures = compare(graph, bundle, manifest, args.golden_dir, args.exact)
     print(f"  {bundle.name}: {'PASS' if not failures else 'FAIL ' + ', '.join(failures)}")
     return 1 if failures else 0
 

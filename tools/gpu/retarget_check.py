@@ -10,7 +10,7 @@ For each capture script S (stem = its file name), DIR/<stem>/ holds the raw capt
 3. loads the retargeted .wrp with stock `wp.capture_load` on the GPU, replays it once, and
    compares each output with the native capture's golden bytes (same code, same GPU:
    expected bit-exact unless float atomics) and with the retargeted (CPU-replayed) golden
-   bytes (max abs / rel difference, and numpy.isclose with the script's rtol and atol=rtol).
+   bytes (max abs / rel difference, and the verdict under the script's declared atol + rtol).
 The report is JSON; the exit status is 1 if any canonical comparison differs.
 """
 
@@ -51,22 +51,28 @@ def replay_outputs(wrp_path: Path, names: list[str]) -> dict[str, bytes]:
     return outputs
 
 
-def float_diff(a: bytes, b: bytes, rtol: float) -> dict:
-    if len(a) != len(b) or len(a) % 4:
-        return {"comparable": False}
-    x = np.frombuffer(a, dtype=np.float32).astype(np.float64)
-    y = np.frombuffer(b, dtype=np.float32).astype(np.float64)
+def float_diff(replay: bytes, golden: bytes, tolerance) -> dict:
+    """Max abs / rel difference as float32 values, and the verdict under the declared
+    tolerance (None: bit-exact)."""
+    from wrpkg.golden import compare  # noqa: PLC0415
+
+    verdict = compare(golden, replay, tolerance)
+    if len(replay) != len(golden) or len(replay) % 4:
+        return {"comparable": False, "within_tolerance": verdict.match, "detail": verdict.detail}
+    x = np.frombuffer(replay, dtype=np.float32).astype(np.float64)
+    y = np.frombuffer(golden, dtype=np.float32).astype(np.float64)
     diff = np.abs(x - y)
     rel = diff / np.maximum(np.maximum(np.abs(x), np.abs(y)), 1e-30)
     return {
         "max_abs": float(diff.max(initial=0.0)),
         "max_rel": float(rel.max(initial=0.0)),
-        "isclose_all": bool(np.isclose(x, y, rtol=rtol, atol=rtol, equal_nan=True).all()),
-        "rtol_atol": rtol,
+        "within_tolerance": verdict.match,
+        "detail": verdict.detail,
     }
 
 
 def check(script: Path, retargeted_root: Path, work: Path) -> dict:
+    from wrpkg.golden import golden_tolerance  # noqa: PLC0415
     from wrpkg.retarget import compare_captures  # noqa: PLC0415
 
     stem = script.stem
@@ -87,11 +93,10 @@ def check(script: Path, retargeted_root: Path, work: Path) -> dict:
         name = record["name"]
         native_golden = (native / record["file"]).read_bytes()
         cpu_golden = (retargeted / record["file"]).read_bytes()
-        rtol = record.get("tolerance") or 1e-5
         per_output[name] = {
             "replay_equals_native_golden": replayed[name] == native_golden,
             "replay_equals_cpu_golden": replayed[name] == cpu_golden,
-            "vs_cpu_golden": float_diff(replayed[name], cpu_golden, rtol),
+            "vs_cpu_golden": float_diff(replayed[name], cpu_golden, golden_tolerance(record)),
         }
     result["outputs"] = per_output
     return result

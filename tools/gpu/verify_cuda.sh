@@ -38,8 +38,9 @@ check python3 tools/gpu/retarget_check.py --retargeted $c/retargeted --report /t
   models/sim.py tests/programs_retarget/launch_forms.py
 check python3 tools/gpu/replay_check.py $c/launch_forms_wrp
 check $c/replay --bundle $c/launch_forms_wrp
-# Golden values from a CPU replay: sim.py's trajectories diverge across devices (models/README.md).
-echo "(expected to differ from its CPU golden values)"; $c/replay --bundle $c/sim_wrp
+# Golden values from a CPU replay, held to sim.py's declared tolerances (models/README.md).
+check python3 tools/gpu/replay_check.py $c/sim_wrp
+check $c/replay --bundle $c/sim_wrp
 
 step "examples/deploy on the GPU (its CPU path runs in CI: the GPU machine's Warp pack has no warp-clang.so)"
 check $c/deploy_recorded --device cuda --steps 100

@@ -51,42 +51,34 @@
 #define adj_int(x, adj_x, adj_ret) adj_cast_int(x, adj_x, adj_ret)
 
 
-struct SimParams_617ca891
+struct SimParams_156a3ccd
 {
     wp::vec_t<3, wp::float32> gravity;
     wp::float32 dt;
     wp::float32 damping;
-    wp::float32 restitution;
-    wp::float32 friction;
     wp::float32 radius;
     wp::float32 max_query_dist;
 
 
-    SimParams_617ca891() = default;
-    CUDA_CALLABLE SimParams_617ca891(wp::vec_t<3, wp::float32> const& gravity,
+    SimParams_156a3ccd() = default;
+    CUDA_CALLABLE SimParams_156a3ccd(wp::vec_t<3, wp::float32> const& gravity,
     wp::float32 const& dt = {},
     wp::float32 const& damping = {},
-    wp::float32 const& restitution = {},
-    wp::float32 const& friction = {},
     wp::float32 const& radius = {},
     wp::float32 const& max_query_dist = {})
         : gravity{gravity}
         , dt{dt}
         , damping{damping}
-        , restitution{restitution}
-        , friction{friction}
         , radius{radius}
         , max_query_dist{max_query_dist}
 
     {
     }
 
-    CUDA_CALLABLE SimParams_617ca891& operator += (const SimParams_617ca891& rhs)
+    CUDA_CALLABLE SimParams_156a3ccd& operator += (const SimParams_156a3ccd& rhs)
     {    gravity += rhs.gravity;
     dt += rhs.dt;
     damping += rhs.damping;
-    restitution += rhs.restitution;
-    friction += rhs.friction;
     radius += rhs.radius;
     max_query_dist += rhs.max_query_dist;
 
@@ -94,9 +86,7 @@ struct SimParams_617ca891
 
 };
 
-static CUDA_CALLABLE void adj_SimParams_617ca891(wp::vec_t<3, wp::float32> const&,
-    wp::float32 const&,
-    wp::float32 const&,
+static CUDA_CALLABLE void adj_SimParams_156a3ccd(wp::vec_t<3, wp::float32> const&,
     wp::float32 const&,
     wp::float32 const&,
     wp::float32 const&,
@@ -104,34 +94,28 @@ static CUDA_CALLABLE void adj_SimParams_617ca891(wp::vec_t<3, wp::float32> const
     wp::vec_t<3, wp::float32> & adj_gravity,
     wp::float32 & adj_dt,
     wp::float32 & adj_damping,
-    wp::float32 & adj_restitution,
-    wp::float32 & adj_friction,
     wp::float32 & adj_radius,
     wp::float32 & adj_max_query_dist,
-    SimParams_617ca891 & adj_ret)
+    SimParams_156a3ccd & adj_ret)
 {
     adj_gravity += adj_ret.gravity;
     adj_dt += adj_ret.dt;
     adj_damping += adj_ret.damping;
-    adj_restitution += adj_ret.restitution;
-    adj_friction += adj_ret.friction;
     adj_radius += adj_ret.radius;
     adj_max_query_dist += adj_ret.max_query_dist;
 }
 
 // Required when compiling adjoints.
-CUDA_CALLABLE SimParams_617ca891 add(const SimParams_617ca891& a, const SimParams_617ca891& b)
+CUDA_CALLABLE SimParams_156a3ccd add(const SimParams_156a3ccd& a, const SimParams_156a3ccd& b)
 {
-    return SimParams_617ca891();
+    return SimParams_156a3ccd();
 }
 
-CUDA_CALLABLE void adj_atomic_add(SimParams_617ca891* p, SimParams_617ca891 t)
+CUDA_CALLABLE void adj_atomic_add(SimParams_156a3ccd* p, SimParams_156a3ccd t)
 {
     wp::adj_atomic_add(&p->gravity, t.gravity);
     wp::adj_atomic_add(&p->dt, t.dt);
     wp::adj_atomic_add(&p->damping, t.damping);
-    wp::adj_atomic_add(&p->restitution, t.restitution);
-    wp::adj_atomic_add(&p->friction, t.friction);
     wp::adj_atomic_add(&p->radius, t.radius);
     wp::adj_atomic_add(&p->max_query_dist, t.max_query_dist);
 }
@@ -166,10 +150,10 @@ extern "C" __global__ void displacement_242040a5_cuda_kernel_forward(
         wp::float32 var_6;
         //---------
         // forward
-        // def displacement(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):       <L 51>
-        // i = wp.tid()                                                                           <L 52>
+        // def displacement(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):       <L 79>
+        // i = wp.tid()                                                                           <L 80>
         var_0 = builtin_tid1d();
-        // out[i] = wp.length(x[i] - x_start[i])                                                  <L 53>
+        // out[i] = wp.length(x[i] - x_start[i])                                                  <L 81>
         var_1 = wp::address(var_x, var_0);
         var_2 = wp::address(var_x_start, var_0);
         var_4 = wp::load(var_1);
@@ -220,10 +204,10 @@ extern "C" __global__ void displacement_242040a5_cuda_kernel_backward(
         wp::float32 adj_6 = {};
         //---------
         // forward
-        // def displacement(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):       <L 51>
-        // i = wp.tid()                                                                           <L 52>
+        // def displacement(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):       <L 79>
+        // i = wp.tid()                                                                           <L 80>
         var_0 = builtin_tid1d();
-        // out[i] = wp.length(x[i] - x_start[i])                                                  <L 53>
+        // out[i] = wp.length(x[i] - x_start[i])                                                  <L 81>
         var_1 = wp::address(var_x, var_0);
         var_2 = wp::address(var_x_start, var_0);
         var_4 = wp::load(var_1);
@@ -238,20 +222,20 @@ extern "C" __global__ void displacement_242040a5_cuda_kernel_backward(
         wp::adj_sub(var_4, var_5, adj_1, adj_2, adj_3);
         wp::adj_address(var_x_start, var_0, adj_x_start, adj_0, adj_2);
         wp::adj_address(var_x, var_0, adj_x, adj_0, adj_1);
-        // adj: out[i] = wp.length(x[i] - x_start[i])                                             <L 53>
-        // adj: i = wp.tid()                                                                      <L 52>
-        // adj: def displacement(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):  <L 51>
+        // adj: out[i] = wp.length(x[i] - x_start[i])                                             <L 81>
+        // adj: i = wp.tid()                                                                      <L 80>
+        // adj: def displacement(x: wp.array(dtype=wp.vec3), x_start: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):  <L 79>
         continue;
     }
 }
 
 
 
-extern "C" __global__ void record_energy_27d7624a_cuda_kernel_forward(
+extern "C" __global__ void record_energy_49662166_cuda_kernel_forward(
     wp::launch_bounds_t<1> dim,
     wp::array_t<wp::vec_t<3, wp::float32>> var_x,
     wp::array_t<wp::vec_t<3, wp::float32>> var_v,
-    SimParams_617ca891 var_params,
+    SimParams_156a3ccd var_params,
     wp::array_t<wp::float32> var_energy,
     wp::int32 var_step)
 {
@@ -290,10 +274,10 @@ extern "C" __global__ void record_energy_27d7624a_cuda_kernel_forward(
         wp::float32 var_21;
         //---------
         // forward
-        // def record_energy(                                                                     <L 32>
-        // total = float(0.0)  # noqa: UP018 - Warp needs the constructor for a loop-carried variable       <L 44>
+        // def record_energy(                                                                     <L 60>
+        // total = float(0.0)  # noqa: UP018 - Warp needs the constructor for a loop-carried variable       <L 72>
         var_1 = wp::float(var_0);
-        // for i in range(x.shape[0]):                                                            <L 45>
+        // for i in range(x.shape[0]):                                                            <L 73>
         var_2 = &(var_x.shape);
         var_5 = wp::load(var_2);
         var_4 = wp::extract(var_5, var_3);
@@ -301,7 +285,7 @@ extern "C" __global__ void record_energy_27d7624a_cuda_kernel_forward(
         start_for_0:;
             if (iter_cmp(var_6) == 0) goto end_for_0;
             var_7 = wp::iter_next(var_6);
-            // total += 0.5 * wp.dot(v[i], v[i]) - wp.dot(params.gravity, x[i])                   <L 46>
+            // total += 0.5 * wp.dot(v[i], v[i]) - wp.dot(params.gravity, x[i])                   <L 74>
             var_9 = wp::address(var_v, var_7);
             var_10 = wp::address(var_v, var_7);
             var_12 = wp::load(var_9);
@@ -318,23 +302,23 @@ extern "C" __global__ void record_energy_27d7624a_cuda_kernel_forward(
             wp::assign(var_1, var_21);
             goto start_for_0;
         end_for_0:;
-        // energy[step] = total                                                                   <L 47>
+        // energy[step] = total                                                                   <L 75>
         wp::array_store(var_energy, var_step, var_1);
     }
 }
 
 
 
-extern "C" __global__ void record_energy_27d7624a_cuda_kernel_backward(
+extern "C" __global__ void record_energy_49662166_cuda_kernel_backward(
     wp::launch_bounds_t<1> dim,
     wp::array_t<wp::vec_t<3, wp::float32>> var_x,
     wp::array_t<wp::vec_t<3, wp::float32>> var_v,
-    SimParams_617ca891 var_params,
+    SimParams_156a3ccd var_params,
     wp::array_t<wp::float32> var_energy,
     wp::int32 var_step,
     wp::array_t<wp::vec_t<3, wp::float32>> adj_x,
     wp::array_t<wp::vec_t<3, wp::float32>> adj_v,
-    SimParams_617ca891 adj_params,
+    SimParams_156a3ccd adj_params,
     wp::array_t<wp::float32> adj_energy,
     wp::int32 adj_step)
 {
@@ -397,20 +381,20 @@ extern "C" __global__ void record_energy_27d7624a_cuda_kernel_backward(
         wp::float32 adj_21 = {};
         //---------
         // forward
-        // def record_energy(                                                                     <L 32>
-        // total = float(0.0)  # noqa: UP018 - Warp needs the constructor for a loop-carried variable       <L 44>
+        // def record_energy(                                                                     <L 60>
+        // total = float(0.0)  # noqa: UP018 - Warp needs the constructor for a loop-carried variable       <L 72>
         var_1 = wp::float(var_0);
-        // for i in range(x.shape[0]):                                                            <L 45>
+        // for i in range(x.shape[0]):                                                            <L 73>
         var_2 = &(var_x.shape);
         var_5 = wp::load(var_2);
         var_4 = wp::extract(var_5, var_3);
         var_6 = wp::range(var_4);
-        // energy[step] = total                                                                   <L 47>
+        // energy[step] = total                                                                   <L 75>
         // wp::array_store(var_energy, var_step, var_1);
         //---------
         // reverse
         wp::adj_array_store(var_energy, var_step, var_1, adj_energy, adj_step, adj_1);
-        // adj: energy[step] = total                                                              <L 47>
+        // adj: energy[step] = total                                                              <L 75>
         var_6 = wp::iter_reverse(var_6);
         start_for_0:;
             if (iter_cmp(var_6) == 0) goto end_for_0;
@@ -429,7 +413,7 @@ extern "C" __global__ void record_energy_27d7624a_cuda_kernel_backward(
         	adj_19 = {};
         	adj_20 = {};
         	adj_21 = {};
-            // total += 0.5 * wp.dot(v[i], v[i]) - wp.dot(params.gravity, x[i])                   <L 46>
+            // total += 0.5 * wp.dot(v[i], v[i]) - wp.dot(params.gravity, x[i])                   <L 74>
             var_9 = wp::address(var_v, var_7);
             var_10 = wp::address(var_v, var_7);
             var_12 = wp::load(var_9);
@@ -454,14 +438,14 @@ extern "C" __global__ void record_energy_27d7624a_cuda_kernel_backward(
             wp::adj_dot(var_12, var_13, adj_9, adj_10, adj_11);
             wp::adj_address(var_v, var_7, adj_v, adj_7, adj_10);
             wp::adj_address(var_v, var_7, adj_v, adj_7, adj_9);
-            // adj: total += 0.5 * wp.dot(v[i], v[i]) - wp.dot(params.gravity, x[i])              <L 46>
+            // adj: total += 0.5 * wp.dot(v[i], v[i]) - wp.dot(params.gravity, x[i])              <L 74>
         	goto start_for_0;
         end_for_0:;
         adj_x.shape = adj_2;
-        // adj: for i in range(x.shape[0]):                                                       <L 45>
+        // adj: for i in range(x.shape[0]):                                                       <L 73>
         wp::adj_float(var_0, adj_0, adj_1);
-        // adj: total = float(0.0)  # noqa: UP018 - Warp needs the constructor for a loop-carried variable  <L 44>
-        // adj: def record_energy(                                                                <L 32>
+        // adj: total = float(0.0)  # noqa: UP018 - Warp needs the constructor for a loop-carried variable  <L 72>
+        // adj: def record_energy(                                                                <L 60>
         continue;
     }
 }
