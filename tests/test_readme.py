@@ -55,8 +55,6 @@ ELSEWHERE = {
     "tools/gpu/capture_cuda.sh": GPU,
     "tools/gpu/stage.sh": GPU,
     "tools/gpu/verify_cuda.sh": GPU,
-    "tools/bench/load_bench.py": GPU,
-    "tools/bench/python_replay_bench.py": GPU,
     "pip install .": "//tests:wheel_test builds the wheel from pyproject.toml, installs it and runs `wrpkg`",
     "pip install '.[cuda]'": "//tests:wheel_test (the extra's pins equal requirements.lock: test_pins_agree)",
     "tools/check_incremental.sh": "two builds with execution logs (minutes): run by hand",
