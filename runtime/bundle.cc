@@ -113,43 +113,53 @@ Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& option
                 "); fix: pass the bundle directory of a wrp_artifact target (the one holding manifest.json)");
   }
   bundle.content_hash_ = Sha256::HexDigest(manifest_bytes.data(), manifest_bytes.size());
+  const std::string golden_path = Join(dir, Manifest::kGolden);
+  std::vector<uint8_t> golden_bytes;
+  const bool golden_read = ReadFile(golden_path, &golden_bytes);
+  const int golden_errno = errno;
+  const std::string golden_text(golden_bytes.begin(), golden_bytes.end());
+  const std::string label_hint = golden_read ? GoldenLabelHint(golden_text) : "";
   BundleOptions effective = options;
   if (effective.expected_content_hash.empty()) effective.expected_content_hash = SiblingContentHash(dir);
   const std::string manifest_text(manifest_bytes.begin(), manifest_bytes.end());
   if (!effective.expected_content_hash.empty() && effective.expected_content_hash != bundle.content_hash_ &&
       IsHex64(effective.expected_content_hash)) {
     // An edited manifest is reported as edited, whatever else is wrong with it.
-    std::string hint = "rebuild the bundle's wrp_artifact target";
-    try {
-      hint = ParseManifest(manifest_text, manifest_path).RebuildHint();
-    } catch (const Error&) {
-    }
+    std::string hint =
+        label_hint.empty() ? "rebuild the bundle's wrp_artifact target" : "rebuild " + label_hint;
     throw Error(manifest_path + ": sha256 is " + bundle.content_hash_ + " but the build recorded " +
                 effective.expected_content_hash + "; fix: the manifest was changed after the build: " + hint);
   }
-  bundle.manifest_ = ParseManifest(manifest_text, manifest_path);
+  bundle.manifest_ = ParseManifest(manifest_text, manifest_path, label_hint);
+  if (!golden_read) {
+    throw Error(golden_path + ": cannot read the test manifest (" + std::strerror(golden_errno) +
+                "); fix: copy the whole bundle directory of the wrp_artifact target");
+  }
+  ParseGolden(golden_text, golden_path, bundle.content_hash_, &bundle.manifest_);
+  const std::vector<FileRecord> listed_files = bundle.manifest_.ListedFiles();
 
   // Files are judged by content: a listed file may be reached through a symlink (Bazel's sandbox stages
-  // inputs that way), but nothing may be there that the manifest does not list.
+  // inputs that way), but nothing may be there that the manifests do not list.
   std::set<std::string> listed;
-  for (const FileRecord& record : bundle.manifest_.files) listed.insert(record.path);
+  for (const FileRecord& record : listed_files) listed.insert(record.path);
   for (const std::string& rel : WalkFiles(dir)) {
-    if (!listed.count(rel) && rel != "manifest.json" && rel != Manifest::kCaptureInfo) {
+    if (!listed.count(rel) && rel != "manifest.json" && rel != Manifest::kGolden &&
+        rel != Manifest::kCaptureInfo) {
       throw Error(Join(dir, rel) +
-                  ": not listed in manifest.json (a symlinked directory counts as unlisted)" +
+                  ": not listed in manifest.json or golden.json (a symlinked directory counts as unlisted)" +
                   "; fix: the bundle was modified after it was built: " + bundle.manifest_.RebuildHint());
     }
   }
 
   // Read each listed file once; verification then runs on exactly the bytes Warp will be given.
   std::map<std::string, ByteView> present;
-  bundle.storage_->reserve(bundle.manifest_.files.size());
-  for (const FileRecord& record : bundle.manifest_.files) {
+  bundle.storage_->reserve(listed_files.size());
+  for (const FileRecord& record : listed_files) {
     std::vector<uint8_t> bytes;
     const std::string path = Join(dir, record.path);
     std::string problem = ReadListedFile(path, record.size, &bytes);
     if (!problem.empty()) {
-      throw Error(path + ": listed in manifest.json but " + problem +
+      throw Error(path + ": listed in " + bundle.manifest_.ListerOf(record.path) + " but " + problem +
                   "; fix: " + bundle.manifest_.RebuildHint() + " and copy the whole bundle directory");
     }
     bundle.storage_->push_back(std::move(bytes));
@@ -185,9 +195,21 @@ Bundle Bundle::FromTar(const void* data, size_t size, std::string origin, const 
   }
   const std::string manifest_origin = bundle.origin_ + ":" + manifest_entry->path;
   bundle.content_hash_ = Sha256::HexDigest(manifest_entry->data, manifest_entry->size);
+  const TarEntry* golden_entry = nullptr;
+  for (const TarEntry& entry : entries) {
+    if (entry.path == prefix + Manifest::kGolden) golden_entry = &entry;
+  }
+  const std::string golden_text =
+      golden_entry ? std::string(reinterpret_cast<const char*>(golden_entry->data), golden_entry->size) : "";
   bundle.manifest_ =
       ParseManifest(std::string(reinterpret_cast<const char*>(manifest_entry->data), manifest_entry->size),
-                    manifest_origin);
+                    manifest_origin, GoldenLabelHint(golden_text));
+  if (!golden_entry) {
+    throw Error(bundle.origin_ + ":" + prefix + Manifest::kGolden +
+                ": missing; fix: embed the whole <name>.tar of a wrp_artifact");
+  }
+  ParseGolden(golden_text, bundle.origin_ + ":" + golden_entry->path, bundle.content_hash_,
+              &bundle.manifest_);
   if (prefix != bundle.manifest_.name + "/") {
     throw Error(manifest_origin + ": archive directory \"" + prefix +
                 "\" does not match the manifest's name \"" + bundle.manifest_.name +
@@ -196,7 +218,7 @@ Bundle Bundle::FromTar(const void* data, size_t size, std::string origin, const 
 
   std::map<std::string, ByteView> present;
   for (const TarEntry& entry : entries) {
-    if (&entry == manifest_entry) continue;
+    if (&entry == manifest_entry || &entry == golden_entry) continue;
     if (entry.path.compare(0, prefix.size(), prefix) != 0) {
       throw Error(bundle.origin_ + ": entry " + entry.path + " lies outside " + prefix +
                   "; fix: " + bundle.manifest_.RebuildHint());
@@ -221,28 +243,30 @@ void Bundle::Verify(const std::map<std::string, ByteView>& present, const Bundle
                   options.expected_content_hash + fix);
     }
   }
-  for (const FileRecord& record : manifest_.files) {
+  for (const FileRecord& record : manifest_.ListedFiles()) {
+    const std::string lister = manifest_.ListerOf(record.path);
     auto it = present.find(record.path);
     if (it == present.end()) {
-      throw Error(Describe(record.path) + ": listed in manifest.json but missing" + fix);
+      throw Error(Describe(record.path) + ": listed in " + lister + " but missing" + fix);
     }
     const ByteView& bytes = it->second;
     if (bytes.size != record.size) {
-      throw Error(Describe(record.path) + ": size is " + std::to_string(bytes.size) +
-                  " bytes but manifest.json records " + std::to_string(record.size) +
+      throw Error(Describe(record.path) + ": size is " + std::to_string(bytes.size) + " bytes but " + lister +
+                  " records " + std::to_string(record.size) +
                   (bytes.size < record.size ? " (truncated)" : "") + fix);
     }
     std::string digest = Sha256::HexDigest(bytes.data, bytes.size);
     if (digest != record.sha256) {
-      throw Error(Describe(record.path) + ": sha256 is " + digest + " but manifest.json records " +
+      throw Error(Describe(record.path) + ": sha256 is " + digest + " but " + lister + " records " +
                   record.sha256 + fix);
     }
     files_[record.path] = bytes;
   }
   if (!extras_allowed) {
     for (const auto& entry : present) {
-      if (!files_.count(entry.first) && entry.first != Manifest::kCaptureInfo) {
-        throw Error(Describe(entry.first) + ": not listed in manifest.json" + fix);
+      if (!files_.count(entry.first) && entry.first != Manifest::kCaptureInfo &&
+          entry.first != Manifest::kGolden) {
+        throw Error(Describe(entry.first) + ": not listed in manifest.json or golden.json" + fix);
       }
     }
   }

@@ -104,14 +104,15 @@ WRP_TEST(TamperedDirectoryFailsNamingTheFile) {
     fs::remove_all(dir.parent_path());
   }
   {
-    // An edited manifest: a golden file's recorded digest no longer matches the file.
+    // An edited manifest: it no longer hashes to the content hash its test manifest belongs to.
     fs::path dir = CopyBundle("manifest");
     std::vector<uint8_t> bytes = ReadBytes(dir / "manifest.json");
     std::string text(bytes.begin(), bytes.end());
-    const std::string digest = clean.manifest().FindFile("golden/x.bin")->sha256;
+    const std::string digest = clean.manifest().FindFile("sim.wrp")->sha256;
     text.replace(text.find(digest), 64, std::string(64, '0'));
     WriteBytes(dir / "manifest.json", std::vector<uint8_t>(text.begin(), text.end()));
-    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), "golden/x.bin", "manifest.json records 0000");
+    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), "golden.json", "content_hash",
+                      rebuild.c_str());
     // ... and with the build's content hash the manifest itself is named.
     CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string(), wrp::BundleOptions{clean.content_hash()}),
                       "manifest.json: sha256 is");
@@ -127,7 +128,7 @@ WRP_TEST(TamperedDirectoryFailsNamingTheFile) {
     fs::path dir = CopyBundle("schema");
     std::vector<uint8_t> bytes = ReadBytes(dir / "manifest.json");
     std::string text(bytes.begin(), bytes.end());
-    text.replace(text.find("rules_warp.manifest/1"), 21, "rules_warp.manifest/9");
+    text.replace(text.find("rules_warp.manifest/2"), 21, "rules_warp.manifest/9");
     WriteBytes(dir / "manifest.json", std::vector<uint8_t>(text.begin(), text.end()));
     CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), "manifest.json", "field \"schema\"",
                       rebuild.c_str());

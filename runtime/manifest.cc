@@ -13,7 +13,8 @@ using json::Value;
 
 class ManifestReader {
  public:
-  ManifestReader(const std::string& origin) : origin_(origin) {}
+  ManifestReader(const std::string& origin, const std::string& label_hint = "")
+      : origin_(origin), label_(label_hint) {}
 
   [[noreturn]] void Fail(const std::string& field, const std::string& what) const {
     std::string hint =
@@ -105,15 +106,11 @@ class ManifestReader {
   Manifest Read(const Value& root) {
     if (!root.is_object()) Fail("(top level)", "expected an object");
     Manifest m;
-    // The label first, so later errors can name the target to rebuild.
-    if (const Value* label = root.Find("label"); label && label->is_string()) label_ = label->string_value();
     m.schema = String(root, "schema", "");
     if (m.schema != Manifest::kSchema) {
       Fail("schema",
            "\"" + m.schema + "\" is not \"" + Manifest::kSchema + "\" (this runtime reads only that)");
     }
-    m.name = String(root, "name", "");
-    m.label = String(root, "label", "");
     m.wrp = RelativePath(root, "wrp", "");
     m.warp_version = String(root, "warp_version", "");
     const Value& format_version = Require(root, "format_version", "");
@@ -132,7 +129,8 @@ class ManifestReader {
       f.path = RelativePath(files[i], "path", p);
       f.size = Size(files[i], "size", p);
       f.sha256 = Sha256(files[i], "sha256", p);
-      if (f.path == "manifest.json") Fail(p + "path", "manifest.json cannot list itself");
+      if (f.path == "manifest.json" || f.path == Manifest::kGolden)
+        Fail(p + "path", "manifest.json cannot list itself or golden.json");
       if (!file_paths.insert(f.path).second) Fail(p + "path", "\"" + f.path + "\" is listed twice");
       m.files.push_back(std::move(f));
     }
@@ -213,6 +211,39 @@ class ManifestReader {
       }
     }
 
+    if (const Value* ptx_min_driver = root.Find("ptx_min_driver");
+        ptx_min_driver && !ptx_min_driver->is_null()) {
+      m.ptx_min_driver = DriverVersion(*ptx_min_driver, "ptx_min_driver");
+    }
+    return m;
+  }
+
+  void ReadGolden(const Value& root, const std::string& content_hash, Manifest* m) {
+    if (!root.is_object()) Fail("(top level)", "expected an object");
+    // The label first, so later errors can name the target to rebuild.
+    if (const Value* label = root.Find("label"); label && label->is_string()) label_ = label->string_value();
+    std::string schema = String(root, "schema", "");
+    if (schema != Manifest::kGoldenSchema) {
+      Fail("schema",
+           "\"" + schema + "\" is not \"" + Manifest::kGoldenSchema + "\" (this runtime reads only that)");
+    }
+    std::string owner = Sha256(root, "content_hash", "");
+    if (owner != content_hash) {
+      Fail("content_hash",
+           "the test manifest belongs to " + owner + " but manifest.json hashes to " + content_hash);
+    }
+    std::string name = String(root, "name", "");
+    CheckRelativePath(name, "name");
+    if (name.find('/') != std::string::npos) Fail("name", "\"" + name + "\" is not a single directory name");
+    std::string label = String(root, "label", "");
+    std::string golden_device = OptionalString(root, "golden_device", "").value_or("");
+    if (!golden_device.empty() && golden_device != "cpu" && golden_device != "cuda")
+      Fail("golden_device", "expected null, \"cpu\" or \"cuda\", got \"" + golden_device + "\"");
+    std::set<std::string> file_paths = {"manifest.json", Manifest::kGolden, Manifest::kCaptureInfo};
+    for (const FileRecord& f : m->files) file_paths.insert(f.path);
+    std::set<std::string> binding_names;
+    for (const BindingRecord& b : m->bindings) binding_names.insert(b.name);
+    std::vector<GoldenRecord> records;
     const std::vector<Value>& golden = Array(root, "golden", "");
     for (size_t i = 0; i < golden.size(); ++i) {
       std::string p = "golden[" + std::to_string(i) + "].";
@@ -220,8 +251,9 @@ class ManifestReader {
       GoldenRecord g;
       g.name = String(golden[i], "name", p);
       g.file = RelativePath(golden[i], "file", p);
-      require_listed(g.file, p + "file");
+      if (!file_paths.insert(g.file).second) Fail(p + "file", "\"" + g.file + "\" is listed twice");
       g.bytes = Size(golden[i], "bytes", p);
+      g.sha256 = Sha256(golden[i], "sha256", p);
       // atol and rtol: both null (bit-exact) or both finite numbers >= 0.
       const Value* atol = golden[i].Find("atol");
       const Value* rtol = golden[i].Find("rtol");
@@ -236,14 +268,12 @@ class ManifestReader {
         g.tolerance = Tolerance{atol->number_value(), rtol->number_value()};
       }
       if (!binding_names.count(g.name)) Fail(p + "name", "\"" + g.name + "\" is not a binding");
-      m.golden.push_back(std::move(g));
+      records.push_back(std::move(g));
     }
-
-    if (const Value* ptx_min_driver = root.Find("ptx_min_driver");
-        ptx_min_driver && !ptx_min_driver->is_null()) {
-      m.ptx_min_driver = DriverVersion(*ptx_min_driver, "ptx_min_driver");
-    }
-    return m;
+    m->name = std::move(name);
+    m->label = std::move(label);
+    m->golden_device = std::move(golden_device);
+    m->golden = std::move(records);
   }
 
  private:
@@ -267,13 +297,42 @@ const FileRecord* Manifest::FindFile(const std::string& path) const {
   return nullptr;
 }
 
+std::vector<FileRecord> Manifest::ListedFiles() const {
+  std::vector<FileRecord> all = files;
+  for (const GoldenRecord& g : golden) all.push_back(FileRecord{g.file, g.bytes, g.sha256});
+  return all;
+}
+
+const char* Manifest::ListerOf(const std::string& path) const {
+  for (const GoldenRecord& g : golden) {
+    if (g.file == path) return kGolden;
+  }
+  return "manifest.json";
+}
+
 std::string Manifest::RebuildHint() const {
   return label.empty() ? "rebuild the wrp_artifact target that produced it" : "rebuild " + label;
 }
 
-Manifest ParseManifest(const std::string& text, const std::string& origin) {
+Manifest ParseManifest(const std::string& text, const std::string& origin, const std::string& label_hint) {
   json::Value root = json::Parse(text, origin);
-  return ManifestReader(origin).Read(root);
+  return ManifestReader(origin, label_hint).Read(root);
+}
+
+std::string GoldenLabelHint(const std::string& text) {
+  try {
+    json::Value root = json::Parse(text, Manifest::kGolden);
+    const Value* label = root.is_object() ? root.Find("label") : nullptr;
+    return label && label->is_string() ? label->string_value() : "";
+  } catch (const Error&) {
+    return "";
+  }
+}
+
+void ParseGolden(const std::string& text, const std::string& origin, const std::string& content_hash,
+                 Manifest* manifest) {
+  json::Value root = json::Parse(text, origin);
+  ManifestReader(origin).ReadGolden(root, content_hash, manifest);
 }
 
 }  // namespace wrp

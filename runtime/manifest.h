@@ -1,4 +1,7 @@
-// The bundle manifest (schema "rules_warp.manifest/1"), as written by wrpkg's bundler.
+// The bundle manifest (manifest.json, schema "rules_warp.manifest/2": the deployed files, whose sha256 is the
+// content hash) and its test manifest (golden.json, schema "rules_warp.golden/1": the target's name and label
+// and the golden outputs), as written by wrpkg's bundler. Identity and goldens stay out of the content hash
+// so that two targets deploying the same bytes (a retargeted and a GPU capture) share it.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +47,7 @@ struct GoldenRecord {
   std::string name;
   std::string file;
   uint64_t bytes = 0;
+  std::string sha256;
   std::optional<Tolerance> tolerance;  // none: exact bytes; else float32 within atol + rtol * |golden|
 };
 
@@ -54,14 +58,20 @@ struct FileRecord {
 };
 
 struct Manifest {
-  static constexpr const char* kSchema = "rules_warp.manifest/1";
+  static constexpr const char* kSchema = "rules_warp.manifest/2";
+  static constexpr const char* kGoldenSchema = "rules_warp.golden/1";
+  // The test manifest: not hashed into the content hash, but it names the content hash it belongs to and
+  // lists the golden files with their sha256, which the bundle verifies like the deployed ones.
+  static constexpr const char* kGolden = "golden.json";
   // Provenance of the capture machine: shipped in the bundle but deliberately not listed in "files", so that
   // it does not change the content hash. Never handed to Warp.
   static constexpr const char* kCaptureInfo = "capture.json";
 
   std::string schema;
+  // name, label, golden and golden_device come from golden.json (ParseGolden).
   std::string name;
   std::string label;
+  std::string golden_device;  // "cpu" for a retargeted CUDA capture; empty when not recorded
   std::string wrp;
   std::string warp_version;
   int64_t format_version = 0;
@@ -76,6 +86,10 @@ struct Manifest {
 
   const BindingRecord* FindBinding(const std::string& binding_name) const;
   const FileRecord* FindFile(const std::string& path) const;
+  // Every file the bundle must hold: the deployed files, then the golden files.
+  std::vector<FileRecord> ListedFiles() const;
+  // "manifest.json" or "golden.json": which one lists `path`, for messages.
+  const char* ListerOf(const std::string& path) const;
   // "rebuild <label>", or a generic sentence when the label is unknown.
   std::string RebuildHint() const;
 };
@@ -83,6 +97,18 @@ struct Manifest {
 // Parses and checks manifest.json's structure (types, required fields, known enum values, safe relative
 // paths, and that every referenced file is listed in "files"). Throws wrp::Error naming `origin` and the
 // field.
-Manifest ParseManifest(const std::string& text, const std::string& origin);
+// `label_hint` (golden.json's label, read before it is checked) names the target in messages.
+Manifest ParseManifest(const std::string& text, const std::string& origin,
+                       const std::string& label_hint = "");
+
+// golden.json's "label" when `text` parses and has one, else "": for messages about a bundle that may not
+// be valid.
+std::string GoldenLabelHint(const std::string& text);
+
+// Parses golden.json into `manifest` (name, label, golden_device, golden). It must name `content_hash` (the
+// sha256 of the manifest.json it belongs to), list golden outputs of output bindings, each file once under a
+// safe path that manifest.json does not list. Throws wrp::Error naming `origin` and the field.
+void ParseGolden(const std::string& text, const std::string& origin, const std::string& content_hash,
+                 Manifest* manifest);
 
 }  // namespace wrp

@@ -25,21 +25,37 @@ class Case:
     valid: bool
 
 
+def _write_canonical(path: Path, raw: dict) -> None:
+    # The canonical form wrpkg writes, so that only the edit itself differs.
+    path.write_bytes((json.dumps(raw, sort_keys=True, indent=1, ensure_ascii=True) + "\n").encode("ascii"))
+
+
 def _rehash(bundle: Path) -> None:
-    """Rewrites <bundle>.sha256 for the current manifest.json: the case is then judged by
-    what the manifest says, not by the content-hash check that would otherwise catch it."""
+    """Rewrites <bundle>.sha256 and golden.json's content_hash for the current manifest.json:
+    the case is then judged by what the manifest says, not by the content-hash checks that
+    would otherwise catch it."""
     digest = hashlib.sha256((bundle / "manifest.json").read_bytes()).hexdigest()
     (bundle.parent / f"{bundle.name}.sha256").write_text(f"{digest}  {bundle.name}/manifest.json\n")
+    golden = json.loads((bundle / "golden.json").read_bytes())
+    if golden["content_hash"] != digest:
+        golden["content_hash"] = digest
+        _write_canonical(bundle / "golden.json", golden)
 
 
 def _edit_manifest(bundle: Path, edit, rehash: bool = True) -> None:
     path = bundle / "manifest.json"
     raw = json.loads(path.read_bytes())
     edit(raw)
-    # The canonical form wrpkg writes, so that only the edit itself differs.
-    path.write_bytes((json.dumps(raw, sort_keys=True, indent=1, ensure_ascii=True) + "\n").encode("ascii"))
+    _write_canonical(path, raw)
     if rehash:
         _rehash(bundle)
+
+
+def _edit_golden(bundle: Path, edit) -> None:
+    path = bundle / "golden.json"
+    raw = json.loads(path.read_bytes())
+    edit(raw)
+    _write_canonical(path, raw)
 
 
 def _flip(path: Path, offset: int) -> None:
@@ -70,7 +86,7 @@ def make_corpus(good_dir: Path, good_tar: Path, out: Path) -> list[Case]:
     good_dir, out = Path(good_dir), Path(out)
     name = good_dir.name
     manifest = json.loads((good_dir / "manifest.json").read_bytes())
-    golden_file = manifest["golden"][0]["file"]
+    golden_file = json.loads((good_dir / "golden.json").read_bytes())["golden"][0]["file"]
     module_binary = manifest["modules"][0]["binary"]
     cases: list[Case] = []
     outside = out / "outside"
@@ -117,10 +133,33 @@ def make_corpus(good_dir: Path, good_tar: Path, out: Path) -> list[Case]:
         lambda b: (b / golden_file).write_bytes((b / golden_file).read_bytes() + b"\0"),
     )
 
-    def edit_golden_tolerance(raw):
-        raw["golden"][0]["atol"], raw["golden"][0]["rtol"] = 0.0, 0.5
+    def edit_file_digest(raw):
+        raw["files"][0]["sha256"] = "0" * 64
 
-    directory("edited_manifest", False, lambda b: _edit_manifest(b, edit_golden_tolerance, rehash=False))
+    directory("edited_manifest", False, lambda b: _edit_manifest(b, edit_file_digest, rehash=False))
+
+    # The test manifest (golden.json): outside the content hash, but verified.
+    directory("missing_golden_manifest", False, lambda b: (b / "golden.json").unlink())
+
+    def other_content_hash(raw):
+        raw["content_hash"] = "0" * 64
+
+    directory("golden_manifest_of_other_bundle", False, lambda b: _edit_golden(b, other_content_hash))
+
+    def edit_golden_digest(raw):
+        raw["golden"][0]["sha256"] = "0" * 64
+
+    directory("edited_golden_digest", False, lambda b: _edit_golden(b, edit_golden_digest))
+
+    def golden_dotdot(raw):
+        raw["golden"][0]["file"] = "../evil.bin"
+
+    directory("dotdot_path_in_golden_manifest", False, lambda b: _edit_golden(b, golden_dotdot))
+
+    def golden_listed_twice(raw):
+        raw["golden"][0]["file"] = manifest["wrp"]
+
+    directory("golden_file_listed_in_both_manifests", False, lambda b: _edit_golden(b, golden_listed_twice))
 
     def duplicate_entry(raw):
         raw["files"].append(dict(raw["files"][0]))
@@ -139,7 +178,7 @@ def make_corpus(good_dir: Path, good_tar: Path, out: Path) -> list[Case]:
 
     def oversized_size(raw):
         for f in raw["files"]:
-            if f["path"] == golden_file:
+            if f["path"] == module_binary:
                 f["size"] = 2**62
 
     directory("oversized_size_in_manifest", False, lambda b: _edit_manifest(b, oversized_size))
@@ -180,6 +219,11 @@ def make_corpus(good_dir: Path, good_tar: Path, out: Path) -> list[Case]:
         for n, d in good_entries
     ]
     archive("tar_flipped_byte", False, flipped)
+    archive(
+        "tar_without_golden_manifest",
+        False,
+        [(n, d) for n, d in good_entries if n != f"{name}/golden.json"],
+    )
     truncated = out / "tar_truncated" / f"{name}.tar"
     truncated.parent.mkdir(parents=True)
     truncated.write_bytes(Path(good_tar).read_bytes()[: -1024 - 700])

@@ -18,7 +18,16 @@ from wrpkg import format as wrpformat
 from wrpkg.bundle import bundle
 from wrpkg.errors import ArchMismatchError, BundleError, VerifyError
 from wrpkg.load import arch_mismatch_message, check_device, device_fit
-from wrpkg.manifest import MANIFEST_SCHEMA, PtxEntry, SassEntry, from_json_bytes, to_json_bytes
+from wrpkg.manifest import (
+    MANIFEST_SCHEMA,
+    PtxEntry,
+    SassEntry,
+    attach_golden,
+    content_hash_of_bytes,
+    from_json_bytes,
+    golden_to_json_bytes,
+    to_json_bytes,
+)
 from wrpkg.verify import bundle_content_hash, verify_bundle
 
 REPO = Path(__file__).resolve().parent.parent
@@ -142,14 +151,21 @@ def test_manifest_content(two_builds):
     data = (bundle_dir / "manifest.json").read_bytes()
     manifest = from_json_bytes(data)
     assert to_json_bytes(manifest) == data and data.endswith(b"}\n")
+    # The target's identity and the golden outputs are in the test manifest, not in the hashed one.
+    assert b"golden" not in data and LABEL.encode() not in data and b"sim_cpu_wrp" not in data
+    golden_bytes = (bundle_dir / "golden.json").read_bytes()
+    attach_golden(manifest, golden_bytes, content_hash_of_bytes(data))
+    assert golden_to_json_bytes(manifest, content_hash_of_bytes(data)) == golden_bytes
     assert manifest.schema == MANIFEST_SCHEMA and manifest.label == LABEL and manifest.name == "sim_cpu_wrp"
+    assert manifest.golden_device == "cpu"
     assert (manifest.device, manifest.warp_version, manifest.format_version) == ("cpu", "1.19.0", 18)
     assert manifest.toolchain.warp == "1.19.0" and manifest.toolchain.nvrtc is None
     assert sorted(m.name for m in manifest.modules) == ["sim", "sim_kernels"]
     assert all(m.binary_kind == "cpu_object" and m.sass == [] and m.ptx is None for m in manifest.modules)
     paths = [f.path for f in manifest.files]
-    assert paths == sorted(paths) and "manifest.json" not in paths and "capture.json" not in paths
-    assert set(paths) >= {"sim.wrp", "golden/x.bin"} | {m.binary for m in manifest.modules}
+    assert paths == sorted(paths) and not {"manifest.json", "capture.json", "golden.json"} & set(paths)
+    assert set(paths) == {"sim.wrp"} | {m.binary for m in manifest.modules}
+    assert {g.file for g in manifest.golden} >= {"golden/x.bin"}
     bindings = {b.name: (b.direction, b.bytes) for b in manifest.bindings}
     assert bindings["x"] == ("inout", 2048 * 12) and bindings["energy"] == ("out", 480)
     tolerances = {g.name: (g.atol, g.rtol) for g in manifest.golden}
@@ -230,7 +246,7 @@ def test_verify_catches_a_flipped_byte_in_a_module(bundle_copy):
 def test_verify_catches_a_changed_manifest(bundle_copy):
     manifest_path = bundle_copy / "manifest.json"
     manifest = from_json_bytes(manifest_path.read_bytes())
-    manifest.golden[0].atol, manifest.golden[0].rtol = 0.0, 0.5  # a plausible edit, still canonical
+    manifest.bindings[0].direction = "in"  # a plausible edit, still canonical
     manifest_path.write_bytes(to_json_bytes(manifest))
     with pytest.raises(VerifyError) as err:  # caught by the .sha256 beside the bundle
         verify_bundle(bundle_copy)
@@ -240,9 +256,7 @@ def test_verify_catches_a_changed_manifest(bundle_copy):
 def test_verify_catches_a_hand_edited_manifest_without_a_hash_file(bundle_copy):
     (bundle_copy.parent / "sim_cpu_wrp.sha256").unlink()
     manifest_path = bundle_copy / "manifest.json"
-    manifest_path.write_text(
-        manifest_path.read_text().replace('"label": "//models:sim_cpu_wrp"', '"label":"//x:y"')
-    )
+    manifest_path.write_text(manifest_path.read_text().replace('"device": "cpu"', '"device":"cpu"'))
     with pytest.raises(VerifyError, match="canonical form") as err:
         verify_bundle(bundle_copy)
     assert str(manifest_path) in str(err.value)
@@ -250,14 +264,43 @@ def test_verify_catches_a_hand_edited_manifest_without_a_hash_file(bundle_copy):
 
 def test_verify_catches_a_manifest_that_disagrees_with_a_file(bundle_copy):
     (bundle_copy.parent / "sim_cpu_wrp.sha256").unlink()
-    manifest_path = bundle_copy / "manifest.json"
-    manifest = from_json_bytes(manifest_path.read_bytes())
-    entry = next(f for f in manifest.files if f.path == "golden/x.bin")
-    entry.sha256 = "0" * 64
-    manifest_path.write_bytes(to_json_bytes(manifest))
+    manifest = verify_bundle(bundle_copy)
+    module = next(f for f in manifest.files if f.path == manifest.modules[0].binary)
+    module.sha256 = "0" * 64
+    _rewrite_manifests(bundle_copy, manifest)  # golden.json follows the new content hash
     with pytest.raises(VerifyError) as err:
         verify_bundle(bundle_copy)
-    assert str(bundle_copy / "golden" / "x.bin") in str(err.value)
+    assert str(bundle_copy / module.path) in str(err.value) and "manifest.json says" in str(err.value)
+
+
+def test_verify_catches_a_golden_manifest_that_disagrees_with_a_file(bundle_copy):
+    manifest = verify_bundle(bundle_copy)
+    entry = next(g for g in manifest.golden if g.file == "golden/x.bin")
+    entry.sha256 = "0" * 64
+    _rewrite_manifests(bundle_copy, manifest)
+    with pytest.raises(VerifyError) as err:
+        verify_bundle(bundle_copy)
+    assert str(bundle_copy / "golden" / "x.bin") in str(err.value) and "golden.json says" in str(err.value)
+
+
+def test_verify_catches_a_golden_manifest_of_another_build(bundle_copy):
+    manifest = verify_bundle(bundle_copy)
+    (bundle_copy / "golden.json").write_bytes(golden_to_json_bytes(manifest, "1" * 64))
+    with pytest.raises(VerifyError, match="belongs to content hash") as err:
+        verify_bundle(bundle_copy)
+    assert str(bundle_copy / "golden.json") in str(err.value)
+    (bundle_copy / "golden.json").unlink()
+    with pytest.raises(VerifyError, match="cannot read the test manifest"):
+        verify_bundle(bundle_copy)
+
+
+def _rewrite_manifests(bundle: Path, manifest) -> None:
+    """Writes an edited manifest and its test manifest consistently, without the .sha256 file
+    beside the bundle (which would catch the edit first)."""
+    (bundle.parent / f"{bundle.name}.sha256").unlink(missing_ok=True)
+    data = to_json_bytes(manifest)
+    (bundle / "manifest.json").write_bytes(data)
+    (bundle / "golden.json").write_bytes(golden_to_json_bytes(manifest, content_hash_of_bytes(data)))
 
 
 def test_verify_catches_a_truncated_wrp(bundle_copy):
@@ -381,7 +424,7 @@ def test_verify_catches_a_module_that_disagrees_with_the_wrp(cuda_bundle, tmp_pa
     """A module swapped together with its manifest entry: the .wrp's digest still catches it."""
     copy = tmp_path / "particles_wrp"
     shutil.copytree(cuda_bundle, copy)
-    manifest = from_json_bytes((copy / "manifest.json").read_bytes())
+    manifest = verify_bundle(copy)
     module_path = copy / manifest.modules[0].binary
     module_path.write_bytes(module_path.read_bytes() + b"\0")
     entry = next(f for f in manifest.files if f.path == manifest.modules[0].binary)
@@ -389,7 +432,7 @@ def test_verify_catches_a_module_that_disagrees_with_the_wrp(cuda_bundle, tmp_pa
 
     fresh = file_entry(copy, entry.path)
     entry.size, entry.sha256 = fresh.size, fresh.sha256
-    (copy / "manifest.json").write_bytes(to_json_bytes(manifest))
+    _rewrite_manifests(copy, manifest)
     with pytest.raises(VerifyError) as err:
         verify_bundle(copy)
     assert str(module_path) in str(err.value) and "sim.wrp" in str(err.value)
@@ -418,7 +461,7 @@ def test_arch_mismatch_message_names_bundle_device_and_fix(cuda_bundle):
 
 
 def test_check_device_on_a_cuda_manifest(cuda_bundle):
-    manifest = from_json_bytes((cuda_bundle / "manifest.json").read_bytes())
+    manifest = verify_bundle(cuda_bundle)
     content_hash = bundle_content_hash(cuda_bundle)
     assert device_fit(manifest, 90).how == "sass"
     assert device_fit(manifest, 80).how == "source"  # the retained .cu still fits

@@ -2,7 +2,7 @@
 retargeted to CUDA (//models:sim_wrp) and from the recorded H200 capture
 (//models:sim_recorded_wrp): every module's fatbin holds exactly the default SASS targets
 plus the PTX (as the pinned cuobjdump lists them), agrees with the manifest, the rewritten
-.wrp verifies, and both bundles deploy the same bytes."""
+.wrp verifies, and both bundles deploy the same bytes and so have the same content hash."""
 
 import hashlib
 import json
@@ -16,10 +16,12 @@ import pytest
 from wrpkg import archs
 from wrpkg.cuda_tools import fatbin_contents, fatbin_entries
 from wrpkg.format import BinaryKind, read_wrp
-from wrpkg.verify import verify_bundle
+from wrpkg.verify import bundle_content_hash, read_hash_file, verify_bundle
 
 # Passed by tests/BUILD.bazel as $(rootpath //models:sim_wrp_dir) and (..._recorded_wrp_dir).
 BUNDLES = ["WRP_RETARGETED_BUNDLE", "WRP_RECORDED_BUNDLE"]
+# ... and their <name>.sha256 files (//models:sim_wrp_sha256, //models:sim_recorded_wrp_sha256).
+HASH_FILES = ["WRP_RETARGETED_HASH", "WRP_RECORDED_HASH"]
 
 
 @pytest.fixture(params=BUNDLES)
@@ -31,12 +33,29 @@ def test_retargeted_and_recorded_bundles_deploy_the_same_bytes():
     retargeted, recorded = (Path(os.environ[name]) for name in BUNDLES)
     a, b = verify_bundle(retargeted), verify_bundle(recorded)
     assert a.modules == b.modules and a.bindings == b.bindings and a.toolchain == b.toolchain
-    deployed = [f for f in a.files if not f.path.startswith("golden/")]
-    assert deployed == [f for f in b.files if not f.path.startswith("golden/")]
-    for f in deployed:
+    assert a.files == b.files
+    for f in a.files:
         assert (retargeted / f.path).read_bytes() == (recorded / f.path).read_bytes(), f.path
     # Golden values: a CPU replay for the retargeted bundle, the H200's for the recorded one.
     assert (a.golden_device, b.golden_device) == ("cpu", "cuda")
+
+
+def test_retargeted_and_recorded_bundles_share_the_content_hash():
+    """The content hash covers what is deployed only: the capture mode, the target's label and
+    the golden outputs (CPU vs H200 replay) live in golden.json, outside it."""
+    bundles = [Path(os.environ[name]) for name in BUNDLES]
+    built = [read_hash_file(os.environ[name]) for name in HASH_FILES]
+    assert built == [bundle_content_hash(b) for b in bundles]
+    assert built[0] == built[1]
+    assert (bundles[0] / "manifest.json").read_bytes() == (bundles[1] / "manifest.json").read_bytes()
+    tests = [json.loads((b / "golden.json").read_bytes()) for b in bundles]
+    assert [t["label"] for t in tests] == ["//models:sim_wrp", "//models:sim_recorded_wrp"]
+    assert [t["content_hash"] for t in tests] == built
+    # The golden files themselves may or may not differ (CPU vs CUDA arithmetic); each bundle's
+    # test manifest vouches for its own.
+    for b, t in zip(bundles, tests, strict=True):
+        for g in t["golden"]:
+            assert hashlib.sha256((b / g["file"]).read_bytes()).hexdigest() == g["sha256"], (b, g["file"])
 
 
 def test_fatbins_hold_exactly_the_default_targets(bundle_dir):

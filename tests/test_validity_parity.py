@@ -46,6 +46,8 @@ def test_the_corpus_is_complete(corpus):
         "duplicate_manifest_entry", "dotdot_path_in_manifest", "absolute_path_in_manifest",
         "symlinked_directory_escaping_bundle", "oversized_size_in_manifest",
         "tar_dotdot_entry", "tar_absolute_entry", "tar_duplicate_entry", "tar_truncated",
+        "missing_golden_manifest", "golden_manifest_of_other_bundle", "edited_golden_digest",
+        "tar_without_golden_manifest",
     ]:  # fmt: skip
         assert required in names
 
@@ -70,6 +72,8 @@ def test_rejections_name_the_file(corpus):
         ("extra_file", "notes.txt"),
         ("flipped_byte", "_modules/"),
         ("missing_file", "golden/"),
+        ("missing_golden_manifest", "golden.json"),
+        ("golden_manifest_of_other_bundle", "golden.json"),
     ]:
         case = by_name[case_name]
         assert needle in cpp_verdict(case)[1]

@@ -5,14 +5,18 @@
         --out-dir OUT/sim_wrp --tar OUT/sim_wrp.tar --hash OUT/sim_wrp.sha256
 
 Bundle layout (`<name>/`):
-    manifest.json        the content hash is the sha256 of these exact bytes
+    manifest.json        the deployed files; the content hash is the sha256 of these exact bytes
+    golden.json          test manifest: name, label, golden outputs with sha256 and tolerances,
+                         golden_device, and the content hash it belongs to; not hashed
     capture.json         capture provenance (device name, driver): not hashed, not in "files"
     <stem>.wrp           canonical form (wrpkg.format.canonicalize)
     <stem>_modules/...   module binaries (+ the generated .cu sources of a CUDA capture)
     golden/<output>.bin  golden outputs, one replay of the captured graph
 
-The hash covers what decides behaviour (the canonical .wrp, module binaries and sources,
-golden outputs, toolchain versions) and nothing about the machine that ran the capture.
+The hash covers what is deployed (the canonical .wrp, module binaries and sources, bindings,
+toolchain versions) and nothing about the machine that ran the capture, the target's label or
+the golden outputs: a retargeted capture (CPU goldens) and a GPU capture (CUDA goldens) of one
+program deploy the same bytes and so share the content hash.
 Everything is written into a temp dir next to the outputs and renamed into place at the end,
 so a failure never leaves a half-written bundle.
 """
@@ -32,6 +36,7 @@ from wrpkg import format as wrpformat
 from wrpkg.errors import BundleError, WrpFormatError
 from wrpkg.manifest import (
     CAPTURE_INFO_NAME,
+    GOLDEN_NAME,
     MANIFEST_NAME,
     UNHASHED_FILES,
     BindingEntry,
@@ -43,6 +48,7 @@ from wrpkg.manifest import (
     Toolchain,
     content_hash_of_bytes,
     file_entry,
+    golden_to_json_bytes,
     sha256_file,
     to_json_bytes,
 )
@@ -338,9 +344,15 @@ def build_bundle_dir(
                 fix=f"rebuild {label}",
             )
         atol, rtol = _golden_tolerance(record)
-        golden.append(GoldenEntry(record["name"], dst_rel, size, atol, rtol))
+        digest = file_entry(work, dst_rel).sha256
+        golden.append(GoldenEntry(record["name"], dst_rel, size, atol, rtol, sha256=digest))
 
-    files = [file_entry(work, rel) for rel in _relative_files(work) if rel not in UNHASHED_FILES]
+    golden_files = {g.file for g in golden}
+    files = [
+        file_entry(work, rel)
+        for rel in _relative_files(work)
+        if rel not in UNHASHED_FILES and rel not in golden_files
+    ]
     manifest = Manifest(
         name=name,
         label=label,
@@ -358,6 +370,7 @@ def build_bundle_dir(
     )
     manifest_bytes = to_json_bytes(manifest)
     (work / MANIFEST_NAME).write_bytes(manifest_bytes)
+    (work / GOLDEN_NAME).write_bytes(golden_to_json_bytes(manifest, content_hash_of_bytes(manifest_bytes)))
     shutil.copyfile(raw_dir / CAPTURE_INFO_NAME, work / CAPTURE_INFO_NAME)
     return manifest, manifest_bytes
 

@@ -146,6 +146,10 @@ def summarize_bundle(bundle_dir: Path) -> dict:
     path = bundle_dir / manifest_mod.MANIFEST_NAME
     data = path.read_bytes()
     manifest = manifest_mod.from_json_bytes(data, path)
+    golden_path = bundle_dir / manifest_mod.GOLDEN_NAME
+    manifest_mod.attach_golden(
+        manifest, golden_path.read_bytes(), manifest_mod.content_hash_of_bytes(data), golden_path
+    )
     ptx_archs = manifest.ptx_archs()
     return {
         "bundle": str(bundle_dir),
@@ -165,6 +169,7 @@ def summarize_bundle(bundle_dir: Path) -> dict:
             {"name": g.name, "file": g.file, "bytes": g.bytes, "atol": g.atol, "rtol": g.rtol}
             for g in manifest.golden
         ],
+        "golden_device": manifest.golden_device,
     }
 
 
@@ -205,7 +210,9 @@ def render_bundle_text(b: dict) -> str:
         lines.append(f"  {x['name']:<20} {x['direction']:<6} {_human(x['bytes'])}")
     lines.append(f"golden outputs ({len(b['golden'])}):")
     for g in b["golden"]:
-        tolerance = "bit-exact" if g["atol"] is None else f"atol {g['atol']:g} + rtol {g['rtol']:g}"
+        tolerance = (
+            "bit-exact" if g["rtol"] is None else f"atol {g['atol']:g} + rtol {g['rtol']:g} * |golden|"
+        )
         lines.append(f"  {g['name']:<20} {_human(g['bytes']):<10} {tolerance}")
     return "\n".join(lines)
 

@@ -1,9 +1,14 @@
-"""manifest.json of a bundle: the records, their canonical JSON bytes, and parsing.
+"""manifest.json and golden.json of a bundle: the records, their canonical JSON bytes, and parsing.
 
-The bundle's content hash is the sha256 of manifest.json's exact bytes. The manifest lists
-every other file of the bundle with its size and sha256 (except capture.json, the capture
-machine's description, which must not change the hash), so hashing the manifest covers
-them all. The JSON form is canonical (sorted keys, one-space indent, ASCII, trailing
+The bundle's content hash is the sha256 of manifest.json's exact bytes. manifest.json
+describes only what is deployed (the .wrp, module binaries and sources, bindings, toolchain)
+and lists those files with size and sha256, so hashing it covers them all. What identifies
+the build rather than the bytes (the target's name and label) and what only tests need (golden
+outputs, the device that produced them, tolerances) live in golden.json, the test manifest:
+it names the content hash it belongs to and lists the golden files with their sha256. So two
+targets that deploy the same bytes (a retargeted and a GPU capture of one program) share a
+content hash although their golden values differ. capture.json (the capture machine) is
+hashed by neither. The JSON form is canonical (sorted keys, one-space indent, ASCII, trailing
 newline) so the same content always gives the same bytes.
 """
 
@@ -18,11 +23,16 @@ from pathlib import Path
 from wrpkg.archs import split_arch
 from wrpkg.errors import VerifyError
 
-MANIFEST_SCHEMA = "rules_warp.manifest/1"
+MANIFEST_SCHEMA = "rules_warp.manifest/2"
 MANIFEST_NAME = "manifest.json"
+GOLDEN_SCHEMA = "rules_warp.golden/1"
+GOLDEN_NAME = "golden.json"
 # Provenance of the capture machine (device name, driver): in the bundle, never hashed.
 CAPTURE_INFO_NAME = "capture.json"
-UNHASHED_FILES = frozenset({MANIFEST_NAME, CAPTURE_INFO_NAME})
+# Not listed in manifest.json's "files": the golden files are listed in golden.json instead.
+UNHASHED_FILES = frozenset({MANIFEST_NAME, CAPTURE_INFO_NAME, GOLDEN_NAME})
+# manifest.json's fields that are not part of the content hash; golden.json carries them.
+_TEST_FIELDS = ("name", "label", "golden", "golden_device")
 
 DIRECTIONS = ("in", "out", "inout")
 
@@ -69,6 +79,7 @@ class GoldenEntry:
     # float32 within atol + rtol * |golden| (wrpkg/golden.py); both None = bit-exact.
     atol: float | None
     rtol: float | None
+    sha256: str = ""
 
 
 @dataclass
@@ -90,6 +101,8 @@ class Toolchain:
 
 @dataclass
 class Manifest:
+    # name, label, golden and golden_device are read from and written to golden.json (the
+    # test manifest); the rest is manifest.json, whose bytes are the content hash.
     name: str
     label: str
     wrp: str
@@ -144,13 +157,38 @@ def file_entry(root: str | os.PathLike, relpath: str) -> FileEntry:
 
 
 def to_dict(manifest: Manifest) -> dict:
-    return asdict(manifest)
+    """manifest.json's fields: the deployable part."""
+    data = asdict(manifest)
+    for key in _TEST_FIELDS:
+        del data[key]
+    return data
+
+
+def golden_to_dict(manifest: Manifest, content_hash: str) -> dict:
+    """golden.json's fields: the target's identity and the golden outputs of `content_hash`."""
+    return {
+        "schema": GOLDEN_SCHEMA,
+        "name": manifest.name,
+        "label": manifest.label,
+        "content_hash": content_hash,
+        "golden_device": manifest.golden_device,
+        "golden": [asdict(g) for g in manifest.golden],
+    }
+
+
+def _canonical_json(data: dict) -> bytes:
+    text = json.dumps(data, sort_keys=True, indent=1, ensure_ascii=True, allow_nan=False)
+    return (text + "\n").encode("ascii")
 
 
 def to_json_bytes(manifest: Manifest) -> bytes:
-    """The canonical bytes: these are what the content hash is taken over."""
-    text = json.dumps(to_dict(manifest), sort_keys=True, indent=1, ensure_ascii=True, allow_nan=False)
-    return (text + "\n").encode("ascii")
+    """manifest.json's canonical bytes: these are what the content hash is taken over."""
+    return _canonical_json(to_dict(manifest))
+
+
+def golden_to_json_bytes(manifest: Manifest, content_hash: str) -> bytes:
+    """golden.json's canonical bytes."""
+    return _canonical_json(golden_to_dict(manifest, content_hash))
 
 
 def content_hash_of_bytes(manifest_bytes: bytes) -> str:
@@ -196,19 +234,19 @@ def from_json_bytes(
                 )
             )
         manifest = Manifest(
-            name=raw["name"],
-            label=raw["label"],
+            name="",
+            label="",
             wrp=raw["wrp"],
             warp_version=raw["warp_version"],
             format_version=raw["format_version"],
             device=raw["device"],
             modules=modules,
             bindings=[BindingEntry(**b) for b in raw["bindings"]],
-            golden=[GoldenEntry(**g) for g in raw["golden"]],
+            golden=[],
             files=[FileEntry(**f) for f in raw["files"]],
             toolchain=Toolchain(**raw["toolchain"]),
             ptx_min_driver=raw["ptx_min_driver"],
-            golden_device=raw.get("golden_device"),
+            golden_device=None,
             schema=raw["schema"],
         )
     except (KeyError, TypeError) as exc:
@@ -219,16 +257,8 @@ def from_json_bytes(
     _require(manifest.device in ("cpu", "cuda"), path, f"device is {manifest.device!r}")
     for b in manifest.bindings:
         _require(b.direction in DIRECTIONS, path, f"binding {b.name!r} has direction {b.direction!r}")
-    for g in manifest.golden:
-        tol = (g.atol, g.rtol)
-        _require(
-            tol == (None, None)
-            or all(
-                isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < float("inf") for x in tol
-            ),
-            path,
-            f"golden {g.name!r}: atol and rtol must both be null or both finite numbers >= 0",
-        )
+    extra = sorted(set(raw) - set(to_dict(manifest)))
+    _require(not extra, path, f"unexpected fields {extra}")
     seen_paths = set()
     for f in manifest.files:
         _require(
@@ -245,6 +275,90 @@ def from_json_bytes(
     # added fields or changed whitespace, which would otherwise hash differently unnoticed.
     if canonical_check:
         _require(to_json_bytes(manifest) == data, path, "its bytes are not in canonical form")
+    return manifest
+
+
+def _require_golden(cond: bool, path, what: str) -> None:
+    if not cond:
+        raise VerifyError(
+            f"{path}: not a valid {GOLDEN_SCHEMA} test manifest: {what}",
+            fix="rebuild the bundle's wrp_artifact target; do not edit golden.json by hand",
+        )
+
+
+def attach_golden(
+    manifest: Manifest,
+    data: bytes,
+    content_hash: str,
+    path: str | os.PathLike = GOLDEN_NAME,
+    *,
+    canonical_check: bool = True,
+) -> Manifest:
+    """Parses golden.json into `manifest` (name, label, golden outputs). It must belong to the
+    manifest whose bytes hash to `content_hash`, list each golden file once under a safe path
+    that manifest.json does not list, and be in canonical form; any deviation is a VerifyError
+    naming the file. The golden files' bytes are checked by wrpkg.verify."""
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise VerifyError(
+            f"{path}: not valid JSON ({exc})",
+            fix="rebuild the bundle's wrp_artifact target; do not edit golden.json by hand",
+        ) from exc
+    _require_golden(isinstance(raw, dict), path, "the top level is not an object")
+    _require_golden(raw.get("schema") == GOLDEN_SCHEMA, path, f"schema is {raw.get('schema')!r}")
+    try:
+        name, label, owner = raw["name"], raw["label"], raw["content_hash"]
+        golden_device = raw["golden_device"]
+        golden = [GoldenEntry(**g) for g in raw["golden"]]
+    except (KeyError, TypeError) as exc:
+        raise VerifyError(
+            f"{path}: not a valid {GOLDEN_SCHEMA} test manifest: missing or unexpected field {exc}",
+            fix="rebuild the bundle's wrp_artifact target; do not edit golden.json by hand",
+        ) from exc
+    _require_golden(
+        owner == content_hash,
+        path,
+        f"it belongs to content hash {owner!r}, but manifest.json hashes to {content_hash}",
+    )
+    _require_golden(
+        isinstance(name, str) and _is_safe_relpath(name) and "/" not in name, path, f"name {name!r}"
+    )
+    _require_golden(isinstance(label, str), path, f"label {label!r}")
+    _require_golden(golden_device in (None, "cpu", "cuda"), path, f"golden_device is {golden_device!r}")
+    listed = {f.path for f in manifest.files} | UNHASHED_FILES
+    names = {b.name: b for b in manifest.bindings}
+    for g in golden:
+        tol = (g.atol, g.rtol)
+        _require_golden(
+            tol == (None, None)
+            or all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < float("inf") for x in tol
+            ),
+            path,
+            f"golden {g.name!r}: atol and rtol must both be null or both finite numbers >= 0",
+        )
+        _require_golden(
+            isinstance(g.file, str) and _is_safe_relpath(g.file), path, f"golden file {g.file!r} is not safe"
+        )
+        _require_golden(g.file not in listed, path, f"golden file {g.file!r} is listed twice")
+        listed.add(g.file)
+        _require_golden(g.name in names, path, f"golden {g.name!r} is not a binding")
+        _require_golden(
+            isinstance(g.bytes, int) and not isinstance(g.bytes, bool) and 0 <= g.bytes < 2**64,
+            path,
+            f"golden {g.name!r} has size {g.bytes!r}",
+        )
+    manifest.name, manifest.label, manifest.golden, manifest.golden_device = (
+        name,
+        label,
+        golden,
+        golden_device,
+    )
+    if canonical_check:
+        _require_golden(
+            golden_to_json_bytes(manifest, content_hash) == data, path, "its bytes are not in canonical form"
+        )
     return manifest
 
 

@@ -2,7 +2,8 @@
 
     wrpkg verify bazel-bin/models/sim_wrp
 
-Passes only when every file the manifest lists exists with its size and sha256, no other
+Passes only when every file manifest.json or golden.json (the test manifest) lists exists
+with its size and sha256, golden.json belongs to manifest.json's content hash, no other
 file is present (capture.json aside), and the manifest agrees with the `.wrp` it describes
 (modules, their binaries' digests, bindings, golden sizes). Any failure is a VerifyError
 that names the file and says which target to rebuild.
@@ -17,9 +18,12 @@ from pathlib import Path
 from wrpkg import format as wrpformat
 from wrpkg.errors import VerifyError, WrpFormatError
 from wrpkg.manifest import (
+    GOLDEN_NAME,
     MANIFEST_NAME,
     UNHASHED_FILES,
+    FileEntry,
     Manifest,
+    attach_golden,
     content_hash_of_bytes,
     from_json_bytes,
     sha256_file,
@@ -56,23 +60,34 @@ def _walk_files(root: Path) -> list[str]:
     return sorted(found)
 
 
+def listed_files(manifest: Manifest) -> list[tuple[FileEntry, str]]:
+    """Every file the bundle must hold, with the manifest file that lists it: the deployed
+    files (manifest.json) and the golden outputs (golden.json)."""
+    listed = [(entry, MANIFEST_NAME) for entry in manifest.files]
+    listed += [(FileEntry(g.file, g.bytes, g.sha256), GOLDEN_NAME) for g in manifest.golden]
+    return listed
+
+
 def verify_files(bundle_dir: Path, manifest: Manifest) -> None:
     fix = _fix(manifest)
-    listed = {entry.path for entry in manifest.files}
+    listed = listed_files(manifest)
+    paths = {entry.path for entry, _ in listed}
     for rel in _walk_files(bundle_dir):
-        if rel not in listed and rel not in UNHASHED_FILES:
-            raise VerifyError(f"{bundle_dir / rel}: file not listed in {MANIFEST_NAME}", fix=fix)
-    for entry in manifest.files:
+        if rel not in paths and rel not in UNHASHED_FILES:
+            raise VerifyError(
+                f"{bundle_dir / rel}: file not listed in {MANIFEST_NAME} or {GOLDEN_NAME}", fix=fix
+            )
+    for entry, lister in listed:
         path = bundle_dir / entry.path
         # A symlink to a file is fine (Bazel's runfiles are symlinks): its content is what is hashed.
         if not path.is_file():
-            raise VerifyError(f"{path}: listed in {MANIFEST_NAME} but missing (or not a plain file)", fix=fix)
+            raise VerifyError(f"{path}: listed in {lister} but missing (or not a plain file)", fix=fix)
         size = path.stat().st_size
         if size != entry.size:
-            raise VerifyError(f"{path}: {size} bytes, {MANIFEST_NAME} says {entry.size}", fix=fix)
+            raise VerifyError(f"{path}: {size} bytes, {lister} says {entry.size}", fix=fix)
         digest = sha256_file(path)
         if digest != entry.sha256:
-            raise VerifyError(f"{path}: sha256 {digest}, {MANIFEST_NAME} says {entry.sha256}", fix=fix)
+            raise VerifyError(f"{path}: sha256 {digest}, {lister} says {entry.sha256}", fix=fix)
 
 
 def verify_against_wrp(bundle_dir: Path, manifest: Manifest, wrp_bytes: bytes | None = None) -> None:
@@ -145,14 +160,10 @@ def verify_against_wrp(bundle_dir: Path, manifest: Manifest, wrp_bytes: bytes | 
         binding = man_bindings.get(golden.name)
         if binding is None or binding.direction == "in":
             raise mismatch(f"golden output {golden.name} is not an output binding")
-        if golden.file not in files:
+        if golden.bytes != binding.bytes:
             raise VerifyError(
-                f"{bundle_dir / golden.file}: golden file not listed in {MANIFEST_NAME}", fix=fix
-            )
-        if not (golden.bytes == binding.bytes == files[golden.file].size):
-            raise VerifyError(
-                f"{bundle_dir / golden.file}: {files[golden.file].size} bytes; the manifest says "
-                f"{golden.bytes} and binding {golden.name} holds {binding.bytes}",
+                f"{bundle_dir / GOLDEN_NAME}: golden output {golden.name} has {golden.bytes} bytes, "
+                f"binding {golden.name} holds {binding.bytes}",
                 fix=fix,
             )
 
@@ -192,12 +203,21 @@ def read_manifest(bundle_dir: str | os.PathLike, expected_hash: str | None = Non
             f"{manifest_path}: content hash {content_hash_of_bytes(data)} differs from the expected {expected_hash}",
             fix=_fix(None) + "; the manifest was changed after the build",
         )
-    return from_json_bytes(data, manifest_path, canonical_check=expected_hash is None)
+    manifest = from_json_bytes(data, manifest_path, canonical_check=expected_hash is None)
+    golden_path = bundle_dir / GOLDEN_NAME
+    try:
+        golden_bytes = golden_path.read_bytes()
+    except OSError as exc:
+        raise VerifyError(
+            f"{golden_path}: cannot read the test manifest ({exc.strerror})",
+            fix=_fix(None) + " and copy the whole bundle directory",
+        ) from exc
+    return attach_golden(manifest, golden_bytes, content_hash_of_bytes(data), golden_path)
 
 
 def read_verified(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) -> bytes:
     """The bytes of one listed file, checked against the manifest's size and sha256."""
-    entry = next((e for e in manifest.files if e.path == path), None)
+    entry = next((e for e, _ in listed_files(manifest) if e.path == path), None)
     full = Path(bundle_dir) / path
     if entry is None:
         raise VerifyError(f"{full}: not listed in {MANIFEST_NAME}", fix=_fix(manifest))
@@ -310,6 +330,12 @@ def verify_tar(tar_path: str | os.PathLike, expected_hash: str | None = None) ->
             fix=_fix(None) + "; the manifest was changed after the build",
         )
     manifest = from_json_bytes(manifest_bytes, origin)
+    golden_path = f"{prefix}{GOLDEN_NAME}"
+    if golden_path not in entries:
+        raise VerifyError(f"{tar_path}:{golden_path}: missing", fix=_fix(None))
+    manifest = attach_golden(
+        manifest, entries[golden_path], content_hash_of_bytes(manifest_bytes), f"{tar_path}:{golden_path}"
+    )
     fix = _fix(manifest)
     if prefix != f"{manifest.name}/":
         raise VerifyError(
@@ -322,20 +348,23 @@ def verify_tar(tar_path: str | os.PathLike, expected_hash: str | None = None) ->
         rel = path[len(prefix) :]
         if rel != MANIFEST_NAME:
             files[rel] = content
-    listed = {entry.path for entry in manifest.files}
+    listed = listed_files(manifest)
+    paths = {entry.path for entry, _ in listed}
     for rel in sorted(files):
-        if rel not in listed and rel not in UNHASHED_FILES:
-            raise VerifyError(f"{tar_path}:{prefix}{rel}: not listed in {MANIFEST_NAME}", fix=fix)
-    for entry in manifest.files:
+        if rel not in paths and rel not in UNHASHED_FILES:
+            raise VerifyError(
+                f"{tar_path}:{prefix}{rel}: not listed in {MANIFEST_NAME} or {GOLDEN_NAME}", fix=fix
+            )
+    for entry, lister in listed:
         where = f"{tar_path}:{prefix}{entry.path}"
         if entry.path not in files:
-            raise VerifyError(f"{where}: listed in {MANIFEST_NAME} but missing", fix=fix)
+            raise VerifyError(f"{where}: listed in {lister} but missing", fix=fix)
         content = files[entry.path]
         if len(content) != entry.size:
-            raise VerifyError(f"{where}: {len(content)} bytes, {MANIFEST_NAME} says {entry.size}", fix=fix)
+            raise VerifyError(f"{where}: {len(content)} bytes, {lister} says {entry.size}", fix=fix)
         digest = content_hash_of_bytes(content)
         if digest != entry.sha256:
-            raise VerifyError(f"{where}: sha256 {digest}, {MANIFEST_NAME} says {entry.sha256}", fix=fix)
+            raise VerifyError(f"{where}: sha256 {digest}, {lister} says {entry.sha256}", fix=fix)
     return manifest
 
 
