@@ -15,4 +15,9 @@ for lock in toolchains/python/requirements.lock toolchains/cuda/nvrtc_13_0/requi
     python3 -m pip download --quiet --disable-pip-version-check --require-hashes --no-deps \
         --only-binary=:all: --dest "$dir" -r "$root/$lock" "$@"
 done
+# warp-lang's aarch64 wheel, which --config=aarch64 builds unpack (toolchains/warp), whatever
+# this machine's platform.
+python3 -m pip download --quiet --disable-pip-version-check --require-hashes --no-deps \
+    --only-binary=:all: --platform manylinux_2_34_aarch64 --dest "$dir" \
+    -r "$root/toolchains/warp/aarch64/requirements.lock"
 echo "fill_wheelhouse: $(find "$dir" -name '*.whl' | wc -l) wheels in $dir"

@@ -9,17 +9,24 @@
 #   image.tar            a docker-archive of rootfs.tar with a fixed creation time, so the
 #                        image ID is a function of the root filesystem alone
 #   image.digest         that image ID (sha256:...), also loaded into dockerd
-#     toolchains/containers/build_image.sh [--no-docker] [--no-xz] [OUT]
+#     toolchains/containers/build_image.sh [--no-docker] [--no-xz] [--include PKG,...] [OUT]
+# --include adds Debian packages (tools/gpu/runner_pack.sh adds the tools the test suite
+# calls, for `bazel test //...` inside the root filesystem).
 # The digest the build platforms use is recorded in toolchains/containers/image.bzl;
 # this script says when the image it built differs from it.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 load_docker=1
 compress=1
+extra=
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-docker) load_docker=0 ;;
     --no-xz) compress=0 ;;
+    --include)
+      extra=",$2"
+      shift
+      ;;
     -*) echo "build_image.sh: unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -55,7 +62,7 @@ echo "build_image.sh: wheelhouse $(du -sh "$wheels" | cut -f1) in $(ls "$wheels"
 # directories stay: update-alternatives links into them, e.g. for java.1.gz.)
 rm -f "$out/rootfs.tar"
 mmdebstrap --verbose --variant=apt --format=tar \
-  --include=bazel-bootstrap,python3,python3-venv \
+  --include="bazel-bootstrap,python3,python3-venv$extra" \
   --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/info/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*' \
