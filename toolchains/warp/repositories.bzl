@@ -77,6 +77,11 @@ def _wrp_warp_wheel_impl(rctx):
         fail("wrp_warp_wheel {}: no python3 on PATH; install it (tools/setup.sh does)".format(rctx.name))
     lock = rctx.path(rctx.attr.requirements)
 
+    # An air-gapped machine downloads from a wheelhouse (tools/fill_wheelhouse.sh adds this
+    # wheel), as the venvs do; the lock's hash is checked all the same.
+    wheelhouse = rctx.os.environ.get("WRP_WHEELHOUSE", "")
+    source = ["--no-index", "--find-links", wheelhouse] if wheelhouse else []
+
     # A venv only for its pip: Debian's python3 has no pip of its own (python3-venv brings ensurepip).
     _run(rctx, [python, "-m", "venv", "pip_venv"], "creating a venv for pip")
     _run(rctx, [
@@ -93,6 +98,7 @@ def _wrp_warp_wheel_impl(rctx):
         rctx.attr.platform_tag,
         "--dest",
         "wheels",
+    ] + source + [
         "-r",
         str(lock),
     ], "pip download --platform {} -r {}".format(rctx.attr.platform_tag, rctx.attr.requirements))
@@ -125,6 +131,6 @@ wrp_warp_wheel = repository_rule(
             doc = "A lock naming one warp-lang wheel with its sha256.",
         ),
     },
-    environ = ["PATH"],
+    environ = ["PATH", "WRP_WHEELHOUSE"],
     doc = "Warp's native library and C headers from a hash-locked warp-lang wheel for another CPU.",
 )

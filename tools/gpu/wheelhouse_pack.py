@@ -106,42 +106,48 @@ def _keep(wheel: Path, out: Path, why: str) -> dict:
 
 def _join_wheel(entry: dict, packed: Path, wheelhouse: Path) -> str:
     name = entry["wheel"]
-    target = wheelhouse / name
     partial = wheelhouse / (name + ".partial")
-    if "kept" in entry:
-        source = packed / name
-        partial.write_bytes(source.read_bytes())
-    else:
-        with (
-            open(packed / (name + ".skel"), "rb") as skel,
-            open(packed / (name + ".data"), "rb") as data_f,
-            open(partial, "wb") as f,
-        ):
-            position = 0
-            for offset, csize, raw_size, level in entry["segments"]:
-                f.write(skel.read(offset - position))
-                data = data_f.read(raw_size)
-                if len(data) != raw_size:
-                    raise PackError(f"{packed / (name + '.data')}: truncated at {name}'s member at {offset}")
-                payload = _deflate(data, level)
-                if len(payload) != csize:
-                    raise PackError(
-                        f"{name}: a member deflated to {len(payload)} bytes, the wheel had {csize}: this "
-                        "zlib differs from the one `split` ran with; fill the wheelhouse with "
-                        "tools/fill_wheelhouse.sh instead"
-                    )
-                f.write(payload)
-                position = offset + csize
-            f.write(skel.read())
-    got = _sha256(partial)
-    if got != entry["sha256"]:
-        partial.unlink()
-        raise PackError(
-            f"{name}: rebuilt with sha256 {got}, expected {entry['sha256']}; the packed wheelhouse "
-            f"{packed} is damaged or this zlib differs: fill it with tools/fill_wheelhouse.sh instead"
-        )
-    os.replace(partial, target)
+    try:
+        _rebuild(entry, packed, partial)
+        got = _sha256(partial)
+        if got != entry["sha256"]:
+            raise PackError(
+                f"{name}: rebuilt with sha256 {got}, expected {entry['sha256']}; the packed wheelhouse "
+                f"{packed} is damaged or this zlib differs: fill it with tools/fill_wheelhouse.sh instead"
+            )
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    os.replace(partial, wheelhouse / name)
     return name
+
+
+def _rebuild(entry: dict, packed: Path, out: Path) -> None:
+    name = entry["wheel"]
+    if "kept" in entry:
+        out.write_bytes((packed / name).read_bytes())
+        return
+    with (
+        open(packed / (name + ".skel"), "rb") as skel,
+        open(packed / (name + ".data"), "rb") as data_f,
+        open(out, "wb") as f,
+    ):
+        position = 0
+        for offset, csize, raw_size, level in entry["segments"]:
+            f.write(skel.read(offset - position))
+            data = data_f.read(raw_size)
+            if len(data) != raw_size:
+                raise PackError(f"{packed / (name + '.data')}: truncated at {name}'s member at byte {offset}")
+            payload = _deflate(data, level)
+            if len(payload) != csize:
+                raise PackError(
+                    f"{name}: a member deflated to {len(payload)} bytes, the wheel had {csize}: the packed "
+                    f"wheelhouse {packed} is damaged or this zlib differs from the one `split` ran with; "
+                    "fill the wheelhouse with tools/fill_wheelhouse.sh instead"
+                )
+            f.write(payload)
+            position = offset + csize
+        f.write(skel.read())
 
 
 def split(wheelhouse: Path, packed: Path) -> dict:
