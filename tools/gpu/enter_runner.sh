@@ -16,19 +16,23 @@
 #     NVIDIA_DRIVER_CAPABILITIES=compute,utility, plus each -e NAME=VALUE given
 # Without /dev/nvidia* (a machine without a GPU) it says so and runs the command all the same.
 #
-#     tools/gpu/enter_runner.sh [--root DIR] [-w DIR] [-e NAME=VALUE]... [--] COMMAND [ARG]...
-#     (root: /tmp/runner-root; working directory: /; needs root, chroot and unshare)
+#     tools/gpu/enter_runner.sh [--root DIR] [-w DIR] [-e NAME=VALUE]... [-v HOST_DIR:DIR]...
+#                               [--] COMMAND [ARG]...
+#     (root: /tmp/runner-root; working directory: /; -v binds a host directory in, as
+#     docker's -v does; needs root, unshare and pivot_root)
 # With Docker and the NVIDIA container toolkit the same is (toolchains/containers/README.md):
 #     docker run --rm --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility IMAGE COMMAND
 set -euo pipefail
 root=/tmp/runner-root
 workdir=/
 envs=()
+volumes=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --root) root=$2; shift 2 ;;
     -w) workdir=$2; shift 2 ;;
     -e) envs+=("$2"); shift 2 ;;
+    -v) volumes+=("$2"); shift 2 ;;
     --) shift; break ;;
     -*) echo "enter_runner.sh: unknown option $1" >&2; exit 2 ;;
     *) break ;;
@@ -46,6 +50,7 @@ if [ "${ENTER_RUNNER_IN_NS:-}" != 1 ]; then
   # Mounts made below stay in this namespace and end with it; nothing leaks to the host.
   again=(--root "$root" -w "$workdir")
   for e in "${envs[@]}"; do again+=(-e "$e"); done
+  for v in "${volumes[@]}"; do again+=(-v "$v"); done
   exec env ENTER_RUNNER_IN_NS=1 unshare --mount --propagation private -- "$0" "${again[@]}" -- "$@"
 fi
 
@@ -154,6 +159,13 @@ for tool in nvidia-smi nvidia-debugdump; do
   [ -n "$path" ] || continue
   touch "$driver_bin/$tool"
   mount --bind -o ro "$(readlink -f "$path")" "$driver_bin/$tool"
+done
+for volume in "${volumes[@]}"; do
+  host_dir=${volume%%:*}
+  inside=${volume#*:}
+  [ -d "$host_dir" ] || { say "-v $volume: no directory $host_dir on this machine"; exit 1; }
+  mkdir -p "$root$inside"
+  mount --bind "$host_dir" "$root$inside"
 done
 echo /usr/local/nvidia/lib64 >"$root/etc/ld.so.conf.d/000-nvidia-driver.conf"
 chroot "$root" /sbin/ldconfig

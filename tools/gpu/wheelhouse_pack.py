@@ -175,7 +175,9 @@ def join(packed: Path, wheelhouse: Path, jobs: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p_split = sub.add_parser("split", help="wheelhouse -> packed directory")
     p_split.add_argument("wheelhouse", type=Path)
