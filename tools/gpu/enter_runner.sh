@@ -128,18 +128,33 @@ mkdir -p "$driver_lib" "$driver_bin"
 mount -t tmpfs -o mode=0755 nvidia-lib "$driver_lib"
 mount -t tmpfs -o mode=0755 nvidia-bin "$driver_bin"
 libs=()
+# ldconfig -p: "	libcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1"; a host
+# that finds its driver through LD_LIBRARY_PATH only has it in those directories.
+find_driver_lib() {
+  local found dir
+  found=$(ldconfig -p | awk -v s="$1" '$1 ~ "^"s && /x86-64/ {print $NF}' | sort -u)
+  if [ -z "$found" ]; then
+    for dir in ${LD_LIBRARY_PATH//:/ } /usr/local/nvidia/lib64 /usr/lib/x86_64-linux-gnu /usr/lib64; do
+      found=$(ls "$dir/$1"* 2>/dev/null | head -1)
+      [ -n "$found" ] && break
+    done
+  fi
+  [ -z "$found" ] || echo "$found"
+}
 # What NVIDIA's container toolkit mounts for the compute and utility capabilities.
 for soname in libcuda.so.1 libcudadebugger.so.1 libnvidia-ptxjitcompiler.so.1 libnvidia-nvvm.so.4 \
   libnvidia-gpucomp.so libnvidia-ml.so.1 libnvidia-cfg.so.1 libnvidia-opencl.so.1; do
-  # ldconfig -p: "	libcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1"
   while read -r path; do
     real=$(readlink -f "$path")
     name=$(basename "$real")
     [ -e "$driver_lib/$name" ] && continue
     touch "$driver_lib/$name"
     mount --bind -o ro "$real" "$driver_lib/$name"
+    # The name programs open (dlopen("libcuda.so.1")); ldconfig makes the same link from
+    # the library's own SONAME.
+    case "$soname" in *.so.[0-9]*) [ "$name" = "$soname" ] || ln -sf "$name" "$driver_lib/$soname" ;; esac
     libs+=("$name")
-  done < <(ldconfig -p | awk -v s="$soname" '$1 ~ "^"s && /x86-64/ {print $NF}' | sort -u)
+  done < <(find_driver_lib "$soname")
 done
 # Whatever those need beyond the root filesystem's own libraries (glibc, normally nothing).
 if [ "${#libs[@]}" -gt 0 ]; then

@@ -33,6 +33,8 @@ while :; do
     exec {lock}<"$dev/nvidia$minor"
     if flock -n "$lock"; then
       export CUDA_VISIBLE_DEVICES=${gpu#* }
+      # In the test's log: which GPU the test had, when several ran side by side.
+      echo "one_gpu.sh: ${TEST_TARGET:-this test} runs on /dev/nvidia$minor, CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES" >&2
       # The lock's descriptor stays open in the test process: the GPU is the test's until it exits.
       exec "$@"
     fi
