@@ -64,6 +64,11 @@ ELSEWHERE = {
     "tools/fill_wheelhouse.sh /srv/wheelhouse": "needs a package index: run by hand (test_wheelhouse_script_reads_the_locks)",
     "bazel build --repo_env=WRP_WHEELHOUSE=/srv/wheelhouse //models:sim_cpu_wrp": "needs a filled wheelhouse: "
     "run by hand (the venv rule's --no-index --find-links branch)",
+    "tools/gpu/runner_pack.sh": "builds the runner root filesystem (root, mmdebstrap, minutes of xz): run by hand; "
+    "//tests:wheelhouse_pack_test checks its wheel packing",
+    "tools/gpu/runner_unpack.sh": "on the GPU machine, piece by piece: run by hand (toolchains/containers/README.md)",
+    "tools/gpu/enter_runner.sh": "needs root and an unpacked runner root filesystem: run by hand "
+    "(toolchains/containers/README.md)",
 }
 RUN = {
     "bazel run //:wrpkg -- inspect bazel-bin/models/sim_cpu_wrp": "bundle //models:sim_cpu_wrp",
