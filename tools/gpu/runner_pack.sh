@@ -3,8 +3,9 @@
 # uses, compressed and split into pieces that each fit one transfer to a GPU machine.
 #
 #     tools/gpu/runner_pack.sh [--reuse-image] [--xz PRESET] [WORK]
-#     (WORK: /var/tmp/rules_warp-runnerpack; PRESET: -9e. On two shared, busy cores -9e
-#     needs hours for the 2.3 GB tar: -6 is about 3x faster for a few percent more)
+#     (WORK: /var/tmp/rules_warp-runnerpack; PRESET: -9e, the smallest. The tar is 2.3 GB:
+#     on two cores shared with other builds -9e got a fifth of a core and would have run for
+#     hours; `--xz -1` took 16 minutes there, for a pack of 614 MiB)
 #
 # It builds the image's root filesystem (toolchains/containers/build_image.sh: Debian's
 # bazel-bootstrap, g++, Python 3.11, the wheelhouse) with the packages `bazel test //...`
