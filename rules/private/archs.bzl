@@ -1,9 +1,5 @@
 """Choosing and checking target architectures at analysis time."""
 
-# Lowest SM for which NVRTC accepts each suffix: `a` (arch-specific) and `f` (family);
-# the same table as wrpkg/archs.py, which tests check against the live NVRTC.
-_SUFFIX_MIN_SM = {"a": 90, "f": 100}
-
 def _split(name, prefix):
     """("sm_90a", "sm_") -> (90, "a"), or None when the name is not of that shape."""
     if not name.startswith(prefix):
@@ -17,8 +13,12 @@ def _split(name, prefix):
         return None
     return (int(body), suffix)
 
-def _supported_list(cuda):
-    return ", ".join(cuda.supported_archs)
+def _suffix_rules(cuda):
+    # "an `a` suffix from sm_90, an `f` suffix from sm_100"
+    return ", ".join([
+        "an `{}` suffix from sm_{}".format(suffix, sm)
+        for suffix, sm in sorted(cuda.suffix_min_sm.items())
+    ])
 
 def check_sass_arch(label, name, cuda):
     """Fails the analysis when `name` is not an SM this toolchain's NVRTC can target."""
@@ -26,11 +26,16 @@ def check_sass_arch(label, name, cuda):
     supported = [_split(a, "sm_")[0] for a in cuda.supported_archs]
     ok = parsed != None and parsed[0] in supported
     if ok and parsed[1]:
-        ok = parsed[0] >= _SUFFIX_MIN_SM[parsed[1]]
+        ok = parsed[1] in cuda.suffix_min_sm and parsed[0] >= cuda.suffix_min_sm[parsed[1]]
     if not ok:
         fail(("{}: unknown or unsupported SM '{}' in `archs`. CUDA {} NVRTC supports: {} " +
-              "(an `a` suffix from sm_90, an `f` suffix from sm_100). Fix the `archs` attribute " +
-              "or --//rules:archs.").format(label, name, cuda.cuda_version, _supported_list(cuda)))
+              "({}). Fix the `archs` attribute or --//rules:archs.").format(
+            label,
+            name,
+            cuda.cuda_version,
+            ", ".join(cuda.supported_archs),
+            _suffix_rules(cuda),
+        ))
     return name
 
 def check_ptx_arch(label, name, cuda):
