@@ -42,6 +42,15 @@ def _nvrtc_tables(answer):
         "supported_archs": ["sm_{}".format(sm) for sm in answer["supported_sms"]],
     }
 
+def _toolchain(kind, name, toolchain_type, toolchain_name = None, **attrs):
+    """`kind(name, **attrs)` and the toolchain() offering it, `<name>_toolchain` unless named."""
+    kind(name = name, **attrs)
+    native.toolchain(
+        name = toolchain_name or name + "_toolchain",
+        toolchain = ":" + name,
+        toolchain_type = toolchain_type,
+    )
+
 def declare_rules_warp_toolchains(venv, ptx_venv, cuda_archs):
     """Declares every rules_warp toolchain in the calling package.
 
@@ -55,15 +64,12 @@ def declare_rules_warp_toolchains(venv, ptx_venv, cuda_archs):
     registers them): wrpkg_python, nvrtc_13_0, nvrtc_13_4, warp, py3_runtime_pair, and
     the aliases cuda_files and ruff.
     """
-    wrp_python_toolchain(
-        name = "wrpkg_python",
+    _toolchain(
+        wrp_python_toolchain,
+        "wrpkg_python",
+        Label("//toolchains/python:toolchain_type"),
         interpreter = venv + "//:venv/bin/python3",
         python_files = venv + "//:python_files",
-    )
-    native.toolchain(
-        name = "wrpkg_python_toolchain",
-        toolchain = ":wrpkg_python",
-        toolchain_type = Label("//toolchains/python:toolchain_type"),
     )
 
     # The PTX compiler: its own venv, so its libnvrtc never meets 13.4.92's in one process.
@@ -74,8 +80,10 @@ def declare_rules_warp_toolchains(venv, ptx_venv, cuda_archs):
         python_files = ptx_venv + "//:python_files",
         **_nvrtc_tables(cuda_archs["ptx"])
     )
-    wrp_cuda_toolchain(
-        name = "nvrtc_13_4",
+    _toolchain(
+        wrp_cuda_toolchain,
+        "nvrtc_13_4",
+        Label("//toolchains/cuda:toolchain_type"),
         default_archs = cuda_archs["default_archs"],
         default_ptx = cuda_archs["default_ptx"],
         files = venv + "//:cuda_files",
@@ -84,32 +92,21 @@ def declare_rules_warp_toolchains(venv, ptx_venv, cuda_archs):
         python_files = venv + "//:python_files",
         **_nvrtc_tables(cuda_archs["sass"])
     )
-    native.toolchain(
-        name = "nvrtc_13_4_toolchain",
-        toolchain = ":nvrtc_13_4",
-        toolchain_type = Label("//toolchains/cuda:toolchain_type"),
-    )
-
-    wrp_warp_toolchain(
-        name = "warp",
+    _toolchain(
+        wrp_warp_toolchain,
+        "warp",
+        Label("//toolchains/warp:toolchain_type"),
         warp_cc = venv + "//:warp_cc",
         warp_clang = venv + "//:warp_clang",
     )
-    native.toolchain(
-        name = "warp_toolchain",
-        toolchain = ":warp",
-        toolchain_type = Label("//toolchains/warp:toolchain_type"),
-    )
 
     # For py_test/py_binary (e.g. bazel run @rules_warp//:wrpkg): registered only on request.
-    py_runtime_pair(
-        name = "py3_runtime_pair",
+    _toolchain(
+        py_runtime_pair,
+        "py3_runtime_pair",
+        "@bazel_tools//tools/python:toolchain_type",
+        toolchain_name = "py3_toolchain",
         py3_runtime = venv + "//:py3_runtime",
-    )
-    native.toolchain(
-        name = "py3_toolchain",
-        toolchain = ":py3_runtime_pair",
-        toolchain_type = "@bazel_tools//tools/python:toolchain_type",
     )
 
     native.alias(name = "cuda_files", actual = venv + "//:cuda_files")

@@ -62,7 +62,7 @@ def end(env):
     message = "\n".join(["{}: {}".format(subject, f) for f in env.failures])
     return [AnalysisTestResultInfo(success = not env.failures, message = message)]
 
-def make(implementation, expect_failure = False, config_settings = {}, attrs = {}):
+def make(implementation, expect_failure = False, config_settings = {}, attrs = {}, toolchains = []):
     """A rule testing `target_under_test` at analysis, like bazel_skylib's analysistest.make.
 
     Args:
@@ -70,6 +70,7 @@ def make(implementation, expect_failure = False, config_settings = {}, attrs = {
       expect_failure: the target's analysis is expected to fail; failure_messages(env) has why.
       config_settings: build settings and command-line options the target is analysed under.
       attrs: extra attributes of the test rule.
+      toolchains: toolchain types the implementation reads (ctx.toolchains).
     """
     settings = dict(config_settings)
     if expect_failure:
@@ -81,7 +82,7 @@ def make(implementation, expect_failure = False, config_settings = {}, attrs = {
         aspects = [_actions_aspect],
         cfg = analysis_test_transition(settings = settings) if settings else "target",
     )
-    return rule(implementation = implementation, attrs = all_attrs, analysis_test = True)
+    return rule(implementation = implementation, attrs = all_attrs, toolchains = toolchains, analysis_test = True)
 
 def make_unit(implementation, attrs = {}, toolchains = []):
     """A rule testing Starlark functions directly (no target under test), at analysis."""

@@ -1,6 +1,7 @@
 """wrp_artifact's analysis-time errors: unknown or repeated SMs, PTX, recorded_capture, attributes."""
 
 load(":analysis_test.bzl", "begin", "end", "expect_error", "make")
+load(":artifact_test.bzl", "analysed_artifact")
 
 def _error_test_impl(ctx):
     env = begin(ctx)
@@ -21,3 +22,9 @@ analysis_error_with_archs_flag_test = make(
     config_settings = {"//rules:archs": ["sm_70"]},
     attrs = {"fragments": attr.string_list(mandatory = True)},
 )
+
+def failing_artifact(name, fragments, **kwargs):
+    """analysed_artifact `name` and `name`_test, which expects its analysis to fail with one
+    message holding every fragment."""
+    analysed_artifact(name = name, **kwargs)
+    analysis_error_test(name = name + "_test", fragments = fragments, target_under_test = ":" + name)

@@ -17,23 +17,32 @@ package(default_visibility = ["//visibility:public"])
 
 exports_files(["wheel.json"])
 
+"""
+
+# Warp's native library targets, the same in every repository that holds a warp/ package
+# (this one and the venvs of toolchains/python/repositories.bzl); {warp} is its directory.
+_WARP_NATIVE_TARGETS = """\
 cc_import(
     name = "warp_so",
-    shared_library = "warp/bin/warp.so",
+    shared_library = "{warp}/bin/warp.so",
 )
 
 cc_library(
     name = "warp_cc",
-    hdrs = glob(["warp/native/**/*.h"]),
-    includes = ["warp/native"],
+    hdrs = glob(["{warp}/native/**/*.h"]),
+    includes = ["{warp}/native"],
     deps = [":warp_so"],
 )
 
 filegroup(
     name = "warp_clang",
-    srcs = ["warp/bin/warp-clang.so"],
+    srcs = ["{warp}/bin/warp-clang.so"],
 )
 """
+
+def warp_native_targets(warp_dir):
+    """BUILD text declaring :warp_so, :warp_cc and :warp_clang over the warp/ package at `warp_dir`."""
+    return _WARP_NATIVE_TARGETS.replace("{warp}", warp_dir)
 
 # Unpacks the native files and checks they are ELF files for the expected machine, so a
 # wrong wheel fails here and not as a link error.
@@ -111,7 +120,7 @@ def _wrp_warp_wheel_impl(rctx):
     rctx.delete("wheels")
     rctx.delete("pip_venv")
     rctx.file("wheel.json", info)
-    rctx.file("BUILD.bazel", _BUILD)
+    rctx.file("BUILD.bazel", _BUILD + warp_native_targets("warp"))
     rctx.file("WORKSPACE", "workspace(name = \"{}\")\n".format(rctx.name))
 
 wrp_warp_wheel = repository_rule(
