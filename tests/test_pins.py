@@ -21,7 +21,9 @@ CUDA_ARCHS = json.loads(Path(os.environ["WRP_CUDA_ARCHS"]).read_text())
 VENV_VERSIONS = json.loads(Path(os.environ["WRP_VENV_VERSIONS"]).read_text())
 
 
-@pytest.mark.parametrize("compiler, toolchain", [("sass", archs.DEFAULT_TOOLCHAIN), ("ptx", archs.PTX_TOOLCHAIN)])
+@pytest.mark.parametrize(
+    "compiler, toolchain", [("sass", archs.DEFAULT_TOOLCHAIN), ("ptx", archs.PTX_TOOLCHAIN)]
+)
 def test_wrpkg_arch_tables_are_what_the_pinned_nvrtc_answered(compiler, toolchain):
     answer = CUDA_ARCHS[compiler]
     assert answer["cuda_version"] == toolchain
@@ -30,7 +32,9 @@ def test_wrpkg_arch_tables_are_what_the_pinned_nvrtc_answered(compiler, toolchai
 
 
 def test_wrpkg_pins_no_nvrtc_the_toolchains_do_not_run():
-    assert sorted(archs.SUPPORTED_SMS) == sorted({CUDA_ARCHS["sass"]["cuda_version"], CUDA_ARCHS["ptx"]["cuda_version"]})
+    assert sorted(archs.SUPPORTED_SMS) == sorted(
+        {CUDA_ARCHS["sass"]["cuda_version"], CUDA_ARCHS["ptx"]["cuda_version"]}
+    )
 
 
 def test_the_rules_default_archs_are_wrpkg_archs():
@@ -46,7 +50,9 @@ def _lock_pin(path: str, dist: str) -> str:
 
 
 def test_warp_version_has_one_value():
-    (bzl,) = re.findall(r'^WARP_VERSION = "([^"]+)"$', Path(os.environ["WRP_WARP_VERSION_BZL"]).read_text(), re.MULTILINE)
+    (bzl,) = re.findall(
+        r'^WARP_VERSION = "([^"]+)"$', Path(os.environ["WRP_WARP_VERSION_BZL"]).read_text(), re.MULTILINE
+    )
     found = {
         "toolchains/warp/version.bzl": bzl,
         "installed in the venv": VENV_VERSIONS["packages"]["warp-lang"],

@@ -1,7 +1,7 @@
 """wrp_artifact's actions: one capture (mode per capture_mode), one compile per SM, one bundle."""
 
-load("//rules/private:providers.bzl", "WrpInfo")
 load("//rules:defs.bzl", "wrp_artifact")
+load("//rules/private:providers.bzl", "WrpInfo")
 load(":analysis_test.bzl", "actions_by_mnemonic", "arg_after", "begin", "check", "check_equals", "end", "make")
 
 _CUDA_TOOLCHAIN = "//toolchains/cuda:toolchain_type"

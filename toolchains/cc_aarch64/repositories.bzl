@@ -87,7 +87,6 @@ END_OF_MESSAGE
 exit 1
 """
 
-
 _HOST_CPU = {"amd64": "x86_64", "x86_64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 
 def _first_line(rctx, args):

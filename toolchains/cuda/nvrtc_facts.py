@@ -44,7 +44,9 @@ def _suffix_min_sm(nvrtc, sms):
     for suffix in SUFFIXES:
         accepted = [sm for sm in sms if _compiles(nvrtc, f"sm_{sm}{suffix}")]
         if not accepted or accepted != [sm for sm in sms if sm >= accepted[0]]:
-            sys.exit(f"nvrtc_facts: NVRTC accepts suffix {suffix!r} on {accepted} of {sms}: not one lower bound")
+            sys.exit(
+                f"nvrtc_facts: NVRTC accepts suffix {suffix!r} on {accepted} of {sms}: not one lower bound"
+            )
         table[suffix] = accepted[0]
     return table
 
