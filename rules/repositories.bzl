@@ -10,13 +10,11 @@ Every repository name is a parameter, and the rules find the venvs only through
 toolchain types, so the names are the workspace's to choose.
 """
 
+load("//toolchains:repository_exec.bzl", "execute_or_fail")
 load("//toolchains/python:repositories.bzl", "wrp_python_venv")
 
 def _run_json(rctx, args, what):
-    result = rctx.execute(args, environment = {"PYTHONDONTWRITEBYTECODE": "1"}, quiet = True, timeout = 600)
-    if result.return_code != 0:
-        fail("{}: {} failed (exit {}):\n{}{}".format(rctx.name, what, result.return_code, result.stdout, result.stderr))
-    return json.decode(result.stdout)
+    return json.decode(execute_or_fail(rctx, args, what, timeout = 600))
 
 def _venv_python(rctx, versions_json):
     # versions.json sits at the venv repository's root, beside venv/. Resolving it makes

@@ -23,6 +23,7 @@ Targets of the generated repository:
   :cuda_files      NVRTC, nvFatbin and cuobjdump from the pinned wheels
 """
 
+load("//toolchains:repository_exec.bzl", "execute_or_fail")
 load("//toolchains/warp:repositories.bzl", "warp_native_targets")
 
 _BUILD_TEMPLATE = """\
@@ -68,17 +69,6 @@ filegroup(
 )
 """
 
-def _run(rctx, args, what, env = {}):
-    result = rctx.execute(args, environment = env, quiet = True, timeout = 3600)
-    if result.return_code != 0:
-        fail("wrp_python_venv: {} failed (exit {}):\n{}\n{}".format(
-            what,
-            result.return_code,
-            result.stdout[-4000:],
-            result.stderr[-4000:],
-        ))
-    return result.stdout
-
 def _wrp_python_venv_impl(rctx):
     # WRP_PYTHON (--repo_env) names an interpreter by path: --config=docker sets Debian's,
     # which the runner image has at the same path, so the venv works inside it too.
@@ -96,12 +86,12 @@ def _wrp_python_venv_impl(rctx):
     if wheelhouse and not rctx.path(wheelhouse).exists:
         fail("wrp_python_venv {}: WRP_WHEELHOUSE={} does not exist; fill it with ".format(rctx.name, wheelhouse) +
              "tools/fill_wheelhouse.sh {} (on a machine with a package index)".format(wheelhouse))
-    _run(rctx, [python, "-m", "venv", "venv"], "creating the virtual environment")
+    execute_or_fail(rctx, [python, "-m", "venv", "venv"], "creating the virtual environment")
     venv_python = str(rctx.path("venv/bin/python3"))
 
     # --no-deps: the lock already lists the whole closure, each with its hashes.
     # PIP_NO_CACHE_DIR is left alone so a second machine-local fetch is fast.
-    _run(
+    execute_or_fail(
         rctx,
         [
             venv_python,
@@ -121,9 +111,8 @@ def _wrp_python_venv_impl(rctx):
             rctx.attr.requirements,
             " from the wheelhouse " + wheelhouse if wheelhouse else "",
         ),
-        env = {"PYTHONDONTWRITEBYTECODE": "1"},
     )
-    info = _run(rctx, [venv_python, "-c", "\n".join([
+    info = execute_or_fail(rctx, [venv_python, "-c", "\n".join([
         "import json, sys, sysconfig, importlib.metadata as m",
         "names = {}".format(json.encode(rctx.attr.packages)),
         "print(json.dumps({'python': '%d.%d.%d' % sys.version_info[:3],",
