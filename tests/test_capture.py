@@ -35,6 +35,14 @@ def assert_no_output(out_dir: Path) -> None:
     assert [p.name for p in out_dir.parent.iterdir() if p.name.startswith(f".{out_dir.name}.")] == []
 
 
+def assert_refused(proc: subprocess.CompletedProcess, out_dir: Path, *fragments: str) -> None:
+    """The capture failed (exit 1) with every fragment in its error, and wrote nothing."""
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    for fragment in fragments:
+        assert fragment in proc.stderr
+    assert_no_output(out_dir)
+
+
 @pytest.fixture(scope="module")
 def sim_raw(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("capture") / "raw"
@@ -186,23 +194,23 @@ def test_outputs_do_not_amplify_rounding_differences(sim_raw):
 def test_script_that_raises_in_build(tmp_path):
     out = tmp_path / "raw"
     proc = run_capture(PROGRAMS / "raises_in_build.py", out, label="//models:broken_wrp")
-    assert proc.returncode == 1
-    assert "//models:broken_wrp" in proc.stderr
     # The script's own traceback, down to the raising line, not the harness's frames.
-    assert "Traceback" in proc.stderr and "raises_in_build.py" in proc.stderr
-    assert "in make_state" in proc.stderr
-    assert "ValueError: particle count must be positive" in proc.stderr
+    assert_refused(
+        proc,
+        out,
+        "//models:broken_wrp",
+        "Traceback",
+        "raises_in_build.py",
+        "in make_state",
+        "ValueError: particle count must be positive",
+    )
     assert "wrpkg/capture.py" not in proc.stderr
-    assert_no_output(out)
 
 
 def test_script_that_raises_at_import(tmp_path):
     out = tmp_path / "raw"
     proc = run_capture(PROGRAMS / "raises_at_import.py", out, label="//models:broken_wrp")
-    assert proc.returncode == 1
-    assert "//models:broken_wrp" in proc.stderr
-    assert "NameError" in proc.stderr and "undefined_name_in_capture_script" in proc.stderr
-    assert_no_output(out)
+    assert_refused(proc, out, "//models:broken_wrp", "NameError", "undefined_name_in_capture_script")
 
 
 def test_cuda_capture_without_a_cuda_device(tmp_path):
@@ -211,28 +219,19 @@ def test_cuda_capture_without_a_cuda_device(tmp_path):
     proc = run_capture(
         SIM, out, device="cuda", label="//models:sim_wrp", env_extra={"CUDA_VISIBLE_DEVICES": ""}
     )
-    assert proc.returncode == 1
-    assert "//models:sim_wrp" in proc.stderr
-    assert "--config=gpu" in proc.stderr
-    assert 'capture_mode = "retarget"' in proc.stderr
-    assert_no_output(out)
+    assert_refused(proc, out, "//models:sim_wrp", "--config=gpu", 'capture_mode = "retarget"')
 
 
 def test_output_that_is_not_an_array(tmp_path):
     out = tmp_path / "raw"
     proc = run_capture(PROGRAMS / "output_not_array.py", out, stem="bad", label="//tests:bad_wrp")
-    assert proc.returncode == 1
-    assert "//tests:bad_wrp" in proc.stderr
-    assert "output 'result' is ndarray, not a wp.array" in proc.stderr
-    assert_no_output(out)
+    assert_refused(proc, out, "//tests:bad_wrp", "output 'result' is ndarray, not a wp.array")
 
 
 def test_output_the_graph_does_not_contain(tmp_path):
     out = tmp_path / "raw"
     proc = run_capture(PROGRAMS / "output_not_captured.py", out, stem="bad", label="//tests:bad_wrp")
-    assert proc.returncode == 1
-    assert "output 'forces' is not used by any operation of the captured step" in proc.stderr
-    assert_no_output(out)
+    assert_refused(proc, out, "output 'forces' is not used by any operation of the captured step")
 
 
 def test_an_empty_out_dir_made_by_bazel_is_kept_empty_on_failure(tmp_path):

@@ -84,17 +84,8 @@ def test_parse_arch():
     ptx = parse_arch("compute_75")
     assert (ptx.sm, ptx.is_ptx, ptx.name, ptx.ext) == (75, True, "compute_75", "ptx")
     assert parse_arch("sm_75").as_ptx().name == "compute_75"
-    assert [a.name for a in archs.default_archs()] == [
-        "sm_75",
-        "sm_80",
-        "sm_86",
-        "sm_87",
-        "sm_89",
-        "sm_90",
-        "sm_100",
-        "sm_120",
-        "compute_75",
-    ]
+    # SASS first, in SM order, then the PTX (the list itself: //tests:pins_test)
+    assert [a.name for a in archs.default_archs()] == [*archs.DEFAULT_SASS_ARCHS, archs.DEFAULT_PTX_ARCH]
     assert "sm_121f" in archs.supported_archs() and "sm_89a" not in archs.supported_archs()
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_capture import PROGRAMS, assert_no_output, run_capture
+from test_capture import PROGRAMS, assert_refused, run_capture
 
 SCRIPT = PROGRAMS / "stale_pointer.py"
 
@@ -12,24 +12,28 @@ def test_mesh_id_passed_as_uint64_is_refused(tmp_path):
     proc = run_capture(
         SCRIPT, out, label="//tests:stale_wrp", env_extra={"WRP_TEST_STALE_MODE": "mesh_uint64"}
     )
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "//tests:stale_wrp" in proc.stderr
-    assert "kernel 'closest', parameter 'mesh'" in proc.stderr
-    assert "live wp.Mesh" in proc.stderr
-    assert "declare 'mesh' of kernel 'closest' as wp.handle" in proc.stderr
+    assert_refused(
+        proc,
+        out,
+        "//tests:stale_wrp",
+        "kernel 'closest', parameter 'mesh'",
+        "live wp.Mesh",
+        "declare 'mesh' of kernel 'closest' as wp.handle",
+    )
     # The plain integer seed beside it is not mentioned.
     assert "'seed'" not in proc.stderr
-    assert_no_output(out)
 
 
 def test_array_address_passed_as_uint64_is_refused(tmp_path):
     out = tmp_path / "raw"
     proc = run_capture(SCRIPT, out, label="//tests:stale_wrp", env_extra={"WRP_TEST_STALE_MODE": "array_ptr"})
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "kernel 'scale_raw', parameter 'address'" in proc.stderr
-    assert "live wp.array data" in proc.stderr
-    assert "as a wp.array and pass the array itself" in proc.stderr
-    assert_no_output(out)
+    assert_refused(
+        proc,
+        out,
+        "kernel 'scale_raw', parameter 'address'",
+        "live wp.array data",
+        "as a wp.array and pass the array itself",
+    )
 
 
 def test_wp_handle_and_a_plain_large_integer_capture(tmp_path):

@@ -23,8 +23,10 @@ Room for more: another wrp_nvrtc (e.g. CUDA 12.9's NVRTC, the last with sm_70/sm
 whose PTX ISA 8.8 also older drivers JIT) in its own venv, and a wrp_cuda_toolchain
 that names it.
 
-tests/test_compile.py and tests/test_ptx_toolchain.py check each supported_archs list
-against the live nvrtcGetSupportedArchs() of its wheel (wrpkg.archs.SUPPORTED_SMS).
+The architecture tables are not written here: rules_warp_dependencies asks each venv's
+NVRTC (nvrtcGetSupportedArchs(), and which SMs take an `a`/`f` suffix) when it makes the
+toolchains repository, and passes the answer in. wrpkg/archs.py keeps its own copy for
+Python without NVRTC; //tests:pins_test holds it to the same answer.
 """
 
 load("@bazel_tools//tools/python:toolchain.bzl", "py_runtime_pair")
@@ -32,107 +34,79 @@ load("//toolchains/cuda:toolchain.bzl", "wrp_cuda_toolchain", "wrp_nvrtc")
 load("//toolchains/python:toolchain.bzl", "wrp_python_toolchain")
 load("//toolchains/warp:toolchain.bzl", "wrp_warp_toolchain")
 
-NVRTC_13_0_SUPPORTED_ARCHS = [
-    "sm_75",
-    "sm_80",
-    "sm_86",
-    "sm_87",
-    "sm_88",
-    "sm_89",
-    "sm_90",
-    "sm_100",
-    "sm_103",
-    "sm_110",
-    "sm_120",
-    "sm_121",
-]
+def _nvrtc_tables(answer):
+    """wrp_nvrtc's architecture attributes from what that NVRTC answered (cuda_archs.json)."""
+    return {
+        "cuda_version": answer["cuda_version"],
+        "suffix_min_sm": {suffix: str(sm) for suffix, sm in answer["suffix_min_sm"].items()},
+        "supported_archs": ["sm_{}".format(sm) for sm in answer["supported_sms"]],
+    }
 
-NVRTC_13_4_SUPPORTED_ARCHS = [
-    "sm_75",
-    "sm_80",
-    "sm_86",
-    "sm_87",
-    "sm_88",
-    "sm_89",
-    "sm_90",
-    "sm_100",
-    "sm_103",
-    "sm_107",
-    "sm_110",
-    "sm_120",
-    "sm_121",
-]
+def _toolchain(kind, name, toolchain_type, toolchain_name = None, **attrs):
+    """`kind(name, **attrs)` and the toolchain() offering it, `<name>_toolchain` unless named."""
+    kind(name = name, **attrs)
+    native.toolchain(
+        name = toolchain_name or name + "_toolchain",
+        toolchain = ":" + name,
+        toolchain_type = toolchain_type,
+    )
 
-DEFAULT_ARCHS = ["sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_100", "sm_120"]
-
-def declare_rules_warp_toolchains(venv, ptx_venv):
+def declare_rules_warp_toolchains(venv, ptx_venv, cuda_archs):
     """Declares every rules_warp toolchain in the calling package.
 
     Args:
       venv: the main venv repository, e.g. "@wrp_venv" (warp-lang, NVRTC 13.4.92, ...).
       ptx_venv: the PTX compiler's venv repository, e.g. "@wrp_nvrtc_13_0_venv".
+      cuda_archs: the generated CUDA_ARCHS of the toolchains repository: what each venv's
+        NVRTC reports it supports (`sass`, `ptx`) and the default target list.
 
     Declares (toolchain() targets end in _toolchain; rules_warp_register_toolchains
     registers them): wrpkg_python, nvrtc_13_0, nvrtc_13_4, warp, py3_runtime_pair, and
     the aliases cuda_files and ruff.
     """
-    wrp_python_toolchain(
-        name = "wrpkg_python",
+    _toolchain(
+        wrp_python_toolchain,
+        "wrpkg_python",
+        Label("//toolchains/python:toolchain_type"),
         interpreter = venv + "//:venv/bin/python3",
         python_files = venv + "//:python_files",
-    )
-    native.toolchain(
-        name = "wrpkg_python_toolchain",
-        toolchain = ":wrpkg_python",
-        toolchain_type = Label("//toolchains/python:toolchain_type"),
     )
 
     # The PTX compiler: its own venv, so its libnvrtc never meets 13.4.92's in one process.
     wrp_nvrtc(
         name = "nvrtc_13_0",
-        cuda_version = "13.0.88",
         files = ptx_venv + "//:cuda_files",
         interpreter = ptx_venv + "//:venv/bin/python3",
         python_files = ptx_venv + "//:python_files",
-        supported_archs = NVRTC_13_0_SUPPORTED_ARCHS,
+        **_nvrtc_tables(cuda_archs["ptx"])
     )
-    wrp_cuda_toolchain(
-        name = "nvrtc_13_4",
-        cuda_version = "13.4.92",
-        default_archs = DEFAULT_ARCHS,
-        default_ptx = "compute_75",
+    _toolchain(
+        wrp_cuda_toolchain,
+        "nvrtc_13_4",
+        Label("//toolchains/cuda:toolchain_type"),
+        default_archs = cuda_archs["default_archs"],
+        default_ptx = cuda_archs["default_ptx"],
         files = venv + "//:cuda_files",
         interpreter = venv + "//:venv/bin/python3",
         ptx_compiler = ":nvrtc_13_0",
         python_files = venv + "//:python_files",
-        supported_archs = NVRTC_13_4_SUPPORTED_ARCHS,
+        **_nvrtc_tables(cuda_archs["sass"])
     )
-    native.toolchain(
-        name = "nvrtc_13_4_toolchain",
-        toolchain = ":nvrtc_13_4",
-        toolchain_type = Label("//toolchains/cuda:toolchain_type"),
-    )
-
-    wrp_warp_toolchain(
-        name = "warp",
+    _toolchain(
+        wrp_warp_toolchain,
+        "warp",
+        Label("//toolchains/warp:toolchain_type"),
         warp_cc = venv + "//:warp_cc",
         warp_clang = venv + "//:warp_clang",
     )
-    native.toolchain(
-        name = "warp_toolchain",
-        toolchain = ":warp",
-        toolchain_type = Label("//toolchains/warp:toolchain_type"),
-    )
 
     # For py_test/py_binary (e.g. bazel run @rules_warp//:wrpkg): registered only on request.
-    py_runtime_pair(
-        name = "py3_runtime_pair",
+    _toolchain(
+        py_runtime_pair,
+        "py3_runtime_pair",
+        "@bazel_tools//tools/python:toolchain_type",
+        toolchain_name = "py3_toolchain",
         py3_runtime = venv + "//:py3_runtime",
-    )
-    native.toolchain(
-        name = "py3_toolchain",
-        toolchain = ":py3_runtime_pair",
-        toolchain_type = "@bazel_tools//tools/python:toolchain_type",
     )
 
     native.alias(name = "cuda_files", actual = venv + "//:cuda_files")

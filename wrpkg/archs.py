@@ -8,9 +8,11 @@ architecture (`compute_75`, a `.ptx`), with an optional suffix:
 - `f` (family-specific, e.g. `sm_100f`): code that runs on that SM and the later members
   of its family (same tens digit); NVRTC accepts it from sm_100 on.
 
-This module is pure Python (no NVRTC load) so Bazel analysis and CLIs can validate a
-target list cheaply; `tests/test_compile.py` checks the table below against the live
-`nvrtcGetSupportedArchs()` of the pinned wheel.
+This module is pure Python (no NVRTC load) so CLIs can validate a target list cheaply.
+The rules do not read its SM tables: the toolchains repository asks each pinned NVRTC
+itself (toolchains/cuda/nvrtc_facts.py), and `//tests:pins_test` holds the tables below
+to that answer. The default target list, a choice rather than a fact about NVRTC, lives
+here only; the toolchains repository reads it from this file.
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ SUPPORTED_SMS: dict[str, tuple[int, ...]] = {
 # sm_/compute_ x suffix combination with NVRTC 13.4.92).
 SUFFIX_MIN_SM = {"a": 90, "f": 100}
 
-# The default target list of wrp_artifact: SASS for these, plus PTX for the lowest.
+# The default target list of wrp_artifact: SASS for these, plus PTX for the lowest. The
+# rules get it from here (rules/repositories.bzl runs this module when it makes the
+# toolchains repository).
 DEFAULT_SASS_ARCHS = ("sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_100", "sm_120")
 DEFAULT_PTX_ARCH = "compute_75"
 

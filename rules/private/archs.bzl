@@ -1,43 +1,48 @@
 """Choosing and checking target architectures at analysis time."""
 
-# Lowest SM for which NVRTC accepts each suffix: `a` (arch-specific) and `f` (family);
-# the same table as wrpkg/archs.py, which tests check against the live NVRTC.
-_SUFFIX_MIN_SM = {"a": 90, "f": 100}
-
-def _split(name, prefix):
-    """("sm_90a", "sm_") -> (90, "a"), or None when the name is not of that shape."""
+def _split(name, prefix, suffixes):
+    """("sm_90a", "sm_", {"a": 90}) -> (90, "a"), or None when the name is not of that shape."""
     if not name.startswith(prefix):
         return None
     body = name[len(prefix):]
     suffix = ""
-    if body and body[-1] in ("a", "f"):
+    if body and body[-1] in suffixes:
         suffix = body[-1]
         body = body[:-1]
     if not body or not body.isdigit():
         return None
     return (int(body), suffix)
 
-def _supported_list(cuda):
-    return ", ".join(cuda.supported_archs)
+def _suffix_rules(cuda):
+    # "an `a` suffix from sm_90, an `f` suffix from sm_100"
+    return ", ".join([
+        "an `{}` suffix from sm_{}".format(suffix, sm)
+        for suffix, sm in sorted(cuda.suffix_min_sm.items())
+    ])
 
 def check_sass_arch(label, name, cuda):
     """Fails the analysis when `name` is not an SM this toolchain's NVRTC can target."""
-    parsed = _split(name, "sm_")
-    supported = [_split(a, "sm_")[0] for a in cuda.supported_archs]
+    parsed = _split(name, "sm_", cuda.suffix_min_sm)
+    supported = [_split(a, "sm_", {})[0] for a in cuda.supported_archs]
     ok = parsed != None and parsed[0] in supported
     if ok and parsed[1]:
-        ok = parsed[0] >= _SUFFIX_MIN_SM[parsed[1]]
+        ok = parsed[0] >= cuda.suffix_min_sm[parsed[1]]
     if not ok:
         fail(("{}: unknown or unsupported SM '{}' in `archs`. CUDA {} NVRTC supports: {} " +
-              "(an `a` suffix from sm_90, an `f` suffix from sm_100). Fix the `archs` attribute " +
-              "or --//rules:archs.").format(label, name, cuda.cuda_version, _supported_list(cuda)))
+              "({}). Fix the `archs` attribute or --//rules:archs.").format(
+            label,
+            name,
+            cuda.cuda_version,
+            ", ".join(cuda.supported_archs),
+            _suffix_rules(cuda),
+        ))
     return name
 
 def check_ptx_arch(label, name, cuda):
     """Fails the analysis when the toolchain's PTX compiler (cuda.ptx_compiler) cannot emit `name`."""
     ptx = cuda.ptx_compiler
-    parsed = _split(name, "compute_")
-    supported = [_split(a, "sm_")[0] for a in ptx.supported_archs]
+    parsed = _split(name, "compute_", ptx.suffix_min_sm)
+    supported = [_split(a, "sm_", {})[0] for a in ptx.supported_archs]
     if parsed == None or parsed[1] or parsed[0] not in supported:
         fail(("{}: unknown or unsupported PTX architecture '{}' in `ptx`. The PTX compiler " +
               "(CUDA {} NVRTC) supports: {}. Use \"none\", or one of those.").format(
@@ -60,7 +65,7 @@ def resolve_archs(ctx, cuda, flag_archs):
         check_sass_arch(label, a, cuda)
     ptx = ctx.attr.ptx
     if ptx == "lowest":
-        lowest = sorted([_split(a, "sm_")[0] for a in archs])[0]
+        lowest = sorted([_split(a, "sm_", cuda.suffix_min_sm)[0] for a in archs])[0]
         ptx = "compute_{}".format(lowest)
     if ptx == "none":
         ptx = None

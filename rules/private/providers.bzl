@@ -15,33 +15,34 @@ WrpInfo = provider(
     },
 )
 
+_NVRTC_FIELDS = {
+    "cuda_version": "CUDA release of this NVRTC (the nvidia-cuda-nvrtc wheel's version), e.g. 13.0.88.",
+    "supported_archs": "SASS architectures this NVRTC can target (sm_75, ...): its nvrtcGetSupportedArchs().",
+    "suffix_min_sm": "Lowest SM this NVRTC accepts with each suffix: {\"a\": 90, \"f\": 100}.",
+    "ptx_archs": "Virtual architectures it can emit PTX for (compute_75, ...).",
+    "interpreter": "File: the venv interpreter that runs wrpkg with cuda-python and this NVRTC.",
+    "files": "depset of every file an action running `interpreter` needs (venv, NVRTC).",
+}
+
 WrpNvrtcInfo = provider(
     doc = "One pinned NVRTC, in its own hash-locked venv, that wrpkg.compile runs with.",
-    fields = {
-        "cuda_version": "CUDA release of this NVRTC (the nvidia-cuda-nvrtc wheel's version), e.g. 13.0.88.",
-        "supported_archs": "SASS architectures this NVRTC can target (sm_75, ...): its nvrtcGetSupportedArchs().",
-        "ptx_archs": "Virtual architectures it can emit PTX for (compute_75, ...).",
-        "interpreter": "File: the venv interpreter that runs wrpkg with cuda-python and this NVRTC.",
-        "files": "depset of every file an action running `interpreter` needs (venv, NVRTC).",
-    },
+    fields = _NVRTC_FIELDS,
 )
 
 WrpCudaToolchainInfo = provider(
     doc = """The hermetic CUDA compiler toolchain: NVRTC + nvFatbin from pinned wheels, through cuda-python.
 
-The top-level fields are the SASS compiler (the NVRTC Warp embeds, so cubins equal Warp's);
-`ptx_compiler` is the NVRTC that makes the bundle's PTX, which may be older so that older
-drivers can JIT it (see toolchains/toolchains.bzl).""",
-    fields = {
-        "cuda_version": "CUDA release of the SASS NVRTC, e.g. 13.4.92.",
-        "supported_archs": "SASS architectures the SASS NVRTC can target (sm_75, ...).",
-        "ptx_archs": "Virtual architectures the PTX compiler can emit PTX for (compute_75, ...).",
-        "default_archs": "The default target list when neither the attribute nor the flag gives one.",
-        "default_ptx": "The default PTX architecture.",
-        "interpreter": "File: the venv interpreter that runs wrpkg with cuda-python (SASS compiles, packing).",
-        "files": "depset of every file the SASS compile actions need (venv, NVRTC, nvFatbin).",
-        "ptx_compiler": "WrpNvrtcInfo of the NVRTC the PTX action runs (the SASS NVRTC's own when none is given).",
-    },
+The fields of WrpNvrtcInfo are the SASS compiler's (the NVRTC Warp embeds, so cubins equal
+Warp's; its venv also has nvFatbin for packing), except `ptx_archs`; `ptx_compiler` is the
+NVRTC that makes the bundle's PTX, which may be older so that older drivers can JIT it (see
+toolchains/toolchains.bzl).""",
+    fields = dict(
+        _NVRTC_FIELDS,
+        ptx_archs = "Virtual architectures the PTX compiler can emit PTX for (compute_75, ...).",
+        default_archs = "The default target list when neither the attribute nor the flag gives one.",
+        default_ptx = "The default PTX architecture.",
+        ptx_compiler = "WrpNvrtcInfo of the NVRTC the PTX action runs (the SASS NVRTC's own when none is given).",
+    ),
 )
 
 WrpPythonInfo = provider(

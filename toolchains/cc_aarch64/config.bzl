@@ -15,6 +15,10 @@ load(
     "tool_path",
 )
 
+# Bazel's C++ tool names. The repository rule writes a wrapper of each name in tool_dir,
+# which runs the cross program of the same name (gcc: g++).
+CC_TOOLS = ["ar", "cpp", "dwp", "gcc", "gcov", "ld", "nm", "objcopy", "objdump", "strip"]
+
 _COMPILE_ACTIONS = [
     ACTION_NAMES.assemble,
     ACTION_NAMES.preprocess_assemble,
@@ -36,18 +40,6 @@ def _flags(actions, flags):
     return flag_set(actions = actions, flag_groups = [flag_group(flags = flags)])
 
 def _impl(ctx):
-    tools = {
-        "ar": "ar",
-        "cpp": "cpp",
-        "dwp": "dwp",
-        "gcc": "gcc",
-        "gcov": "gcov",
-        "ld": "ld",
-        "nm": "nm",
-        "objcopy": "objcopy",
-        "objdump": "objdump",
-        "strip": "strip",
-    }
     features = [
         feature(
             name = "default_compile_flags",
@@ -93,7 +85,7 @@ def _impl(ctx):
         compiler = "gcc",
         abi_version = "gcc-" + ctx.attr.gcc_version,
         abi_libc_version = "glibc",
-        tool_paths = [tool_path(name = name, path = ctx.attr.tool_dir + "/" + tool) for name, tool in tools.items()],
+        tool_paths = [tool_path(name = name, path = ctx.attr.tool_dir + "/" + name) for name in CC_TOOLS],
     )
 
 wrp_gcc_cross_config = rule(

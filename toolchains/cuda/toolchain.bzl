@@ -19,6 +19,7 @@ def _nvrtc_info(ctx):
         cuda_version = ctx.attr.cuda_version,
         supported_archs = ctx.attr.supported_archs,
         ptx_archs = _ptx_archs(ctx.attr.supported_archs),
+        suffix_min_sm = {suffix: int(sm) for suffix, sm in ctx.attr.suffix_min_sm.items()},
         interpreter = ctx.file.interpreter,
         files = depset(transitive = [
             ctx.attr.python_files[DefaultInfo].files,
@@ -34,9 +35,13 @@ _NVRTC_ATTRS = {
     "files": attr.label(mandatory = True, doc = "The NVRTC (and nvFatbin/cuobjdump) files of the pinned wheels."),
     "interpreter": attr.label(mandatory = True, allow_single_file = True, cfg = "exec"),
     "python_files": attr.label(mandatory = True, cfg = "exec"),
+    "suffix_min_sm": attr.string_dict(
+        mandatory = True,
+        doc = "Lowest SM (as a string) whose name that NVRTC accepts with each suffix: {\"a\": \"90\", \"f\": \"100\"}.",
+    ),
     "supported_archs": attr.string_list(
         mandatory = True,
-        doc = "nvrtcGetSupportedArchs() of that NVRTC, as sm_N (tests check it against the live list).",
+        doc = "nvrtcGetSupportedArchs() of that NVRTC, as sm_N (asked at repository time).",
     ),
 }
 
@@ -64,6 +69,7 @@ def _wrp_cuda_toolchain_impl(ctx):
     info = WrpCudaToolchainInfo(
         cuda_version = sass.cuda_version,
         supported_archs = sass.supported_archs,
+        suffix_min_sm = sass.suffix_min_sm,
         ptx_archs = ptx.ptx_archs,
         default_archs = ctx.attr.default_archs,
         default_ptx = ctx.attr.default_ptx,

@@ -1,3 +1,4 @@
-"""The pinned Warp release (must equal warp-lang in toolchains/python/requirements.in)."""
+"""The pinned Warp release, for the C++ runtime's version check: a copy of wrpkg.WARP_VERSION
+(//tests:pins_test holds it, and the lock files, to that)."""
 
 WARP_VERSION = "1.19.0"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU machine: issue 13's CUDA checks, in one run.
+# GPU machine: the CUDA checks of capture and replay hardening, in one run.
 #   1. capture refuses a mesh id passed as wp.uint64, and an array address passed as an integer, on CUDA;
 #      the same program with wp.handle captures and replays;
 #   2. a bundle that holds a stale mesh address (captured here with the check switched off, as an older or

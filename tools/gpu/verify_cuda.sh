@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# GPU machine, step 2: everything CUDA issues 4-6 claim, in one run. Needs warp importable
+# GPU machine, step 2: every check that needs a CUDA GPU (loads on each road, C++ replays, the no-fit
+# message, retargeted vs native captures), in one run. Needs warp importable
 # (PYTHONPATH=/tmp/wrp-site, see ../shared/gpu) and .gpucarry/ from tools/gpu/stage.sh
 # (bundles and C++ binaries built on a CPU machine).
 set -uo pipefail
@@ -33,7 +34,7 @@ check $c/replay --bundle $c/sim_ptx_only_wrp
 check $c/replay --bundle $c/sim_source_only_wrp
 check bash tests/gpu/expect_arch_mismatch_test.sh $c/replay $c/sim_no_fit_wrp
 
-step "retarget (issue 9): retargeted captures vs native CUDA captures, then their bundles' replays"
+step "retarget: retargeted captures vs native CUDA captures, then their bundles' replays"
 check python3 tools/gpu/retarget_check.py --retargeted $c/retargeted --report /tmp/retarget_report.json \
   models/sim.py tests/programs_retarget/launch_forms.py
 check python3 tools/gpu/replay_check.py $c/launch_forms_wrp
