@@ -1,32 +1,31 @@
 """Warp's own APIC tests as a corpus of capture programs for the retarget mode.
 
-The pinned wheel ships `warp/tests/test_apic*.py`: unittest functions that each capture one or
-more graphs with `wp.capture_begin(apic=True)` / `wp.ScopedCapture(apic=True)` and save them
-with `wp.capture_save`. This tool runs those tests unchanged under a shim around Warp's
-capture API; every `capture_save` a test makes is also saved, as it is, into
+The pinned wheel ships `warp/tests/test_apic*.py`: unittest functions that capture graphs with
+`wp.capture_begin(apic=True)` / `wp.ScopedCapture(apic=True)`. This tool runs those tests
+unchanged under a shim around Warp's capture API: every APIC capture a test ends is also
+saved, as rules_warp saves a capture (`source_fallback=True` on CUDA, no bindings), into
 `OUT/<program>/prog.wrp` (+ `prog_modules/`), where `<program>` is
-`<test module>.<test function>.<n>` (the n-th save of that test, from 0), so a CPU run and a
-CUDA run name the same program the same way.
+`<test module>.<test function>.<n>` (the n-th APIC capture of that test, from 0), so a CPU run
+and a CUDA run name the same program the same way.
 
     python3 tools/apic_corpus.py retarget --out DIR [-k SUBSTR ...]   # the tests' CPU variants
     python3 tools/apic_corpus.py native --out DIR [-k SUBSTR ...]     # their cuda:0 variants (GPU)
     python3 tools/apic_corpus.py compare RETARGETED NATIVE --report OUT.json
 
 `retarget` runs the CPU variant (`test_x_cpu`) of every test with wrpkg's retarget
-LaunchRecorder active during each APIC capture, and rewrites each saved copy into the CUDA
+LaunchRecorder active during each APIC capture and rewrites each saved copy into the CUDA
 capture for sm_90 (`wrpkg.retarget.retarget`): per program `retargeted`, or `refused` with
-the refusal message (a refusal raised while the test's step runs, such as a capture_if, is
-recorded for the test's next program). `native` runs the `test_x_cuda_0` variants and keeps
-the saves as Warp wrote them (`source_fallback=True`, as rules_warp captures). Both apply
-rules_warp's source-path canonicalization (`wrpkg.source_paths`). `compare` compares each
-program that both runs saved in canonical form (`wrpkg.retarget.compare_captures`: .wrp,
-.cu and .cubin bytes) and prints a table. `OUT/corpus.json` lists every test (its unittest
-outcome) and program (its status and message); tests with no variant for the device run
-(CUDA-only or CPU-only tests) are listed as `no_variant`.
+the refusal message (also when the refusal stopped the test inside its capture), or
+`save_failed` when Warp itself cannot save the graph. `native` runs the `test_x_cuda_0`
+variants and keeps the saves (`saved`). Both apply rules_warp's source-path canonicalization
+(`wrpkg.source_paths`). `compare` compares every program both runs saved in canonical form
+(`wrpkg.retarget.compare_captures`: .wrp, .cu and .cubin bytes) and prints a table.
+`OUT/corpus.json` lists every test (its unittest outcome; `no_variant` when it has no variant
+for the device run, e.g. a CUDA-only test) and program (status, message, operation counts).
 
-The tests' own assertions still run (on the CPU graphs they captured); their outcome is
-recorded but does not decide a program's status. Needs only Warp (and numpy) importable;
-`--tests` names other test modules of the wheel.
+The tests' own assertions still run; their outcome is recorded but does not decide a
+program's status (many tests check Warp's error paths on purpose). Needs only Warp (and
+numpy) importable; `--tests` names other test modules of the wheel.
 """
 
 from __future__ import annotations
@@ -56,7 +55,8 @@ STEM = "prog"
 
 
 class CorpusShim:
-    """Wraps wp.capture_begin / capture_end / capture_save while the tests run."""
+    """Wraps wp.capture_begin / capture_end while the tests run: every APIC capture that ends
+    is saved (as rules_warp saves it) into the corpus, and in retarget mode retargeted."""
 
     def __init__(self, wp, out: Path, mode: str, arch: int):
         self.wp = wp
@@ -64,9 +64,8 @@ class CorpusShim:
         self.mode = mode  # "retarget" | "native"
         self.arch = arch
         self.test = None
-        self.saves = 0
-        self.open = {}  # device alias -> (ExitStack, recorder)
-        self.recorders = []  # (graph, recorder); graphs kept alive so ids stay unique
+        self.count = 0
+        self.open = {}  # device alias -> (ExitStack, recorder or None) of an APIC capture
         self.pending_refusal = None
         self.programs = []
 
@@ -75,10 +74,9 @@ class CorpusShim:
     def install(self):
         import warp._src.context as ctx  # noqa: PLC0415
 
-        self.ctx = ctx
         self.orig = {name: getattr(ctx, name) for name in ("capture_begin", "capture_end", "capture_save")}
-        self.signatures = {name: inspect.signature(fn) for name, fn in self.orig.items()}
-        wrappers = {"capture_begin": self.begin, "capture_end": self.end, "capture_save": self.save}
+        self.signatures = {name: inspect.signature(self.orig[name]) for name in ("capture_begin", "capture_end")}
+        wrappers = {"capture_begin": self.begin, "capture_end": self.end}
         self.patched = []
         for module in (ctx, self.wp):
             for name, wrapper in wrappers.items():
@@ -89,16 +87,19 @@ class CorpusShim:
         for module, name, value in self.patched:
             setattr(module, name, value)
 
-    def _bound(self, name, args, kwargs):
+    def _device(self, name, args, kwargs):
         bound = self.signatures[name].bind(*args, **kwargs)
         bound.apply_defaults()
-        return bound.arguments
+        return self.wp.get_device(bound.arguments["device"]), bound.arguments
 
     def begin(self, *args, **kwargs):
         result = self.orig["capture_begin"](*args, **kwargs)
-        arguments = self._bound("capture_begin", args, kwargs)
-        device = self.wp.get_device(arguments["device"])
-        if self.mode == "retarget" and device.is_cpu and arguments["apic"]:
+        device, arguments = self._device("capture_begin", args, kwargs)
+        if not arguments["apic"]:
+            return result
+        stack = contextlib.ExitStack()
+        recorder = None
+        if self.mode == "retarget" and device.is_cpu:
             from wrpkg import retarget  # noqa: PLC0415
 
             shim = self
@@ -111,63 +112,46 @@ class CorpusShim:
 
             tests_dir = os.path.dirname(os.path.abspath(importlib.import_module("warp.tests").__file__))
             recorder = Recorder(user_dirs=(tests_dir + os.sep,), target=self.test or "apic corpus")
-            stack = contextlib.ExitStack()
             stack.enter_context(recorder.recording(device))
-            self.open[device.alias] = (stack, recorder)
+        self.open[device.alias] = (stack, recorder)
         return result
 
     def end(self, *args, **kwargs):
-        arguments = self._bound("capture_end", args, kwargs)
-        device = self.wp.get_device(arguments["device"])
+        device, _ = self._device("capture_end", args, kwargs)
         stack, recorder = self.open.pop(device.alias, (None, None))
         if stack is not None:
             stack.close()
         graph = self.orig["capture_end"](*args, **kwargs)
-        if recorder is not None:
-            self.recorders.append((graph, recorder))
+        if stack is not None:
+            self.programs.append(self._keep(self._next_program(), graph, recorder))
         return graph
 
-    def save(self, *args, **kwargs):
-        result = self.orig["capture_save"](*args, **kwargs)
-        arguments = self._bound("capture_save", args, kwargs)
-        program = f"{self.test}.{self.saves}"
-        self.saves += 1
-        self.programs.append(self._keep(program, arguments))
-        return result
+    def _next_program(self) -> str:
+        program = f"{self.test}.{self.count}"
+        self.count += 1
+        return program
 
     # --- one program ----------------------------------------------------------------------
 
-    def _keep(self, program: str, arguments: dict) -> dict:
+    def _keep(self, program: str, graph, recorder) -> dict:
         from wrpkg import format as wrpformat  # noqa: PLC0415
         from wrpkg import retarget, source_paths  # noqa: PLC0415
 
-        graph = arguments["graph"]
         record = {"program": program, "test": self.test}
         dest = self.out / program
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir(parents=True)
-        device = graph.device
+        if self.pending_refusal is not None:
+            record.update(status="refused", message=self.pending_refusal)
+            self.pending_refusal = None
+            return self._done(record, dest)
         try:
-            self.orig["capture_save"](
-                graph,
-                str(dest / STEM),
-                inputs=arguments["inputs"],
-                outputs=arguments["outputs"],
-                source_fallback=bool(device.is_cuda),
-            )
+            self.orig["capture_save"](graph, str(dest / STEM), source_fallback=bool(graph.device.is_cuda))
         except Exception as exc:  # Warp's own refusal to save: recorded, the test goes on
             record.update(status="save_failed", message=f"{type(exc).__name__}: {exc}")
             return self._done(record, dest)
         wrp_path, modules_dir = dest / f"{STEM}.wrp", dest / f"{STEM}_modules"
-        if self.mode == "retarget":
-            recorder = next((r for g, r in self.recorders if g is graph), None)
-            if self.pending_refusal is not None:
-                record.update(status="refused", message=self.pending_refusal)
-                self.pending_refusal = None
-                return self._done(record, dest)
-            if recorder is None:
-                record.update(status="error", message="no APIC capture_begin seen for this graph")
-                return self._done(record, dest)
+        if recorder is not None:
             try:
                 retarget.retarget(wrp_path, modules_dir, recorder, self.arch)
             except retarget.RetargetError as exc:
@@ -180,11 +164,12 @@ class CorpusShim:
         else:
             record["status"] = "saved"
         try:
-            source_paths.canonicalize_sources(wrp_path, modules_dir, source_paths.relocate(self.wp), program)
+            if modules_dir.is_dir():
+                source_paths.canonicalize_sources(wrp_path, modules_dir, source_paths.relocate(self.wp), program)
+            wrp = wrpformat.read_wrp(wrp_path)
         except Exception as exc:
-            record.update(status="error", message=f"source paths: {exc}")
+            record.update(status="error", message=f"{type(exc).__name__}: {exc}")
             return self._done(record, dest)
-        wrp = wrpformat.read_wrp(wrp_path)
         record["device"] = "cuda" if wrp.is_cuda else "cpu"
         record["ops"] = wrp.op_counts()
         record["modules"] = len(wrp.metadata.modules)
@@ -196,11 +181,18 @@ class CorpusShim:
         return record
 
     def close_open_captures(self):
-        """A test that failed inside a capture leaves it open: end it so the next test starts clean."""
+        """A test that failed inside a capture leaves it open: end it so the next test starts
+        clean; a refusal that stopped it is that program's result."""
         for alias, (stack, _) in list(self.open.items()):
             stack.close()
             with contextlib.suppress(Exception):
                 self.orig["capture_end"](device=alias)
+            program = self._next_program()
+            if self.pending_refusal is not None:
+                dest = self.out / program
+                dest.mkdir(parents=True, exist_ok=True)
+                record = {"program": program, "test": self.test, "status": "refused", "message": self.pending_refusal}
+                self.programs.append(self._done(record, dest))
         self.open.clear()
         self.pending_refusal = None
 
@@ -245,7 +237,7 @@ def run_corpus(mode: str, out: Path, tests: list[str], only: list[str], arch: in
                     seen.setdefault(test_id, None)
                     continue
                 seen[test_id] = method
-                shim.test, shim.saves = test_id, 0
+                shim.test, shim.count = test_id, 0
                 before = len(shim.programs)
                 start = time.monotonic()
                 outcome = unittest.TestResult()
