@@ -50,7 +50,9 @@ def captures(tmp_path_factory):
 
 def sources(out: Path) -> dict[str, bytes]:
     modules = out / "func_paths_modules"
-    return {name: (modules / name).read_bytes() for name in sorted(os.listdir(modules)) if name.endswith(".cu")}
+    return {
+        name: (modules / name).read_bytes() for name in sorted(os.listdir(modules)) if name.endswith(".cu")
+    }
 
 
 def test_two_folders_give_the_same_bytes(captures):
@@ -79,7 +81,11 @@ def _copy_capture(out: Path, dest: Path) -> tuple[Path, Path, Path]:
     shutil.copytree(out, dest)
     wrp = wrpformat.read_wrp(dest / "func_paths.wrp")
     (module,) = wrp.metadata.modules
-    return dest / "func_paths.wrp", dest / "func_paths_modules", dest / "func_paths_modules" / module.source_filename
+    return (
+        dest / "func_paths.wrp",
+        dest / "func_paths_modules",
+        dest / "func_paths_modules" / module.source_filename,
+    )
 
 
 def _with_source(wrp_path: Path, source: Path, text: str) -> None:

@@ -75,7 +75,9 @@ class CorpusShim:
         import warp._src.context as ctx  # noqa: PLC0415
 
         self.orig = {name: getattr(ctx, name) for name in ("capture_begin", "capture_end", "capture_save")}
-        self.signatures = {name: inspect.signature(self.orig[name]) for name in ("capture_begin", "capture_end")}
+        self.signatures = {
+            name: inspect.signature(self.orig[name]) for name in ("capture_begin", "capture_end")
+        }
         wrappers = {"capture_begin": self.begin, "capture_end": self.end}
         self.patched = []
         for module in (ctx, self.wp):
@@ -158,14 +160,18 @@ class CorpusShim:
                 record.update(status="refused", message=str(exc))
                 return self._done(record, dest)
             except Exception as exc:  # a retarget bug: the corpus must show it, not stop
-                record.update(status="error", message="".join(traceback.format_exception_only(type(exc), exc)))
+                record.update(
+                    status="error", message="".join(traceback.format_exception_only(type(exc), exc))
+                )
                 return self._done(record, dest)
             record["status"] = "retargeted"
         else:
             record["status"] = "saved"
         try:
             if modules_dir.is_dir():
-                source_paths.canonicalize_sources(wrp_path, modules_dir, source_paths.relocate(self.wp), program)
+                source_paths.canonicalize_sources(
+                    wrp_path, modules_dir, source_paths.relocate(self.wp), program
+                )
             wrp = wrpformat.read_wrp(wrp_path)
         except Exception as exc:
             record.update(status="error", message=f"{type(exc).__name__}: {exc}")
@@ -191,14 +197,19 @@ class CorpusShim:
             if self.pending_refusal is not None:
                 dest = self.out / program
                 dest.mkdir(parents=True, exist_ok=True)
-                record = {"program": program, "test": self.test, "status": "refused", "message": self.pending_refusal}
+                record = {
+                    "program": program,
+                    "test": self.test,
+                    "status": "refused",
+                    "message": self.pending_refusal,
+                }
                 self.programs.append(self._done(record, dest))
         self.open.clear()
         self.pending_refusal = None
 
 
 def _test_methods(module, suffix: str):
-    for cls_name, cls in sorted(vars(module).items()):
+    for _, cls in sorted(vars(module).items()):
         if isinstance(cls, type) and issubclass(cls, unittest.TestCase) and cls.__module__ == module.__name__:
             for name in sorted(vars(cls)):
                 if name.startswith("test_"):
@@ -314,7 +325,9 @@ def main(argv=None) -> int:
         p = sub.add_parser(mode)
         p.add_argument("--out", required=True, type=Path)
         p.add_argument("--tests", nargs="+", default=list(DEFAULT_TESTS))
-        p.add_argument("-k", dest="only", action="append", default=[], help="only tests whose id contains this")
+        p.add_argument(
+            "-k", dest="only", action="append", default=[], help="only tests whose id contains this"
+        )
         p.add_argument("--arch", type=int, default=90)
     p = sub.add_parser("compare")
     p.add_argument("retargeted", type=Path)

@@ -429,7 +429,9 @@ def _capture_into(
     modules_dir = work / f"{stem}_modules"
     wrp_path = work / f"{stem}.wrp"
     if modules_dir.exists():
-        source_paths.canonicalize_sources(wrp_path, modules_dir, source_paths.relocate(wp, script.parent), target)
+        source_paths.canonicalize_sources(
+            wrp_path, modules_dir, source_paths.relocate(wp, script.parent), target
+        )
 
     # Golden values: load the saved file as a user would and replay it once from its
     # saved initial state. Files Warp may add while loading (a guest-compile cache) are

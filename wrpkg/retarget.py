@@ -234,13 +234,25 @@ class LaunchRecorder:
         ]
         saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
         previous_trace = sys.gettrace()
+        # sys.settrace reaches only frames entered from now on: the script's frames already
+        # running (a capture begun inside the function that issues the step) are traced too.
+        running = []
+        frame = sys._getframe(1)
+        while frame is not None:
+            if self._is_user_file(frame.f_code.co_filename):
+                running.append((frame, frame.f_trace))
+            frame = frame.f_back
         try:
             for obj, name, value in patches:
                 setattr(obj, name, value)
             sys.settrace(tracer)
+            for frame, _ in running:
+                frame.f_trace = tracer
             yield self
         finally:
             sys.settrace(previous_trace)
+            for frame, trace in running:
+                frame.f_trace = trace
             for obj, name, value in saved:
                 setattr(obj, name, value)
 

@@ -106,7 +106,9 @@ def relocate(wp, script_dir: str | os.PathLike | None = None) -> dict[str, str]:
 def _rewrite(text: str, paths: dict[str, str]) -> str:
     from warp._src.codegen import _escape_line_directive_filename  # noqa: PLC0415
 
-    escaped = {_escape_line_directive_filename(a): _escape_line_directive_filename(s) for a, s in paths.items()}
+    escaped = {
+        _escape_line_directive_filename(a): _escape_line_directive_filename(s) for a, s in paths.items()
+    }
 
     def comment(match: re.Match) -> str:
         stable = paths.get(match["path"])
@@ -151,7 +153,9 @@ def canonicalize_sources(
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise CaptureError(f"{target}: {source} (module {module.name}) is not UTF-8 text: {exc}") from exc
+                raise CaptureError(
+                    f"{target}: {source} (module {module.name}) is not UTF-8 text: {exc}"
+                ) from exc
             new_text = _rewrite(text, paths)
             left = _absolute_left(new_text, needles)
             if left is not None:
