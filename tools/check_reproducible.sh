@@ -17,7 +17,9 @@ work=$(mktemp -d)
 trap 'for b in "$work"/ob*; do bazel --output_base="$b" shutdown >/dev/null 2>&1 || true; done; chmod -R u+w "$work"; rm -rf "$work"' EXIT
 for i in 1 2; do
   start=$(date +%s)
-  bazel --output_base="$work/ob$i" build "${flags[@]}" "${targets[@]}" >"$work/build$i.log" 2>&1 || { tail -20 "$work/build$i.log"; exit 1; }
+  # No convenience symlinks: bazel-<name> pointing at a temporary output base would be
+  # loaded as a package by the next `bazel test //...` in this checkout.
+  bazel --output_base="$work/ob$i" build --symlink_prefix=/ "${flags[@]}" "${targets[@]}" >"$work/build$i.log" 2>&1 || { tail -20 "$work/build$i.log"; exit 1; }
   bin=$(bazel --output_base="$work/ob$i" info "${flags[@]}" bazel-bin 2>/dev/null)
   for target in "${targets[@]}"; do
     path=${target#//}
