@@ -46,6 +46,9 @@ ELSEWHERE = {
     "tools/fuzz/run.sh ... --runs 1000000": "the long fuzz run (minutes per target): run by hand; "
     "//tools/fuzz:fuzz_smoke_test runs the same targets briefly in CI",
     "tools/gpu/retarget_check.py": GPU + " (also //tests:retarget_gpu_test, tagged gpu)",
+    "tools/gpu/apic_retarget_check.sh": "needs a CUDA GPU: run by hand on the GPU machine (no Bazel)",
+    "tools/apic_corpus.py": "//tests:apic_corpus_test runs it on five programs; the whole corpus: "
+    "tools/gpu/apic_retarget_check.sh",
     "tools/gpu/stage_bench.sh": "builds the benchmark inputs for tools/gpu/bench_all.sh on a GPU machine: run by hand",
     "wrpkg capture": "run by every wrp_artifact's capture action (python -m wrpkg.capture) and //tests:capture_test",
     "wrpkg bundle": "run by every wrp_artifact's bundle action (python -m wrpkg.bundle) and //tests:bundle_test",

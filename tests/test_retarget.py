@@ -85,6 +85,7 @@ REFUSALS = {
     "refuse_capture_if.py": "wp.capture_if",
     "refuse_adjoint.py": "the backward launch of kernel 'double'",
     "refuse_record_cmd.py": "recorded launch command (record_cmd=True) of 'fill'",
+    "refuse_launch_command.py": "the recorded launch command (wp.Launch.launch) of 'fill'",
     "refuse_scan.py": "operation 0 (scan)",
     "refuse_lean_max_blocks.py": "with max_blocks and grid_stride=False",
     "refuse_cluster.py": "(cluster_dim > 1)",

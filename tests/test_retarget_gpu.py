@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-PROGRAMS = [REPO / "models" / "sim.py", REPO / "tests" / "programs_retarget" / "launch_forms.py"]
+PROGRAMS = [
+    REPO / "models" / "sim.py",
+    REPO / "models" / "cloth.py",
+    REPO / "tests" / "programs_retarget" / "launch_forms.py",
+    # @wp.funcs: Warp names their files in the generated code (wrpkg/source_paths.py).
+    REPO / "tests" / "programs_retarget" / "func_paths.py",
+]
 
 
 def _env():

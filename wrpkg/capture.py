@@ -346,7 +346,7 @@ def _capture_into(
 ) -> CaptureResult:
     import warp as wp  # noqa: PLC0415 - only the tools that need Warp import it
 
-    from wrpkg import retarget  # noqa: PLC0415 - imports Warp
+    from wrpkg import retarget, source_paths  # noqa: PLC0415 - imports Warp
 
     # The kernel cache never goes to $HOME: a temp dir inside the work dir (removed before
     # publishing) unless the caller shares one.
@@ -371,6 +371,8 @@ def _capture_into(
 
     modules_before = set(wp._src.context.user_modules)
     module = _import_script(script, target)
+    # Before any code is generated, so Warp writes machine-independent source paths itself.
+    source_paths.relocate(wp, script.parent)
     try:
         spec = module.build(device.alias)
     except Exception as exc:  # the user's code
@@ -382,6 +384,7 @@ def _capture_into(
 
     # Load every Warp module the script brought in (its own and the ones it imports), so
     # no compile happens inside the capture.
+    source_paths.relocate(wp, script.parent)
     for name in sorted(set(wp._src.context.user_modules) - modules_before):
         wp.load_module(name, device=device)
 
@@ -423,13 +426,17 @@ def _capture_into(
     except RuntimeError as exc:
         raise CaptureError(f"{target}: wp.capture_save failed: {exc}") from exc
     del graph
+    modules_dir = work / f"{stem}_modules"
+    wrp_path = work / f"{stem}.wrp"
+    if modules_dir.exists():
+        source_paths.canonicalize_sources(
+            wrp_path, modules_dir, source_paths.relocate(wp, script.parent), target
+        )
 
     # Golden values: load the saved file as a user would and replay it once from its
     # saved initial state. Files Warp may add while loading (a guest-compile cache) are
     # not part of the capture: remove them.
-    modules_dir = work / f"{stem}_modules"
     saved_module_files = set(os.listdir(modules_dir)) if modules_dir.exists() else set()
-    wrp_path = work / f"{stem}.wrp"
     try:
         loaded = wp.capture_load(str(wrp_path), device=device)
         wp.capture_launch(loaded)
@@ -470,7 +477,9 @@ def _capture_into(
     golden_device = "cuda" if device.is_cuda else "cpu"
     if recorder is not None:
         arch = cuda_arch or retarget.DEFAULT_CUDA_ARCH
+        paths = source_paths.relocate(wp, script.parent)
         retarget.retarget(wrp_path, modules_dir, recorder, arch)
+        source_paths.canonicalize_sources(wrp_path, modules_dir, paths, target)
         info = _retarget_versions(wp, arch)
     else:
         info = _versions(wp, device)

@@ -1,0 +1,20 @@
+"""Refused by the retarget mode: a launch command recorded before the capture, launched in it."""
+
+import warp as wp
+
+from wrpkg.capture import CaptureSpec
+
+
+@wp.kernel
+def fill(x: wp.array(dtype=float)):
+    x[wp.tid()] = 3.0
+
+
+def build(device):
+    x = wp.zeros(4, dtype=float, device=device)
+    cmd = wp.launch(fill, dim=4, inputs=[x], device=device, record_cmd=True)
+
+    def step():
+        cmd.launch()  # refused here
+
+    return CaptureSpec(inputs={}, outputs={"x": x}, step=step)

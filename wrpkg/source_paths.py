@@ -1,0 +1,187 @@
+"""Machine-independent Python source paths in generated Warp code.
+
+Warp's codegen writes the absolute path of the Python file that defines each `@wp.func`
+(`Adjoint.filename`, from `inspect.getsourcefile`) into the generated code: a comment line
+`// <path>:<line>` above every function in the `.cu` and `.cpp`, and `#line <n> "<path>"`
+directives when a module is compiled with line info (`lineinfo` or debug mode), which NVRTC
+then also embeds in the cubin. In a Bazel sandbox that path names the sandbox, so the
+retained `.cu` (and with it the content hash) would change with the output base, and a
+retargeted capture would differ from a GPU capture made in another directory. The path does
+not feed the module hash: Warp's ModuleHasher hashes a function's source text, argument
+types and references, never its file name, so module hashes, entry names and binary names
+are the same everywhere; only the text (and line-info binaries) differ.
+
+Two steps make them stable:
+- `relocate(wp)` sets every Adjoint's `filename` to a stable form before Warp generates code
+  (so Warp itself writes it, line-info binaries included): the path relative to the deepest
+  of the working directory (Bazel's execroot: `models/cloth.py`) and the `sys.path` folders
+  (Warp's own files: `warp/_src/...`; a capture script outside the working directory: its
+  file name). The capture script's own folder, when inside the working directory, is not a
+  root, so its files keep their execroot-relative name.
+- `canonicalize_sources()` runs on a saved capture: it rewrites what code generated before
+  the relocation still holds (function comment lines and `#line` directives naming a file
+  `relocate` knows), updates each rewritten module record's source sha256 in the `.wrp`, and
+  refuses a capture whose sources or module binaries still hold an absolute path of a known
+  source file or of the working directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+from pathlib import Path
+
+from wrpkg import format as wrpformat
+from wrpkg.errors import CaptureError
+
+# Warp's function header comment (codegen.py's *_function_template) and line directive.
+_FUNCTION_COMMENT = re.compile(r"^// (?P<path>.+):(?P<line>\d+)$", re.MULTILINE)
+_LINE_DIRECTIVE = re.compile(r'^#line (?P<line>\d+) "(?P<path>(?:[^"\\]|\\.)*)"$', re.MULTILINE)
+
+# Absolute path -> stable form, for every Adjoint `relocate` has seen in this process: code
+# generated before a relocation still names the absolute path.
+_relocated: dict[str, str] = {}
+
+
+def _is_under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def stable_path(filename: str, script_dir: str | None = None) -> str | None:
+    """The machine-independent form of a source file's path (None: no root contains it)."""
+    path = os.path.abspath(filename)
+    cwd = os.getcwd()
+    roots = {cwd} | {os.path.abspath(entry or os.curdir) for entry in sys.path}
+    if script_dir is not None:
+        folder = os.path.abspath(script_dir)
+        if folder != cwd and _is_under(folder, cwd):
+            roots.discard(folder)
+    roots = [root for root in roots if root != os.sep and _is_under(path, root)]
+    if not roots:
+        return None
+    return Path(os.path.relpath(path, max(roots, key=len))).as_posix()
+
+
+def _adjoints(wp):
+    """Every Adjoint of every Warp module loaded in this process (kernels, their overloads,
+    functions, their overloads and templates, custom gradient/replay functions)."""
+    seen = set()
+    pending = []
+    for module in list(wp._src.context.user_modules.values()):
+        for kernel in list(module.kernels.values()):
+            pending.append(kernel)
+            pending.extend(getattr(kernel, "overloads", {}).values())
+        pending.extend(module.functions.values())
+    while pending:
+        obj = pending.pop()
+        if obj is None or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        adj = getattr(obj, "adj", None)
+        if adj is not None:
+            yield adj
+        for attr in ("user_overloads", "user_templates"):
+            pending.extend(getattr(obj, attr, {}).values())
+        for attr in ("custom_grad_func", "custom_replay_func"):
+            pending.append(getattr(obj, attr, None))
+
+
+def relocate(wp, script_dir: str | os.PathLike | None = None) -> dict[str, str]:
+    """Gives every Adjoint a stable `filename`; returns absolute path -> stable form (all
+    relocations so far in this process)."""
+    script_dir = None if script_dir is None else os.fspath(script_dir)
+    for adj in _adjoints(wp):
+        filename = getattr(adj, "filename", None)
+        if not filename or not os.path.isabs(filename):
+            continue
+        stable = _relocated.get(filename) or stable_path(filename, script_dir)
+        if stable is not None:
+            _relocated[filename] = stable
+            adj.filename = stable
+    return dict(_relocated)
+
+
+def _rewrite(text: str, paths: dict[str, str]) -> str:
+    from warp._src.codegen import _escape_line_directive_filename  # noqa: PLC0415
+
+    escaped = {
+        _escape_line_directive_filename(a): _escape_line_directive_filename(s) for a, s in paths.items()
+    }
+
+    def comment(match: re.Match) -> str:
+        stable = paths.get(match["path"])
+        return match[0] if stable is None else f"// {stable}:{match['line']}"
+
+    def directive(match: re.Match) -> str:
+        stable = escaped.get(match["path"])
+        return match[0] if stable is None else f'#line {match["line"]} "{stable}"'
+
+    return _LINE_DIRECTIVE.sub(directive, _FUNCTION_COMMENT.sub(comment, text))
+
+
+def _machine_paths(paths: dict[str, str]) -> list[str]:
+    cwd = os.getcwd()
+    found = set(paths) | {cwd, os.path.realpath(cwd)}
+    return sorted((p for p in found if p != os.sep), key=len, reverse=True)
+
+
+def _absolute_left(text: str, needles: list[str]) -> str | None:
+    for match in _FUNCTION_COMMENT.finditer(text):
+        if os.path.isabs(match["path"]):
+            return match[0]
+    for match in _LINE_DIRECTIVE.finditer(text):
+        if match["path"].startswith("/"):
+            return match[0]
+    return next((needle for needle in needles if needle in text), None)
+
+
+def canonicalize_sources(
+    wrp_path: str | os.PathLike, modules_dir: str | os.PathLike, paths: dict[str, str], target: str
+) -> list[str]:
+    """Rewrites absolute source paths in a saved capture's retained sources (see the module
+    doc); returns the names of the rewritten files. Raises CaptureError when one is left."""
+    wrp_path, modules_dir = Path(wrp_path), Path(modules_dir)
+    wrp = wrpformat.read_wrp(wrp_path)
+    needles = _machine_paths(paths)
+    rewritten = []
+    for module in wrp.metadata.modules:
+        if module.source_filename:
+            source = modules_dir / module.source_filename
+            data = source.read_bytes()
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise CaptureError(
+                    f"{target}: {source} (module {module.name}) is not UTF-8 text: {exc}"
+                ) from exc
+            new_text = _rewrite(text, paths)
+            left = _absolute_left(new_text, needles)
+            if left is not None:
+                raise CaptureError(
+                    f"{target}: the generated source {source.name} of module {module.name} still names the "
+                    f"machine-specific path {left!r}, which would make the capture differ between machines",
+                    fix="capture with a fresh kernel cache (no --cache-dir shared with another checkout), and "
+                    "keep every Python file that defines Warp code inside the workspace or on sys.path",
+                )
+            if new_text != text:
+                new_data = new_text.encode("utf-8")
+                source.write_bytes(new_data)
+                module.source_sha256 = hashlib.sha256(new_data).hexdigest()
+                rewritten.append(module.source_filename)
+        if module.binary_filename:
+            binary = (modules_dir / module.binary_filename).read_bytes()
+            for needle in needles:
+                if needle.encode() in binary:
+                    raise CaptureError(
+                        f"{target}: the binary {module.binary_filename} of module {module.name} embeds the "
+                        f"machine-specific path {needle!r} (line information from code generated before "
+                        "rules_warp could make its source paths relative)",
+                        fix="capture without lineinfo/debug mode for this module, or load it only after "
+                        "build() returns",
+                    )
+    if rewritten:
+        wrpformat.write_wrp(wrp, wrp_path)
+        wrpformat.read_wrp(wrp_path)
+    return rewritten
