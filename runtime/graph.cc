@@ -87,6 +87,11 @@ struct Graph::Impl {
   std::string origin;
   std::string rebuild_hint;
   std::string crash_cause;  // LikelyReplayCrashCause, for CrashContext
+  // Launch and Synchronize run per step: their crash reports are formatted once, and the handlers stay
+  // installed while the graph lives, so a launch adds no string building or signal-handler syscalls.
+  CrashHandlers crash_handlers;
+  std::optional<CrashMessage> launch_message;
+  std::optional<CrashMessage> wait_message;
   std::vector<BindingRecord> bindings;
   std::string load_note;
   std::string load_source;
@@ -155,6 +160,8 @@ Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions&
   impl->origin = bundle.origin();
   impl->rebuild_hint = manifest.RebuildHint();
   impl->crash_cause = LikelyReplayCrashCause(impl->title, impl->rebuild_hint);
+  impl->launch_message.emplace("launching " + impl->title + " on " + device.ToString(), impl->crash_cause);
+  impl->wait_message.emplace("waiting for " + impl->title + " on " + device.ToString(), impl->crash_cause);
   impl->bindings = manifest.bindings;
   CrashContext crash_context("loading " + impl->title + " on " + device.ToString(), impl->crash_cause);
 
@@ -359,8 +366,7 @@ std::vector<std::string> Graph::ParamNames() const {
 void Graph::Launch() { Launch(impl_->stream ? impl_->stream->get() : nullptr); }
 
 void Graph::Launch(void* cuda_stream) {
-  CrashContext crash_context("launching " + impl_->title + " on " + impl_->device.ToString(),
-                             impl_->crash_cause);
+  CrashScope crash_scope(*impl_->launch_message);
   if (impl_->device.is_cpu()) {
     if (!wp_apic_cpu_replay_graph(impl_->graph.get())) {
       throw Error(impl_->title + ": CPU replay failed: " + WarpErrorString());
@@ -377,8 +383,7 @@ void Graph::Launch(void* cuda_stream) {
 
 void Graph::Synchronize() {
   if (impl_->device.is_cpu() || !impl_->launch_pending) return;
-  CrashContext crash_context("waiting for " + impl_->title + " on " + impl_->device.ToString(),
-                             impl_->crash_cause);
+  CrashScope crash_scope(*impl_->wait_message);
   if (!wp_cuda_stream_synchronize(impl_->pending_stream)) {
     // An illegal address on the GPU has the same usual cause as a crash on the CPU.
     throw Error(impl_->title + ": waiting for " + impl_->device.ToString() + " failed: " + WarpErrorString() +
