@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Every runtime benchmark, in one run on a GPU machine, results as JSON in $OUT (then, on any machine:
 # tools/bench/report.sh $OUT draws docs/bench/REPORT.md and its plots). Needs warp importable from
-# /tmp/wrp-site (../shared/gpu) and .gpubench/ from tools/gpu/stage_bench.sh. About 4-6 minutes on an H200.
-#   REPEAT=7 tools/gpu/bench_all.sh
+# /tmp/wrp-site (../shared/gpu) and .gpubench/ from tools/gpu/stage_bench.sh. About 4-5 minutes on an H200:
+# every load road in 7 fresh processes each, replay benches sized to a few seconds of GPU time each.
+#   tools/gpu/bench_all.sh            # REPEAT=7 (the least that gives a median of fresh processes)
+#   FULL=1 tools/gpu/bench_all.sh     # also wrpkg.load without the per-device view (about 1 more minute)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 c=.gpubench
 out=${OUT:-/tmp/wrp-bench}
 repeat=${REPEAT:-7}
+full=${FULL:-0}
 mkdir -p "$out"
 export PYTHONPATH=/tmp/wrp-site:$PWD PYTHONUNBUFFERED=1
 export LD_LIBRARY_PATH=/tmp/wrp-site/warp/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -44,7 +47,6 @@ cases=(
   sim:native:stock:models/recorded/sim_cuda_sm90
   sim:sass:stock:$c/sim_recorded_wrp
   sim:sass:wrpkg:$c/sim_recorded_wrp
-  sim:sass:wrpkg-noview:$c/sim_recorded_wrp
   sim:sass:cpp:$c/sim_recorded_wrp
   sim:sass:cpp-noview:$c/sim_recorded_wrp
   sim:ptx:stock:$c/sim_ptx_only_wrp
@@ -56,11 +58,14 @@ if [ -d "$c/cloth_wrp" ]; then
   cases+=(
     cloth:sass:stock:$c/cloth_wrp
     cloth:sass:wrpkg:$c/cloth_wrp
-    cloth:sass:wrpkg-noview:$c/cloth_wrp
     cloth:sass:cpp:$c/cloth_wrp
     cloth:sass:cpp-noview:$c/cloth_wrp
     cloth:ptx:stock:$c/cloth_ptx_only_wrp
   )
+fi
+if [ "$full" = 1 ]; then
+  cases+=(sim:sass:wrpkg-noview:$c/sim_recorded_wrp)
+  [ -d "$c/cloth_wrp" ] && cases+=(cloth:sass:wrpkg-noview:$c/cloth_wrp)
 fi
 step "cold loads, every road, fresh processes, $repeat rounds interleaved"
 check python3 tools/bench/load_bench.py --out "$out/load.json" --repeat "$repeat" --start-bench $c/start_bench "${cases[@]}"
