@@ -96,6 +96,7 @@ struct Graph::Impl {
   std::string load_note;
   std::string load_source;
   void* cuda_context = nullptr;
+  void* graph_exec = nullptr;  // owned by `graph`; made at the first launch
   // The stream of the last CUDA launch not yet waited for (nullptr may mean the legacy default stream).
   bool launch_pending = false;
   void* pending_stream = nullptr;
@@ -373,7 +374,18 @@ void Graph::Launch(void* cuda_stream) {
     }
     return;
   }
-  if (!wp_apic_launch(impl_->graph.get(), cuda_stream)) {
+  // As wp.capture_launch does for a loaded graph: instantiate once, then launch the executable graph with
+  // wp_cuda_graph_launch. wp_apic_launch would look the graph and its instance up again, switching
+  // contexts three times, on every launch.
+  if (!impl_->graph_exec) {
+    impl_->graph_exec = wp_apic_get_cuda_graph_exec(impl_->graph.get());
+    if (!impl_->graph_exec) {
+      throw Error(impl_->title + ": cannot build the CUDA graph on " + impl_->device.ToString() + ": " +
+                  WarpErrorString());
+    }
+  }
+  wp_cuda_context_set_current(impl_->cuda_context);  // no-op when it is current (the usual case)
+  if (!wp_cuda_graph_launch(impl_->graph_exec, cuda_stream)) {
     throw Error(impl_->title + ": CUDA graph launch on " + impl_->device.ToString() +
                 " failed: " + WarpErrorString());
   }

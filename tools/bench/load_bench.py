@@ -81,7 +81,15 @@ print(json.dumps({"init_ms": (t1 - t0) * 1e3, "context_ms": (t_import - t1) * 1e
                   "first_replay_ms": (t4 - t3) * 1e3, "road": road, "guest_compiled": len(guest)}))
 """
 
-PHASES = ("init_ms", "context_ms", "import_ms", "open_verify_ms", "load_ms", "wrpkg_own_ms", "first_replay_ms")
+PHASES = (
+    "init_ms",
+    "context_ms",
+    "import_ms",
+    "open_verify_ms",
+    "load_ms",
+    "wrpkg_own_ms",
+    "first_replay_ms",
+)
 
 
 def run_once(how: str, path: Path, start_bench: Path | None) -> dict:

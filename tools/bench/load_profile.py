@@ -54,6 +54,7 @@ times["road"] = "device view" if view is not None else "directory"
 print(json.dumps(times))
 """
 
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("bundles", nargs="+", type=Path)
