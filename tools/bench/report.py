@@ -3,8 +3,9 @@
     tools/bench/report.sh RESULTS_DIR        (installs the hash-locked matplotlib, then runs this)
 
 RESULTS_DIR holds what tools/gpu/bench_all.sh wrote on the GPU machine (machine.json,
-load.json, replay_*.json, verify.json) and, optionally, build.json from
-tools/bench/build_bench.py. The JSON files are copied to docs/bench/results/ so the report
+load.json, replay_*.json, verify.json, load_profile.json) and, optionally, build.json from
+tools/bench/build_bench.py and load_profile_build_machine.json / verify_build_machine.json
+from tools/bench/load_profile.py / verify_bench run on the build machine. The JSON files are copied to docs/bench/results/ so the report
 can be redrawn from what is committed.
 """
 
@@ -298,6 +299,30 @@ def main() -> int:
             lines.append(
                 f"| {Path(b['bundle']).name} | {b['bytes']:,} | {b['open_verify_ms']:.2f} ms | "
                 f"{b['MBps']:.0f} / {b.get('best_MBps', 0):.0f} | {verdict(b['MBps'], 1000, True)} |"
+            )
+    for title, data in (
+        ("the GPU machine's CPU", load_json(results / "load_profile.json")),
+        ("the build machine (2 shared cores)", load_json(results / "load_profile_build_machine.json")),
+    ):
+        if not data:
+            continue
+        lines += [
+            "",
+            f"## wrpkg.load's own steps on {title} (`tools/bench/load_profile.py`, medians of "
+            f"{data['repeat']} fresh processes, ms, device faked as sm_{data['sm']})",
+            "",
+            "Everything `wrpkg.load` does on a CUDA device before Warp's own call. `import` (once per "
+            "program) is not part of `prepare`.",
+            "",
+            "| bundle | import wrpkg.load | manifest | arch check | .wrp read + sha256 | per-device view, .wrp included "
+            "(images + digest patch) | prepare (all) |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name, b in data["bundles"].items():
+            lines.append(
+                f"| {name} | {fmt(b.get('import_ms'))} | {fmt(b.get('manifest_ms'))} | "
+                f"{fmt(b.get('check_device_ms'))} | {fmt(b.get('wrp_read_verify_ms'))} | "
+                f"{fmt(b.get('view_ms'))} ({fmt(b.get('view_images_ms'))}) | {fmt(b.get('prepare_ms'))} |"
             )
     if load:
         lines += [

@@ -70,6 +70,12 @@ fi
 step "cold loads, every road, fresh processes, $repeat rounds interleaved"
 check python3 tools/bench/load_bench.py --out "$out/load.json" --repeat "$repeat" --start-bench $c/start_bench "${cases[@]}"
 
+step "wrpkg.load's own steps before Warp's call, on this machine's CPU (fresh processes)"
+profiled=("$c/sim_recorded_wrp")
+[ -d "$c/cloth_wrp" ] && profiled+=("$c/cloth_wrp")
+python3 tools/bench/load_profile.py --repeat "$repeat" "${profiled[@]}" | tee "$work/load_profile.txt" || status=1
+tail -1 "$work/load_profile.txt" > "$out/load_profile.json"
+
 step "replay throughput and host time per launch (medians of many rounds)"
 for model in sim cloth; do
   bundle=$c/${model}_recorded_wrp
