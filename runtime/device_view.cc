@@ -1,6 +1,8 @@
 #include "runtime/device_view.h"
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "runtime/fatbin.h"
 #include "runtime/sha256.h"
@@ -16,10 +18,14 @@ bool ReplaceDigestOnce(std::vector<uint8_t>* wrp, const std::string& from, const
   const uint32_t length = static_cast<uint32_t>(from.size());
   std::memcpy(&needle[0], &length, 4);
   needle += from;
-  const std::string_view haystack(reinterpret_cast<const char*>(wrp->data()), wrp->size());
-  const size_t at = haystack.find(needle);
-  if (at == std::string_view::npos || haystack.find(needle, at + 1) != std::string_view::npos) return false;
-  std::memcpy(wrp->data() + at + 4, to.data(), to.size());
+  // Horspool skips by up to the needle's length; string_view::find stops at every byte equal to the
+  // needle's first (0x40, the length), which float data is full of, on a megabytes-long .wrp.
+  const std::boyer_moore_horspool_searcher searcher(needle.begin(), needle.end());
+  const char* begin = reinterpret_cast<const char*>(wrp->data());
+  const char* end = begin + wrp->size();
+  const char* at = std::search(begin, end, searcher);
+  if (at == end || std::search(at + 1, end, searcher) != end) return false;
+  std::memcpy(wrp->data() + (at - begin) + 4, to.data(), to.size());
   return true;
 }
 

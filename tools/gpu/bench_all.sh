@@ -67,6 +67,11 @@ if [ "$full" = 1 ]; then
   cases+=(sim:sass:wrpkg-noview:$c/sim_recorded_wrp)
   [ -d "$c/cloth_wrp" ] && cases+=(cloth:sass:wrpkg-noview:$c/cloth_wrp)
 fi
+present=()
+for case in "${cases[@]}"; do
+  if [ -e "${case#*:*:*:}" ]; then present+=("$case"); else echo "!! skipped $case: not staged"; status=1; fi
+done
+cases=("${present[@]}")
 step "cold loads, every road, fresh processes, $repeat rounds interleaved"
 check python3 tools/bench/load_bench.py --out "$out/load.json" --repeat "$repeat" --start-bench $c/start_bench "${cases[@]}"
 
