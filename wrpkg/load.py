@@ -227,7 +227,8 @@ def device_view(
     manifest: Manifest, fit: DeviceFit, wrp: bytes, fatbins: Mapping[str, bytes | memoryview]
 ) -> DeviceView | None:
     """The per-device view of a CUDA bundle whose every module has SASS for the device
-    (`fit.how == "sass"`). `wrp`: the verified .wrp; `fatbins`: each module binary's bytes by
+    (`fit.how == "sass"`). `wrp`: the verified .wrp (a bytearray is patched in place, else
+    copied); `fatbins`: each module binary's bytes by
     manifest path, not yet verified: the image taken out of each is copied, and the copy is
     checked against the manifest's size and sha256 for that SM (VerifyError when it differs),
     so what Warp gets is what was checked even if the file changes meanwhile. None when some

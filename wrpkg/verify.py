@@ -226,20 +226,26 @@ def read_manifest_and_hash(
     return attach_golden(manifest, golden_bytes, content_hash, golden_path), content_hash
 
 
-def read_verified(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) -> bytes:
-    """The bytes of one listed file, checked against the manifest's size and sha256."""
+def read_verified(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) -> bytearray:
+    """The bytes of one listed file, checked against the manifest's size and sha256: a bytearray
+    of its own (wrpkg.load patches the .wrp's digests in place, without a second copy)."""
     entry = next((e for e, _ in listed_files(manifest) if e.path == path), None)
     full = Path(bundle_dir) / path
     if entry is None:
         raise VerifyError(f"{full}: not listed in {MANIFEST_NAME}", fix=_fix(manifest))
     try:
-        data = full.read_bytes()
+        with open(full, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            # One byte of room more than the manifest allows: a file that grew shows as too long.
+            data = bytearray(entry.size + 1)
+            got = handle.readinto(data) if size == entry.size else size
     except OSError as exc:
         raise VerifyError(
             f"{full}: listed in {MANIFEST_NAME} but cannot be read ({exc.strerror})", fix=_fix(manifest)
         ) from exc
-    if len(data) != entry.size:
-        raise VerifyError(f"{full}: {len(data)} bytes, {MANIFEST_NAME} says {entry.size}", fix=_fix(manifest))
+    if got != entry.size:
+        raise VerifyError(f"{full}: {got} bytes, {MANIFEST_NAME} says {entry.size}", fix=_fix(manifest))
+    del data[entry.size :]
     digest = hashlib.sha256(data).hexdigest()
     if digest != entry.sha256:
         raise VerifyError(f"{full}: sha256 {digest}, {MANIFEST_NAME} says {entry.sha256}", fix=_fix(manifest))
