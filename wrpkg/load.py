@@ -212,12 +212,38 @@ class DeviceView:
     modules: dict[str, bytes]  # each module's verified image (a copy: the file may change)
 
 
+# The .wrp's header and section table (Warp 1.19, format 18), just enough to find METADATA, the
+# section holding the module records and their binary digests.
+_WRP_HEADER = struct.Struct("<4sIIIQ")  # magic, format version, flags, section count, table offset
+_WRP_SECTION = struct.Struct("<IIQQQ")  # type, flags, offset, size, uncompressed size
+_METADATA = 1
+
+
+def _metadata_span(wrp: bytearray) -> tuple[int, int] | None:
+    """Where the METADATA section lies, or None when the header is not one Warp 1.19 writes."""
+    if len(wrp) < _WRP_HEADER.size:
+        return None
+    magic, _, _, count, table = _WRP_HEADER.unpack_from(wrp, 0)
+    if magic != b"WRP1" or table + count * _WRP_SECTION.size > len(wrp):
+        return None
+    for i in range(count):
+        kind, _, offset, size, _ = _WRP_SECTION.unpack_from(wrp, table + i * _WRP_SECTION.size)
+        if kind == _METADATA and offset + size <= len(wrp):
+            return offset, offset + size
+    return None
+
+
 def _patch_digest(wrp: bytearray, old: str, new: str) -> bool:
     """Replaces the length-prefixed digest string `old` by `new` in place (same length, so no
-    offset in the file moves). False unless `old` occurs exactly once."""
+    offset in the file moves). False unless `old` occurs exactly once in METADATA: the module
+    records are there, and searching only there spares scanning megabytes of launches."""
+    span = _metadata_span(wrp)
+    if span is None:
+        return False
+    start, end = span
     needle = struct.pack("<I", len(old)) + old.encode("ascii")
-    at = wrp.find(needle)
-    if at < 0 or wrp.find(needle, at + 1) >= 0:
+    at = wrp.find(needle, start, end)
+    if at < 0 or wrp.find(needle, at + 1, end) >= 0:
         return False
     wrp[at + 4 : at + len(needle)] = new.encode("ascii")
     return True

@@ -384,6 +384,9 @@ def main() -> int:
         ]
     if load:
         plot_loads(load, models, docs / "load_roads.png")
+    notes = results / "NOTES.md"  # what the numbers mean, written by whoever ran the benchmark
+    if notes.is_file():
+        lines += ["", notes.read_text().strip()]
     (docs / "REPORT.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {docs / 'REPORT.md'}")
     return 0

@@ -112,7 +112,9 @@ if [ -d "$c/cloth_wrp" ]; then
   check $c/replay --bundle "$c/cloth_wrp"
 fi
 
+# One file to fetch (the device tool returns at most 8): every result, console log aside.
+tar -C "$out" -cf "$work/results.tar" --exclude=results.tar . && mv "$work/results.tar" "$out/results.tar"
 echo
-echo "bench_all: $(( $(date +%s) - started )) s; results in $out:"; ls -la "$out"
+echo "bench_all: $(( $(date +%s) - started )) s; results in $out (all of them in results.tar):"; ls -la "$out"
 [ "$status" -eq 0 ] && echo "bench_all: all ran" || echo "bench_all: FAILURES above"
 exit "$status"
