@@ -11,10 +11,10 @@ namespace {
 constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 constexpr int kNumSignals = sizeof(kSignals) / sizeof(kSignals[0]);
 
-// The message is formatted when the context is entered: a signal handler may only call
-// async-signal-safe functions, so it just writes these bytes.
-char g_message[4096];
-int g_depth = 0;
+// Messages are formatted before they are needed: a signal handler may only call async-signal-safe
+// functions, so it just writes the bytes `g_current` points at (none: the signal is not ours to report).
+const char* volatile g_current = nullptr;
+int g_installed = 0;
 struct sigaction g_previous[kNumSignals];
 // Room to run the handler when the crash is a stack overflow.
 char g_alt_stack[1 << 16];
@@ -47,32 +47,36 @@ const char* SignalName(int sig) {
 }
 
 void OnFatalSignal(int sig) {
-  const char* head = "\nFATAL: ";
-  WriteAll(head, std::strlen(head));
-  const char* name = SignalName(sig);
-  WriteAll(name, std::strlen(name));
-  WriteAll(g_message, std::strlen(g_message));
-  // Default action, then re-deliver: the exit status stays what a shell expects (128 + signal).
-  struct sigaction dfl;
-  std::memset(&dfl, 0, sizeof(dfl));
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  sigaction(sig, &dfl, nullptr);
+  const char* message = g_current;
+  int index = 0;
+  while (index < kNumSignals && kSignals[index] != sig) ++index;
+  if (message) {
+    const char* head = "\nFATAL: ";
+    WriteAll(head, std::strlen(head));
+    const char* name = SignalName(sig);
+    WriteAll(name, std::strlen(name));
+    WriteAll(message, std::strlen(message));
+  }
+  // Ours reported, or not ours: the handler the process had before, else the default action (the exit
+  // status stays what a shell expects, 128 + signal); re-delivered on return or by raise().
+  if (message || index == kNumSignals) {
+    struct sigaction dfl;
+    std::memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, nullptr);
+  } else {
+    sigaction(sig, &g_previous[index], nullptr);
+  }
   raise(sig);
 }
 
-void SetMessage(const std::string& text) {
-  size_t n = text.size() < sizeof(g_message) - 1 ? text.size() : sizeof(g_message) - 1;
-  std::memcpy(g_message, text.data(), n);
-  g_message[n] = '\0';
+std::string Format(const std::string& activity, const std::string& likely_cause) {
+  return " while " + activity + ".\n  likely cause: " + likely_cause + "\n";
 }
 
-}  // namespace
-
-CrashContext::CrashContext(const std::string& activity, const std::string& likely_cause)
-    : previous_(g_message) {
-  SetMessage(" while " + activity + ".\n  likely cause: " + likely_cause + "\n");
-  if (g_depth++ > 0) return;
+void Install() {
+  if (g_installed++ > 0) return;
   stack_t alt;
   alt.ss_sp = g_alt_stack;
   alt.ss_size = sizeof(g_alt_stack);
@@ -86,12 +90,33 @@ CrashContext::CrashContext(const std::string& activity, const std::string& likel
   for (int i = 0; i < kNumSignals; ++i) sigaction(kSignals[i], &action, &g_previous[i]);
 }
 
-CrashContext::~CrashContext() {
-  SetMessage(previous_);
-  if (--g_depth > 0) return;
+void Uninstall() {
+  if (--g_installed > 0) return;
   for (int i = 0; i < kNumSignals; ++i) sigaction(kSignals[i], &g_previous[i], nullptr);
   sigaltstack(&g_previous_alt_stack, nullptr);
 }
+
+}  // namespace
+
+CrashContext::CrashContext(const std::string& activity, const std::string& likely_cause)
+    : message_(Format(activity, likely_cause)), previous_(g_current) {
+  g_current = message_.c_str();
+  Install();
+}
+
+CrashContext::~CrashContext() {
+  g_current = previous_;
+  Uninstall();
+}
+
+CrashMessage::CrashMessage(const std::string& activity, const std::string& likely_cause)
+    : text_(Format(activity, likely_cause)) {}
+
+CrashHandlers::CrashHandlers() { Install(); }
+CrashHandlers::~CrashHandlers() { Uninstall(); }
+
+CrashScope::CrashScope(const CrashMessage& message) : previous_(g_current) { g_current = message.text(); }
+CrashScope::~CrashScope() { g_current = previous_; }
 
 std::string LikelyReplayCrashCause(const std::string& bundle_title, const std::string& rebuild_hint) {
   return "a launch parameter of " + bundle_title +

@@ -22,7 +22,42 @@ class CrashContext {
   CrashContext& operator=(const CrashContext&) = delete;
 
  private:
-  std::string previous_;
+  std::string message_;
+  const char* previous_;
+};
+
+// The report of one activity, formatted once (e.g. "launching <bundle>" when the bundle is loaded), for
+// what runs too often to format a message and swap signal handlers each time: a graph launch.
+class CrashMessage {
+ public:
+  CrashMessage(const std::string& activity, const std::string& likely_cause);
+  const char* text() const { return text_.c_str(); }
+
+ private:
+  std::string text_;
+};
+
+// Keeps the handlers installed while it lives (as a CrashContext does, counted together), reporting
+// nothing by itself: a signal outside any CrashContext or CrashScope goes to the handler the process had.
+class CrashHandlers {
+ public:
+  CrashHandlers();
+  ~CrashHandlers();
+  CrashHandlers(const CrashHandlers&) = delete;
+  CrashHandlers& operator=(const CrashHandlers&) = delete;
+};
+
+// Reports `message` while it lives; costs two pointer stores. Nothing is reported unless a CrashHandlers
+// or CrashContext lives too. `message` must outlive the scope.
+class CrashScope {
+ public:
+  explicit CrashScope(const CrashMessage& message);
+  ~CrashScope();
+  CrashScope(const CrashScope&) = delete;
+  CrashScope& operator=(const CrashScope&) = delete;
+
+ private:
+  const char* previous_;
 };
 
 // The usual cause of a crash inside Warp while loading or replaying `bundle_title`.

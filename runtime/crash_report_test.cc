@@ -87,3 +87,36 @@ WRP_TEST(HandlersAreRemovedWhenTheLastContextEnds) {
   CHECK_EQ(r.term_signal, SIGSEGV);
   CHECK(r.stderr_text.find("FATAL") == std::string::npos);
 }
+
+WRP_TEST(ScopeReportsItsPreformattedMessageWhileHandlersLive) {
+  ChildResult r = RunChild([] {
+    wrp::CrashHandlers handlers;
+    wrp::CrashMessage launching("launching bundle A on cuda:0", "cause A");
+    wrp::CrashMessage waiting("waiting for bundle A on cuda:0", "cause A");
+    { wrp::CrashScope scope(waiting); }
+    wrp::CrashScope scope(launching);
+    Crash();
+  });
+  CHECK_EQ(r.term_signal, SIGSEGV);
+  CHECK(r.stderr_text.find("SIGSEGV (invalid memory access) while launching bundle A on cuda:0.") !=
+        std::string::npos);
+  CHECK(r.stderr_text.find("waiting") == std::string::npos);
+}
+
+WRP_TEST(HandlersOutsideAnyScopeLeaveTheSignalToThePreviousHandler) {
+  ChildResult r = RunChild([] {
+    signal(SIGBUS, [](int) {
+      const char text[] = "previous handler ran\n";
+      (void)!write(STDERR_FILENO, text, sizeof(text) - 1);
+      _exit(7);
+    });
+    wrp::CrashHandlers handlers;
+    wrp::CrashMessage launching("launching bundle A", "cause A");
+    { wrp::CrashScope scope(launching); }
+    raise(SIGBUS);
+  });
+  CHECK_EQ(r.term_signal, 0);
+  CHECK_EQ(r.exit_code, 7);
+  CHECK(r.stderr_text.find("previous handler ran") != std::string::npos);
+  CHECK(r.stderr_text.find("FATAL") == std::string::npos);
+}

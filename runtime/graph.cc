@@ -87,10 +87,16 @@ struct Graph::Impl {
   std::string origin;
   std::string rebuild_hint;
   std::string crash_cause;  // LikelyReplayCrashCause, for CrashContext
+  // Launch and Synchronize run per step: their crash reports are formatted once, and the handlers stay
+  // installed while the graph lives, so a launch adds no string building or signal-handler syscalls.
+  CrashHandlers crash_handlers;
+  std::optional<CrashMessage> launch_message;
+  std::optional<CrashMessage> wait_message;
   std::vector<BindingRecord> bindings;
   std::string load_note;
   std::string load_source;
   void* cuda_context = nullptr;
+  void* graph_exec = nullptr;  // owned by `graph`; made at the first launch
   // The stream of the last CUDA launch not yet waited for (nullptr may mean the legacy default stream).
   bool launch_pending = false;
   void* pending_stream = nullptr;
@@ -155,6 +161,8 @@ Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions&
   impl->origin = bundle.origin();
   impl->rebuild_hint = manifest.RebuildHint();
   impl->crash_cause = LikelyReplayCrashCause(impl->title, impl->rebuild_hint);
+  impl->launch_message.emplace("launching " + impl->title + " on " + device.ToString(), impl->crash_cause);
+  impl->wait_message.emplace("waiting for " + impl->title + " on " + device.ToString(), impl->crash_cause);
   impl->bindings = manifest.bindings;
   CrashContext crash_context("loading " + impl->title + " on " + device.ToString(), impl->crash_cause);
 
@@ -359,15 +367,25 @@ std::vector<std::string> Graph::ParamNames() const {
 void Graph::Launch() { Launch(impl_->stream ? impl_->stream->get() : nullptr); }
 
 void Graph::Launch(void* cuda_stream) {
-  CrashContext crash_context("launching " + impl_->title + " on " + impl_->device.ToString(),
-                             impl_->crash_cause);
+  CrashScope crash_scope(*impl_->launch_message);
   if (impl_->device.is_cpu()) {
     if (!wp_apic_cpu_replay_graph(impl_->graph.get())) {
       throw Error(impl_->title + ": CPU replay failed: " + WarpErrorString());
     }
     return;
   }
-  if (!wp_apic_launch(impl_->graph.get(), cuda_stream)) {
+  // As wp.capture_launch does for a loaded graph: instantiate once, then launch the executable graph with
+  // wp_cuda_graph_launch. wp_apic_launch would look the graph and its instance up again, switching
+  // contexts three times, on every launch.
+  if (!impl_->graph_exec) {
+    impl_->graph_exec = wp_apic_get_cuda_graph_exec(impl_->graph.get());
+    if (!impl_->graph_exec) {
+      throw Error(impl_->title + ": cannot build the CUDA graph on " + impl_->device.ToString() + ": " +
+                  WarpErrorString());
+    }
+  }
+  wp_cuda_context_set_current(impl_->cuda_context);  // no-op when it is current (the usual case)
+  if (!wp_cuda_graph_launch(impl_->graph_exec, cuda_stream)) {
     throw Error(impl_->title + ": CUDA graph launch on " + impl_->device.ToString() +
                 " failed: " + WarpErrorString());
   }
@@ -377,8 +395,7 @@ void Graph::Launch(void* cuda_stream) {
 
 void Graph::Synchronize() {
   if (impl_->device.is_cpu() || !impl_->launch_pending) return;
-  CrashContext crash_context("waiting for " + impl_->title + " on " + impl_->device.ToString(),
-                             impl_->crash_cause);
+  CrashScope crash_scope(*impl_->wait_message);
   if (!wp_cuda_stream_synchronize(impl_->pending_stream)) {
     // An illegal address on the GPU has the same usual cause as a crash on the CPU.
     throw Error(impl_->title + ": waiting for " + impl_->device.ToString() + " failed: " + WarpErrorString() +

@@ -48,6 +48,8 @@ __attribute__((target("sha,sse4.1,ssse3"))) void CompressShaNi(uint32_t state[8]
   for (; blocks > 0; --blocks, data += 64) {
     const __m128i abef = state0, cdgh = state1;
     __m128i w[4];
+    // Unrolled, the four schedule words stay in registers (a loop indexes them through memory).
+#pragma GCC unroll 16
     for (int i = 0; i < 16; ++i) {
       if (i < 4) {
         w[i] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 16 * i)), byte_swap);

@@ -8,6 +8,8 @@ import hashlib
 import os
 import shutil
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,7 @@ from wrpkg import cuda_tools
 from wrpkg.errors import BundleError, VerifyError
 from wrpkg.fatbin import KIND_ELF, KIND_PTX, is_fatbin, parse_fatbin, sass_image
 from wrpkg.format import read_wrp
-from wrpkg.load import DeviceFit, _read_view, device_fit, device_view
+from wrpkg.load import DeviceFit, _read_view, device_fit, device_view, prepare_cuda_load
 from wrpkg.verify import verify_bundle
 
 BUNDLE = Path(os.environ["WRP_SIM_BUNDLE"])
@@ -143,3 +145,49 @@ def test_view_verifies_the_image_it_hands_over(bundle, tmp_path):
     (copy / manifest.wrp).write_bytes(wrp)
     with pytest.raises(VerifyError, match="sha256"):
         _read_view(copy, manifest, fit)
+
+
+def _copy(tmp_path, name="copy"):
+    copy = tmp_path / name / BUNDLE.name
+    shutil.copytree(BUNDLE, copy)
+    for path in copy.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return copy
+
+
+def test_prepare_cuda_load_hands_warp_only_verified_images(bundle, tmp_path):
+    """What wrpkg.load does before Warp's call, with the device faked: the view's images are
+    the manifest's sm_90 images, and a truncated module file is named by its size."""
+    manifest, files = bundle
+    loaded, view = prepare_cuda_load(BUNDLE, "cuda:0", "NVIDIA H200", 90, (13, 0))
+    assert loaded.label == manifest.label and view is not None
+    for module in manifest.modules:
+        (sm90,) = [s for s in module.sass if s.arch == "sm_90"]
+        assert hashlib.sha256(view.modules[module.binary.rsplit("/", 1)[-1]]).hexdigest() == sm90.sha256
+    _, no_view = prepare_cuda_load(BUNDLE, "cuda:0", "NVIDIA H200", 90, (13, 0), per_device_view=False)
+    assert no_view is None
+    copy = _copy(tmp_path)
+    binary = copy / manifest.modules[1].binary
+    binary.write_bytes(binary.read_bytes()[:-1])
+    with pytest.raises(VerifyError, match="bytes, manifest.json says") as err:
+        prepare_cuda_load(copy, "cuda:0", "NVIDIA H200", 90, (13, 0))
+    assert manifest.modules[1].binary in str(err.value)
+
+
+def test_prepare_cuda_load_checks_the_manifest_against_the_content_hash(bundle, tmp_path):
+    manifest, _ = bundle
+    copy = _copy(tmp_path)
+    sibling = copy.parent / f"{copy.name}.sha256"
+    sibling.write_text("0" * 64 + f"  {copy.name}/manifest.json\n")
+    with pytest.raises(VerifyError, match="content hash"):
+        prepare_cuda_load(copy, "cuda:0", "NVIDIA H200", 90, (13, 0))
+    # Older than every SASS and the PTX: Warp compiles the retained source from the directory.
+    _, view = prepare_cuda_load(BUNDLE, "cuda:0", "NVIDIA GeForce GTX 1080", 61, (13, 0))
+    assert view is None
+
+
+def test_importing_wrpkg_load_does_not_import_the_wrp_parser():
+    """wrpkg.load runs in the loading program: what it imports is paid at every start."""
+    code = "import sys, wrpkg.load; print(sorted(m for m in sys.modules if m.startswith('wrpkg')))"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert "wrpkg.format" not in out and "wrpkg.load" in out

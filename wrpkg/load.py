@@ -16,9 +16,12 @@ bundle directory itself, as `wp.capture_load` would.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import mmap
 import os
 import struct
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,13 +29,7 @@ from wrpkg.archs import split_arch
 from wrpkg.errors import ArchMismatchError, VerifyError
 from wrpkg.fatbin import is_fatbin, sass_image
 from wrpkg.manifest import Manifest
-from wrpkg.verify import (
-    bundle_content_hash,
-    read_manifest,
-    read_verified,
-    verify_against_wrp,
-    verify_files,
-)
+from wrpkg.verify import read_manifest, read_manifest_and_hash, read_verified, verify_files
 
 
 @dataclass
@@ -212,27 +209,55 @@ class DeviceView:
     pointing at the device's image, and those images by their recorded filenames."""
 
     wrp: bytearray
-    modules: dict[str, memoryview]  # views into the module binaries' bytes: Warp copies them
+    modules: dict[str, bytes]  # each module's verified image (a copy: the file may change)
+
+
+# The .wrp's header and section table (Warp 1.19, format 18), just enough to find METADATA, the
+# section holding the module records and their binary digests.
+_WRP_HEADER = struct.Struct("<4sIIIQ")  # magic, format version, flags, section count, table offset
+_WRP_SECTION = struct.Struct("<IIQQQ")  # type, flags, offset, size, uncompressed size
+_METADATA = 1
+
+
+def _metadata_span(wrp: bytearray) -> tuple[int, int] | None:
+    """Where the METADATA section lies, or None when the header is not one Warp 1.19 writes."""
+    if len(wrp) < _WRP_HEADER.size:
+        return None
+    magic, _, _, count, table = _WRP_HEADER.unpack_from(wrp, 0)
+    if magic != b"WRP1" or table + count * _WRP_SECTION.size > len(wrp):
+        return None
+    for i in range(count):
+        kind, _, offset, size, _ = _WRP_SECTION.unpack_from(wrp, table + i * _WRP_SECTION.size)
+        if kind == _METADATA and offset + size <= len(wrp):
+            return offset, offset + size
+    return None
 
 
 def _patch_digest(wrp: bytearray, old: str, new: str) -> bool:
     """Replaces the length-prefixed digest string `old` by `new` in place (same length, so no
-    offset in the file moves). False unless `old` occurs exactly once."""
+    offset in the file moves). False unless `old` occurs exactly once in METADATA: the module
+    records are there, and searching only there spares scanning megabytes of launches."""
+    span = _metadata_span(wrp)
+    if span is None:
+        return False
+    start, end = span
     needle = struct.pack("<I", len(old)) + old.encode("ascii")
-    at = wrp.find(needle)
-    if at < 0 or wrp.find(needle, at + 1) >= 0:
+    at = wrp.find(needle, start, end)
+    if at < 0 or wrp.find(needle, at + 1, end) >= 0:
         return False
     wrp[at + 4 : at + len(needle)] = new.encode("ascii")
     return True
 
 
 def device_view(
-    manifest: Manifest, fit: DeviceFit, wrp: bytes, fatbins: dict[str, bytes]
+    manifest: Manifest, fit: DeviceFit, wrp: bytes, fatbins: Mapping[str, bytes | memoryview]
 ) -> DeviceView | None:
     """The per-device view of a CUDA bundle whose every module has SASS for the device
-    (`fit.how == "sass"`). `wrp`: the verified .wrp; `fatbins`: each module binary's bytes by
-    manifest path, not yet verified: the image taken out of each is checked against the
-    manifest's size and sha256 for that SM (VerifyError when it differs). None when some
+    (`fit.how == "sass"`). `wrp`: the verified .wrp (a bytearray is patched in place, else
+    copied); `fatbins`: each module binary's bytes by
+    manifest path, not yet verified: the image taken out of each is copied, and the copy is
+    checked against the manifest's size and sha256 for that SM (VerifyError when it differs),
+    so what Warp gets is what was checked even if the file changes meanwhile. None when some
     module's image cannot be taken out on its own (no exact uncompressed entry, or its digest
     is not where expected): then load the bundle as it is.
 
@@ -241,15 +266,17 @@ def device_view(
     if fit.how != "sass" or len(fit.modules) != len(manifest.modules):
         return None
     digests = {entry.path: entry.sha256 for entry in manifest.files}
-    patched = bytearray(wrp)
+    patched = wrp if isinstance(wrp, bytearray) else bytearray(wrp)
     modules = {}
     for module, choice in zip(manifest.modules, fit.modules, strict=True):
         # A bundle made from a single-arch capture keeps Warp's own cubin: it loads as it is.
         if not is_fatbin(fatbins[module.binary]):
             return None
-        image = sass_image(fatbins[module.binary], choice.arch, what=module.binary)
-        if image is None:
+        found = sass_image(fatbins[module.binary], choice.arch, what=module.binary)
+        if found is None:
             return None
+        image = bytes(found)
+        found.release()  # a view into the caller's (possibly mapped) file
         (record,) = [s for s in module.sass if s.arch == choice.arch]
         digest = hashlib.sha256(image).hexdigest()
         if (len(image), digest) != (record.size, record.sha256):
@@ -264,21 +291,78 @@ def device_view(
     return DeviceView(patched, modules)
 
 
+@contextlib.contextmanager
+def _mapped(bundle_dir: Path, manifest: Manifest, path: str) -> Iterator[memoryview]:
+    """A listed file's bytes, mapped rather than read: the view takes one SM's image out of
+    each multi-arch fatbin, and only the pages it touches are read. Its size must be the
+    manifest's (a truncated copy is named here); its content is checked image by image."""
+    full = bundle_dir / path
+    expected = next(e.size for e in manifest.files if e.path == path)
+    try:
+        handle = open(full, "rb")  # noqa: SIM115 - closed below, after the mapping
+    except OSError as exc:
+        raise VerifyError(
+            f"{full}: listed in manifest.json but cannot be read ({exc.strerror})",
+            fix=f"rebuild {manifest.label} and copy the whole bundle directory",
+        ) from exc
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size != expected:
+            raise VerifyError(
+                f"{full}: {size} bytes, manifest.json says {expected}",
+                fix=f"rebuild {manifest.label} (bazel build {manifest.label}); do not edit bundle files",
+            )
+        if size == 0:
+            yield memoryview(b"")
+            return
+        mapping = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        view = memoryview(mapping)
+        try:
+            yield view
+        finally:
+            view.release()
+            try:
+                mapping.close()
+            except BufferError:
+                pass  # a traceback still holds a view into it; the mapping goes with that
+
+
 def _read_view(bundle_dir: Path, manifest: Manifest, fit: DeviceFit) -> DeviceView | None:
     """Reads and verifies what the per-device view hands Warp, and nothing else: the .wrp (its
     sha256) and each module's image (its SM's sha256 in the manifest)."""
     wrp = read_verified(bundle_dir, manifest, manifest.wrp)
-    verify_against_wrp(bundle_dir, manifest, wrp)
-    fatbins = {}
-    for module in manifest.modules:
-        try:
-            fatbins[module.binary] = (bundle_dir / module.binary).read_bytes()
-        except OSError as exc:
-            raise VerifyError(
-                f"{bundle_dir / module.binary}: listed in manifest.json but cannot be read ({exc.strerror})",
-                fix=f"rebuild {manifest.label} and copy the whole bundle directory",
-            ) from exc
-    return device_view(manifest, fit, wrp, fatbins)
+    with contextlib.ExitStack() as stack:
+        fatbins = {
+            module.binary: stack.enter_context(_mapped(bundle_dir, manifest, module.binary))
+            for module in manifest.modules
+        }
+        return device_view(manifest, fit, wrp, fatbins)
+
+
+def prepare_cuda_load(
+    bundle_dir: str | os.PathLike,
+    device_alias: str,
+    device_name: str,
+    device_sm: int,
+    driver_version: tuple[int, int] | None,
+    *,
+    per_device_view: bool = True,
+) -> tuple[Manifest, DeviceView | None]:
+    """Everything `load` does on a CUDA device before Warp is called (no GPU needed): reads
+    the manifest (checked against the content hash when one is known), checks the device can
+    run every module, and, when SASS fits every module (and `per_device_view`), reads and
+    verifies the per-device view. A None view means: verify every file and let Warp load the
+    directory."""
+    bundle_dir = Path(bundle_dir)
+    manifest, content_hash = read_manifest_and_hash(bundle_dir)
+    if manifest.device != "cuda":
+        raise ArchMismatchError(
+            f"bundle {manifest.label} was captured for {manifest.device}, but the load device is {device_alias}",
+            fix=f"load it on a {manifest.device} device, or build a cuda variant of {manifest.label}",
+        )
+    fit = check_device(manifest, content_hash, device_alias, device_name, device_sm, driver_version)
+    view = _read_view(bundle_dir, manifest, fit) if per_device_view and fit.how == "sass" else None
+    return manifest, view
 
 
 def load(bundle_dir: str | os.PathLike, device=None, *, per_device_view: bool = True):
@@ -287,31 +371,39 @@ def load(bundle_dir: str | os.PathLike, device=None, *, per_device_view: bool = 
     When every module has SASS for the device (and `per_device_view`), Warp gets the device
     view (`device_view`) through `wp.capture_load_from_bytes`, and exactly the bytes it gets
     are verified: the .wrp and each module's image. Otherwise every bundle file is verified
-    and `wp.capture_load` loads the directory (PTX JIT and source fallback need it)."""
+    and `wp.capture_load` loads the directory (PTX JIT and source fallback need it).
+
+    Why that is enough: the content hash is the sha256 of manifest.json, and manifest.json
+    records the sha256 of the .wrp, of each module file and of each SM's image in it. With
+    the content hash known (`<dir>.sha256` beside the bundle, as the build writes it), the
+    bytes Warp gets are, digest by digest, the ones the bundler wrote and checked against each
+    other (`wrpkg verify` re-runs that check: `verify_against_wrp`). Re-parsing the .wrp here
+    would re-check what those digests already pin. Without a known content hash, whoever can
+    rewrite manifest.json can rewrite the .wrp to agree with it, so the cross-check would stop
+    nothing there either; it only helps tell a hand-edited bundle apart, which `wrpkg verify`
+    does."""
     import warp as wp  # noqa: PLC0415 - keep `import wrpkg.load` cheap
 
     bundle_dir = Path(bundle_dir)
-    manifest = read_manifest(bundle_dir)
     dev = wp.get_device(device)
-    if (manifest.device == "cuda") != dev.is_cuda:
-        raise ArchMismatchError(
-            f"bundle {manifest.label} was captured for {manifest.device}, but the load device is {dev}",
-            fix=f"load it on a {manifest.device} device, or build a {'cpu' if dev.is_cpu else 'cuda'} "
-            f"variant of {manifest.label}",
-        )
     if dev.is_cuda:
-        fit = check_device(
-            manifest,
-            bundle_content_hash(bundle_dir),
+        manifest, view = prepare_cuda_load(
+            bundle_dir,
             str(dev),
             dev.name,
             dev.arch,
             wp.get_cuda_driver_version(),
+            per_device_view=per_device_view,
         )
-        view = _read_view(bundle_dir, manifest, fit) if per_device_view and fit.how == "sass" else None
         if view is not None:
             return wp.capture_load_from_bytes(view.wrp, view.modules, device=dev), manifest
+    else:
+        manifest = read_manifest(bundle_dir)
+        if manifest.device != "cpu":
+            raise ArchMismatchError(
+                f"bundle {manifest.label} was captured for {manifest.device}, but the load device is {dev}",
+                fix=f"load it on a {manifest.device} device, or build a cpu variant of {manifest.label}",
+            )
     verify_files(bundle_dir, manifest)
-    verify_against_wrp(bundle_dir, manifest)
     graph = wp.capture_load(str(bundle_dir / manifest.wrp), device=dev)
     return graph, manifest

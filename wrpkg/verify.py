@@ -15,7 +15,6 @@ import hashlib
 import os
 from pathlib import Path
 
-from wrpkg import format as wrpformat
 from wrpkg.errors import VerifyError, WrpFormatError
 from wrpkg.manifest import (
     GOLDEN_NAME,
@@ -94,6 +93,9 @@ def verify_against_wrp(bundle_dir: Path, manifest: Manifest, wrp_bytes: bytes | 
     """The manifest must describe the .wrp it ships: modules, digests, bindings, golden sizes.
     Reads the header, metadata and memory only (the operations were validated by the bundler
     and are covered by the manifest's digest); `wrp_bytes`: the .wrp's verified bytes."""
+    # Imported here: wrpkg.load imports this module, and a .wrp parser is no part of a load.
+    from wrpkg import format as wrpformat  # noqa: PLC0415
+
     fix = _fix(manifest)
     wrp_path = bundle_dir / manifest.wrp
     try:
@@ -171,7 +173,8 @@ def verify_against_wrp(bundle_dir: Path, manifest: Manifest, wrp_bytes: bytes | 
 def read_hash_file(path: str | os.PathLike) -> str:
     """The content hash from a `<name>.sha256` file (`HEX  <name>/manifest.json`)."""
     try:
-        text = Path(path).read_text(encoding="ascii")
+        # bytes.decode: a text-mode open looks the codec up (an import, in a fresh process).
+        text = Path(path).read_bytes().decode("ascii")
     except (OSError, UnicodeDecodeError) as exc:
         raise VerifyError(f"{path}: cannot read the content-hash file ({exc})") from exc
     token = text.split()[0] if text.split() else ""
@@ -185,6 +188,13 @@ def read_manifest(bundle_dir: str | os.PathLike, expected_hash: str | None = Non
     `<dir>.sha256` file next to the bundle directory when there is one (the layout the bundle
     action writes): that is what catches an edited manifest of a CPU bundle, whose .wrp holds
     no digests. Without either, the manifest must at least be in canonical form."""
+    return read_manifest_and_hash(bundle_dir, expected_hash)[0]
+
+
+def read_manifest_and_hash(
+    bundle_dir: str | os.PathLike, expected_hash: str | None = None
+) -> tuple[Manifest, str]:
+    """read_manifest, and the content hash of the bytes it read (manifest.json is read once)."""
     bundle_dir = Path(bundle_dir)
     manifest_path = bundle_dir / MANIFEST_NAME
     if not bundle_dir.is_dir():
@@ -198,9 +208,10 @@ def read_manifest(bundle_dir: str | os.PathLike, expected_hash: str | None = Non
     sibling = bundle_dir.parent / f"{bundle_dir.name}.sha256"
     if expected_hash is None and sibling.is_file():
         expected_hash = read_hash_file(sibling)
-    if expected_hash is not None and content_hash_of_bytes(data) != expected_hash:
+    content_hash = content_hash_of_bytes(data)
+    if expected_hash is not None and content_hash != expected_hash:
         raise VerifyError(
-            f"{manifest_path}: content hash {content_hash_of_bytes(data)} differs from the expected {expected_hash}",
+            f"{manifest_path}: content hash {content_hash} differs from the expected {expected_hash}",
             fix=_fix(None) + "; the manifest was changed after the build",
         )
     manifest = from_json_bytes(data, manifest_path, canonical_check=expected_hash is None)
@@ -212,23 +223,29 @@ def read_manifest(bundle_dir: str | os.PathLike, expected_hash: str | None = Non
             f"{golden_path}: cannot read the test manifest ({exc.strerror})",
             fix=_fix(None) + " and copy the whole bundle directory",
         ) from exc
-    return attach_golden(manifest, golden_bytes, content_hash_of_bytes(data), golden_path)
+    return attach_golden(manifest, golden_bytes, content_hash, golden_path), content_hash
 
 
-def read_verified(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) -> bytes:
-    """The bytes of one listed file, checked against the manifest's size and sha256."""
+def read_verified(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) -> bytearray:
+    """The bytes of one listed file, checked against the manifest's size and sha256: a bytearray
+    of its own (wrpkg.load patches the .wrp's digests in place, without a second copy)."""
     entry = next((e for e, _ in listed_files(manifest) if e.path == path), None)
     full = Path(bundle_dir) / path
     if entry is None:
         raise VerifyError(f"{full}: not listed in {MANIFEST_NAME}", fix=_fix(manifest))
     try:
-        data = full.read_bytes()
+        with open(full, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            # One byte of room more than the manifest allows: a file that grew shows as too long.
+            data = bytearray(entry.size + 1)
+            got = handle.readinto(data) if size == entry.size else size
     except OSError as exc:
         raise VerifyError(
             f"{full}: listed in {MANIFEST_NAME} but cannot be read ({exc.strerror})", fix=_fix(manifest)
         ) from exc
-    if len(data) != entry.size:
-        raise VerifyError(f"{full}: {len(data)} bytes, {MANIFEST_NAME} says {entry.size}", fix=_fix(manifest))
+    if got != entry.size:
+        raise VerifyError(f"{full}: {got} bytes, {MANIFEST_NAME} says {entry.size}", fix=_fix(manifest))
+    del data[entry.size :]
     digest = hashlib.sha256(data).hexdigest()
     if digest != entry.sha256:
         raise VerifyError(f"{full}: sha256 {digest}, {MANIFEST_NAME} says {entry.sha256}", fix=_fix(manifest))

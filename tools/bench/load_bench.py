@@ -11,7 +11,7 @@ CASE is MODEL:ROAD:HOW:PATH, e.g. sim:sass:wrpkg:.gpucarry/sim_recorded_wrp, whe
 Each load runs in a fresh process (Warp caches modules per process) on a fresh copy of PATH
 (Warp caches source-fallback cubins next to the modules), with the driver's JIT cache off and
 an empty Warp kernel cache: every run is a first load. Phases are timed apart: Warp init,
-CUDA context creation, the load itself, the first replay (launch + wait; CUDA loads modules
+CUDA context creation, importing wrpkg.load (wrpkg cases), the load itself, the first replay (launch + wait; CUDA loads modules
 lazily, so the first replay is where lazy loading is paid). Runs are interleaved across cases
 (round r runs every case once) so drift falls on all alike. Writes every run and the medians.
 """
@@ -38,33 +38,58 @@ t1 = time.perf_counter()
 device = wp.get_device("cuda:0")
 device.context  # creates the primary context
 wp.synchronize_device(device)
-t2 = time.perf_counter()
 how, path = sys.argv[1], pathlib.Path(sys.argv[2])
 road = "directory"
+# A program imports wrpkg.load once, as it imports warp: timed apart, like Warp's init.
+t_import = time.perf_counter()
+if how != "stock":
+    import wrpkg.load
+import_ms = (time.perf_counter() - t_import) * 1e3
+t2 = time.perf_counter()
 if how == "stock":
     wrp = path if path.suffix == ".wrp" else next(path.glob("*.wrp"))
     graph = wp.capture_load(str(wrp), device=device)
 else:
-    import wrpkg.load
     views = []
-    from_bytes = wp.capture_load_from_bytes
+    from_bytes, from_dir = wp.capture_load_from_bytes, wp.capture_load
     def counted(*args, **kwargs):
-        views.append(1)
-        return from_bytes(*args, **kwargs)
-    wp.capture_load_from_bytes = counted
+        start = time.perf_counter()
+        try:
+            return from_bytes(*args, **kwargs)
+        finally:
+            views.append(time.perf_counter() - start)
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return from_dir(*args, **kwargs)
+        finally:
+            warp_s.append(time.perf_counter() - start)
+    warp_s = []
+    wp.capture_load_from_bytes, wp.capture_load = counted, timed
     graph, _ = wrpkg.load.load(path, device, per_device_view=(how == "wrpkg"))
     road = "device view" if views else "directory"
 wp.synchronize_device(device)
 t3 = time.perf_counter()
+# What wrpkg.load adds around Warp's own call (read, verify, arch check, per-device view).
+own_ms = None if how == "stock" else (t3 - t2 - sum(views) - sum(warp_s)) * 1e3
 wp.capture_launch(graph)
 wp.synchronize_device(device)
 t4 = time.perf_counter()
 guest = sorted(p.name for p in path.parent.rglob("apic_guest_*"))
-print(json.dumps({"init_ms": (t1 - t0) * 1e3, "context_ms": (t2 - t1) * 1e3, "load_ms": (t3 - t2) * 1e3,
+print(json.dumps({"init_ms": (t1 - t0) * 1e3, "context_ms": (t_import - t1) * 1e3, "import_ms": import_ms,
+                  "load_ms": (t3 - t2) * 1e3, **({"wrpkg_own_ms": own_ms} if own_ms is not None else {}),
                   "first_replay_ms": (t4 - t3) * 1e3, "road": road, "guest_compiled": len(guest)}))
 """
 
-PHASES = ("init_ms", "context_ms", "open_verify_ms", "load_ms", "first_replay_ms")
+PHASES = (
+    "init_ms",
+    "context_ms",
+    "import_ms",
+    "open_verify_ms",
+    "load_ms",
+    "wrpkg_own_ms",
+    "first_replay_ms",
+)
 
 
 def run_once(how: str, path: Path, start_bench: Path | None) -> dict:
@@ -102,6 +127,10 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--start-bench", type=Path)
     args = parser.parse_args()
+    # Bytecode first, as an installed package has it: otherwise the first round (or, where the
+    # tree cannot be written, every round) compiles wrpkg's sources.
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "wrpkg")], check=False)
     cases = []
     for text in args.cases:
         model, road, how, path = text.split(":", 3)

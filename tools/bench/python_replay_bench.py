@@ -2,7 +2,10 @@
 wp.capture_launch from Python, to set beside tools/bench/replay_bench.cc on the same bundle.
 Prints one JSON object on its last line.
 
-    python tools/bench/python_replay_bench.py BUNDLE_DIR [--steps N] [--rounds N]
+    python tools/bench/python_replay_bench.py BUNDLE_DIR [--steps N] [--rounds N] [--seconds S]
+
+Rounds and steps shrink for a long replay, as in replay_bench.cc (about S seconds of GPU time
+each, batches of 5 launches for a replay over 2 ms, at least 15 rounds and 20 steps).
 """
 
 import argparse
@@ -20,6 +23,7 @@ def main() -> int:
     parser.add_argument("bundle", type=Path)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=401)
+    parser.add_argument("--seconds", type=float, default=6.0)
     args = parser.parse_args()
     wp.config.quiet = True
     wp.init()
@@ -27,9 +31,16 @@ def main() -> int:
     for _ in range(20):
         wp.capture_launch(graph)
     wp.synchronize_device("cuda:0")
+    t0 = time.perf_counter()
+    for _ in range(5):
+        wp.capture_launch(graph)
+    wp.synchronize_device("cuda:0")
+    replay_s = (time.perf_counter() - t0) / 5
     # Rounds of `batch` launches, the GPU drained between rounds (so the queue never fills
     # and blocks), median of the per-round means: as tools/bench/replay_bench.cc does.
-    batch = 20
+    batch = 5 if replay_s > 2e-3 else 20
+    args.rounds = max(15, min(args.rounds, int(args.seconds / (batch * replay_s))))
+    args.steps = max(20, min(args.steps, int(args.seconds / 2 / replay_s)))
     per_round = []
     for _ in range(args.rounds):
         t0 = time.perf_counter()

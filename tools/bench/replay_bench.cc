@@ -2,7 +2,10 @@
 // run, steps per second through wrp::Graph::Launch and the host time per launch against a
 // bare cuGraphLaunch of the same graph exec (driver API, resolved with dlsym), as one JSON
 // object on the last line.
-//   replay_bench --bundle DIR [--steps N] [--rounds N]
+//   replay_bench --bundle DIR [--steps N] [--rounds N] [--seconds S]
+// Rounds and steps shrink for a graph whose replay is long, so that each part takes about S seconds of GPU
+// time (default 6; batches of 5 launches for a graph longer than 2 ms), but never below 15 rounds / 20
+// steps: a 28 ms graph at 401 rounds x 2 x 20 launches alone outran the device budget.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -39,10 +42,12 @@ int main(int argc, char** argv) {
   std::string dir;
   int steps = 300;
   int rounds = 401;
+  double seconds = 6.0;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--bundle") && i + 1 < argc) dir = argv[++i];
     if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) steps = std::atoi(argv[++i]);
     if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = std::atof(argv[++i]);
   }
   if (dir.empty()) {
     std::fprintf(stderr, "usage: replay_bench --bundle DIR [--steps N]\n");
@@ -62,12 +67,18 @@ int main(int argc, char** argv) {
 
     for (int i = 0; i < 20; ++i) graph.Launch();  // warm-up
     graph.Synchronize();
+    auto g0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 5; ++i) graph.Launch();
+    graph.Synchronize();
+    const double replay_s = Seconds(g0, std::chrono::steady_clock::now()) / 5;
 
     // Host time per launch: enqueue cost only. Rounds of `batch` launches with the GPU
     // drained between rounds (so the queue never fills and blocks); the two ways alternate,
     // and which goes first alternates too, so drift and cache effects fall on both alike.
     // Medians of the per-round means over many rounds.
-    const int batch = 20;
+    const int batch = replay_s > 2e-3 ? 5 : 20;
+    rounds = std::max(15, std::min(rounds, static_cast<int>(seconds / (2 * batch * replay_s))));
+    steps = std::max(20, std::min(steps, static_cast<int>(seconds / 4 / replay_s)));
     std::vector<double> wrp_round_us, bare_round_us;
     auto time_wrp = [&] {
       auto a = std::chrono::steady_clock::now();

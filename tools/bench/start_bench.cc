@@ -12,7 +12,7 @@
 #include "runtime/error.h"
 #include "runtime/graph.h"
 #include "runtime/warp_library.h"
-#include "warp.h"  // Warp: wp_cuda_device_get_primary_context
+#include "warp.h"  // Warp: wp_cuda_device_get_primary_context, wp_cuda_stream_*
 
 namespace {
 
@@ -50,8 +50,17 @@ int main(int argc, char** argv) {
     auto t0 = Clock::now();
     wrp::InitWarp();
     auto t1 = Clock::now();
-    if (!device.is_cpu() && !wp_cuda_device_get_primary_context(device.ordinal)) {
-      throw wrp::Error("cannot create the CUDA context of " + device.ToString());
+    // The context phase does what Python's does (load_bench.py: device.context, which also creates the
+    // device's stream, then wp.synchronize_device), so that the two load phases start from the same state.
+    void* context = nullptr;
+    void* stream = nullptr;
+    if (!device.is_cpu()) {
+      context = wp_cuda_device_get_primary_context(device.ordinal);
+      if (!context) throw wrp::Error("cannot create the CUDA context of " + device.ToString());
+      stream = wp_cuda_stream_create(context, 0);
+      if (!stream || !wp_cuda_context_synchronize(context)) {
+        throw wrp::Error("cannot create a stream on " + device.ToString());
+      }
     }
     auto t2 = Clock::now();
     wrp::Bundle bundle = wrp::Bundle::OpenDirectory(dir);
@@ -67,6 +76,7 @@ int main(int argc, char** argv) {
         "{\"init_ms\": %.3f, \"context_ms\": %.3f, \"open_verify_ms\": %.3f, \"load_ms\": %.3f, "
         "\"first_replay_ms\": %.3f, \"bundle_bytes\": %zu, \"road\": \"%s\"}\n",
         Ms(t0, t1), Ms(t1, t2), Ms(t2, t3), Ms(t3, t4), Ms(t4, t5), bytes, graph.load_source().c_str());
+    if (stream) wp_cuda_stream_destroy(context, stream);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "start_bench: %s\n", e.what());

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Every runtime benchmark, in one run on a GPU machine, results as JSON in $OUT (then, on any machine:
 # tools/bench/report.sh $OUT draws docs/bench/REPORT.md and its plots). Needs warp importable from
-# /tmp/wrp-site (../shared/gpu) and .gpubench/ from tools/gpu/stage_bench.sh. About 4-6 minutes on an H200.
-#   REPEAT=7 tools/gpu/bench_all.sh
+# /tmp/wrp-site (../shared/gpu) and .gpubench/ from tools/gpu/stage_bench.sh. About 4-5 minutes on an H200:
+# every load road in 7 fresh processes each, replay benches sized to a few seconds of GPU time each.
+#   tools/gpu/bench_all.sh            # REPEAT=7 (the least that gives a median of fresh processes)
+#   FULL=1 tools/gpu/bench_all.sh     # also wrpkg.load without the per-device view (about 1 more minute)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 c=.gpubench
 out=${OUT:-/tmp/wrp-bench}
 repeat=${REPEAT:-7}
+full=${FULL:-0}
 mkdir -p "$out"
 export PYTHONPATH=/tmp/wrp-site:$PWD PYTHONUNBUFFERED=1
 export LD_LIBRARY_PATH=/tmp/wrp-site/warp/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -44,7 +47,6 @@ cases=(
   sim:native:stock:models/recorded/sim_cuda_sm90
   sim:sass:stock:$c/sim_recorded_wrp
   sim:sass:wrpkg:$c/sim_recorded_wrp
-  sim:sass:wrpkg-noview:$c/sim_recorded_wrp
   sim:sass:cpp:$c/sim_recorded_wrp
   sim:sass:cpp-noview:$c/sim_recorded_wrp
   sim:ptx:stock:$c/sim_ptx_only_wrp
@@ -56,14 +58,28 @@ if [ -d "$c/cloth_wrp" ]; then
   cases+=(
     cloth:sass:stock:$c/cloth_wrp
     cloth:sass:wrpkg:$c/cloth_wrp
-    cloth:sass:wrpkg-noview:$c/cloth_wrp
     cloth:sass:cpp:$c/cloth_wrp
     cloth:sass:cpp-noview:$c/cloth_wrp
     cloth:ptx:stock:$c/cloth_ptx_only_wrp
   )
 fi
+if [ "$full" = 1 ]; then
+  cases+=(sim:sass:wrpkg-noview:$c/sim_recorded_wrp)
+  [ -d "$c/cloth_wrp" ] && cases+=(cloth:sass:wrpkg-noview:$c/cloth_wrp)
+fi
+present=()
+for case in "${cases[@]}"; do
+  if [ -e "${case#*:*:*:}" ]; then present+=("$case"); else echo "!! skipped $case: not staged"; status=1; fi
+done
+cases=("${present[@]}")
 step "cold loads, every road, fresh processes, $repeat rounds interleaved"
 check python3 tools/bench/load_bench.py --out "$out/load.json" --repeat "$repeat" --start-bench $c/start_bench "${cases[@]}"
+
+step "wrpkg.load's own steps before Warp's call, on this machine's CPU (fresh processes)"
+profiled=("$c/sim_recorded_wrp")
+[ -d "$c/cloth_wrp" ] && profiled+=("$c/cloth_wrp")
+python3 tools/bench/load_profile.py --repeat "$repeat" "${profiled[@]}" | tee "$work/load_profile.txt" || status=1
+tail -1 "$work/load_profile.txt" > "$out/load_profile.json"
 
 step "replay throughput and host time per launch (medians of many rounds)"
 for model in sim cloth; do
@@ -96,7 +112,9 @@ if [ -d "$c/cloth_wrp" ]; then
   check $c/replay --bundle "$c/cloth_wrp"
 fi
 
+# One file to fetch (the device tool returns at most 8): every result, console log aside.
+tar -C "$out" -cf "$work/results.tar" --exclude=results.tar . && mv "$work/results.tar" "$out/results.tar"
 echo
-echo "bench_all: $(( $(date +%s) - started )) s; results in $out:"; ls -la "$out"
+echo "bench_all: $(( $(date +%s) - started )) s; results in $out (all of them in results.tar):"; ls -la "$out"
 [ "$status" -eq 0 ] && echo "bench_all: all ran" || echo "bench_all: FAILURES above"
 exit "$status"
