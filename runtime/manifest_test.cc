@@ -122,20 +122,21 @@ WRP_TEST(ErrorsNameTheFieldAndTheTarget) {
 
 WRP_TEST(BindingArraysMustFitTheirRegion) {
   // A view (offset, strides) inside its base allocation is fine: the last element ends at byte 768.
-  wrp::Manifest view = wrp::ParseManifest(
-      ManifestText("\"shape\": [64], \"strides\": [12], \"offset\": 0",
-                   "\"shape\": [2, 3], \"strides\": [384, 24], \"offset\": 324"),
-      "m");
+  wrp::Manifest view =
+      wrp::ParseManifest(ManifestText("\"shape\": [64], \"strides\": [12], \"offset\": 0",
+                                      "\"shape\": [2, 3], \"strides\": [384, 24], \"offset\": 324"),
+                         "m");
   CHECK_EQ(view.FindBinding("x")->ArrayText(), "vec3f[2, 3]");
   CHECK_THROWS_WITH(wrp::ParseManifest(ManifestText("\"shape\": [64]", "\"shape\": [65]"), "m"), "m",
                     "bindings[0].shape", "past its region's 768 bytes");
   CHECK_THROWS_WITH(
-      wrp::ParseManifest(ManifestText("\"strides\": [12], \"offset\": 0", "\"strides\": [12], \"offset\": 1"), "m"),
+      wrp::ParseManifest(ManifestText("\"strides\": [12], \"offset\": 0", "\"strides\": [12], \"offset\": 1"),
+                         "m"),
       "bindings[0].shape", "offset 1");
   // Strides so large that offset + span overflows 64 bits are past the region too.
-  CHECK_THROWS_WITH(wrp::ParseManifest(ManifestText("\"strides\": [12]", "\"strides\": [9223372036854775807]"),
-                                       "m"),
-                    "bindings[0].shape", "past its region");
+  CHECK_THROWS_WITH(
+      wrp::ParseManifest(ManifestText("\"strides\": [12]", "\"strides\": [9223372036854775807]"), "m"),
+      "bindings[0].shape", "past its region");
   CHECK_THROWS_WITH(wrp::ParseManifest(ManifestText("\"strides\": [12]", "\"strides\": [12, 4]"), "m"),
                     "bindings[0].strides", "one stride per dimension");
   CHECK_THROWS_WITH(wrp::ParseManifest(ManifestText("\"shape\": [64]", "\"shape\": []"), "m"),
@@ -145,6 +146,8 @@ WRP_TEST(BindingArraysMustFitTheirRegion) {
   CHECK_THROWS_WITH(wrp::ParseManifest(ManifestText("\"dtype_bytes\": 12", "\"dtype_bytes\": 0"), "m"),
                     "bindings[0].dtype_bytes");
   // An empty array has no element to reach past its region.
-  CHECK_EQ(wrp::ParseManifest(ManifestText("\"shape\": [64]", "\"shape\": [0]"), "m").FindBinding("x")->ElementCount(),
+  CHECK_EQ(wrp::ParseManifest(ManifestText("\"shape\": [64]", "\"shape\": [0]"), "m")
+               .FindBinding("x")
+               ->ElementCount(),
            uint64_t(0));
 }

@@ -247,12 +247,16 @@ def test_bundle_refuses_a_binding_array_larger_than_its_region(two_builds, tmp_p
 
     _edit_interface(raw, grow_x)
     out = tmp_path / "out"
-    with pytest.raises(BundleError, match=r"binding 'x': its vec3f array of shape \[2049\].*past its region's 24576 bytes"):
+    with pytest.raises(
+        BundleError, match=r"binding 'x': its vec3f array of shape \[2049\].*past its region's 24576 bytes"
+    ):
         bundle(raw, "sim", "sim_cpu_wrp", LABEL, out / "sim_cpu_wrp", out / "s.tar", out / "s.sha256")
 
 
 def test_a_view_binding_records_its_place_in_the_base_allocation(tmp_path):
-    proc = _start_capture(PROGRAMS / "view_binding.py", tmp_path / "raw", "view", "//tests:view_wrp", tmp_path)
+    proc = _start_capture(
+        PROGRAMS / "view_binding.py", tmp_path / "raw", "view", "//tests:view_wrp", tmp_path
+    )
     _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
     out = tmp_path / "out"

@@ -100,7 +100,10 @@ def test_interface_records_directions_and_sizes(sim_raw):
     sizes = {g["name"]: g["bytes"] for g in interface["golden"]}
     assert sizes["x"] == 2048 * 12 and sizes["energy"] == 120 * 4
     # Each array as models/sim.py allocates it: Warp's type name, shape and byte strides.
-    layouts = {b["name"]: (b["dtype"], b["dtype_bytes"], b["shape"], b["strides"], b["offset"]) for b in interface["bindings"]}
+    layouts = {
+        b["name"]: (b["dtype"], b["dtype_bytes"], b["shape"], b["strides"], b["offset"])
+        for b in interface["bindings"]
+    }
     assert layouts == {
         "x": ("vec3f", 12, [2048], [12], 0),
         "v": ("vec3f", 12, [2048], [12], 0),

@@ -76,7 +76,10 @@ ELSEWHERE = {
 }
 # command -> what its output must say
 RUN = {
-    "bazel run //:wrpkg -- inspect bazel-bin/models/sim_cpu_wrp": ("bundle //models:sim_cpu_wrp", "vec3f[2048]"),
+    "bazel run //:wrpkg -- inspect bazel-bin/models/sim_cpu_wrp": (
+        "bundle //models:sim_cpu_wrp",
+        "vec3f[2048]",
+    ),
     "bazel run //:wrpkg -- verify bazel-bin/models/sim_cpu_wrp": ("content hash",),
     "bazel run //:wrpkg -- --help": ("inspect",),
     "wrpkg inspect bazel-bin/models/sim_recorded_wrp": ("bundle //models:sim_recorded_wrp", "vec3f[2048]"),

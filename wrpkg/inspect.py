@@ -84,7 +84,7 @@ def _layout(record: dict) -> dict:
 
 
 def _array_text(b: dict) -> str:
-    """"vec3f[2048]", "float32[4, 3] strides [24, 4] at byte 12"; "" when not recorded."""
+    """ "vec3f[2048]", "float32[4, 3] strides [24, 4] at byte 12"; "" when not recorded."""
     if not b.get("dtype") or b.get("shape") is None:
         return ""
     text = f"{b['dtype']}[{', '.join(str(n) for n in b['shape'])}]"
