@@ -54,6 +54,40 @@ class ManifestReader {
     return static_cast<uint64_t>(v.integer_value());
   }
 
+  std::vector<uint64_t> Sizes(const Value& object, const std::string& key, const std::string& path) const {
+    std::vector<uint64_t> sizes;
+    const std::vector<Value>& items = Array(object, key, path);
+    if (items.empty()) Fail(path + key, "expected a non-empty array of non-negative integers");
+    for (const Value& v : items) {
+      if (!v.is_integer() || v.integer_value() < 0)
+        Fail(path + key, "expected a non-empty array of non-negative integers");
+      sizes.push_back(static_cast<uint64_t>(v.integer_value()));
+    }
+    return sizes;
+  }
+
+  // The array must lie inside its region: a reader that addresses element i by offset + i . strides
+  // (Warp's layout) never leaves the bytes the binding holds.
+  void CheckLayout(const BindingRecord& b, const std::string& path) const {
+    if (b.dtype.empty()) Fail(path + "dtype", "expected a Warp type name");
+    if (b.dtype_bytes == 0) Fail(path + "dtype_bytes", "expected a positive integer");
+    if (b.shape.size() != b.strides.size()) Fail(path + "strides", "expected one stride per dimension");
+    uint64_t end = b.offset;
+    bool fits = true;
+    if (b.ElementCount() != 0) {
+      for (size_t d = 0; fits && d < b.shape.size(); ++d) {
+        uint64_t span = 0;
+        fits = !__builtin_mul_overflow(b.shape[d] - 1, b.strides[d], &span) &&
+               !__builtin_add_overflow(end, span, &end);
+      }
+      fits = fits && !__builtin_add_overflow(end, b.dtype_bytes, &end);
+    }
+    if (!fits || end > b.bytes) {
+      Fail(path + "shape", "its " + b.dtype + " array (offset " + std::to_string(b.offset) +
+                               ") reaches past its region's " + std::to_string(b.bytes) + " bytes");
+    }
+  }
+
   const std::vector<Value>& Array(const Value& object, const std::string& key,
                                   const std::string& path) const {
     const Value& v = Require(object, key, path);
@@ -196,6 +230,12 @@ class ManifestReader {
       } else {
         Fail(p + "region", "expected an integer or a string");
       }
+      b.dtype = String(bindings[i], "dtype", p);
+      b.dtype_bytes = Size(bindings[i], "dtype_bytes", p);
+      b.shape = Sizes(bindings[i], "shape", p);
+      b.strides = Sizes(bindings[i], "strides", p);
+      b.offset = Size(bindings[i], "offset", p);
+      CheckLayout(b, p);
       if (!binding_names.insert(b.name).second)
         Fail(p + "name", "binding \"" + b.name + "\" is listed twice");
       m.bindings.push_back(std::move(b));
@@ -282,6 +322,23 @@ class ManifestReader {
 };
 
 }  // namespace
+
+uint64_t BindingRecord::ElementCount() const {
+  for (uint64_t n : shape) {
+    if (n == 0) return 0;
+  }
+  uint64_t count = 1;
+  for (uint64_t n : shape) {
+    if (__builtin_mul_overflow(count, n, &count)) return UINT64_MAX;
+  }
+  return count;
+}
+
+std::string BindingRecord::ArrayText() const {
+  std::string text = dtype + "[";
+  for (size_t d = 0; d < shape.size(); ++d) text += (d ? ", " : "") + std::to_string(shape[d]);
+  return text + "]";
+}
 
 const BindingRecord* Manifest::FindBinding(const std::string& binding_name) const {
   for (const BindingRecord& b : bindings) {

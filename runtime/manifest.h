@@ -1,4 +1,4 @@
-// The bundle manifest (manifest.json, schema "rules_warp.manifest/2": the deployed files, whose sha256 is the
+// The bundle manifest (manifest.json, schema "rules_warp.manifest/3": the deployed files, whose sha256 is the
 // content hash) and its test manifest (golden.json, schema "rules_warp.golden/1": the target's name and label
 // and the golden outputs), as written by wrpkg's bundler. Identity and goldens stay out of the content hash
 // so that two targets deploying the same bytes (a retargeted and a GPU capture) share it.
@@ -41,6 +41,18 @@ struct BindingRecord {
   std::string direction;  // "in", "out" or "inout"
   uint64_t bytes = 0;     // capacity of the whole base allocation
   std::string region;  // names sharing a region alias the same memory (kept as text: int or string in JSON)
+  // The named array inside those `bytes`, as the capture script made it: Warp's type name ("float32",
+  // "vec3f") and its size, the shape, byte strides and the byte offset of element 0 (non-zero for a view).
+  std::string dtype;
+  uint64_t dtype_bytes = 0;
+  std::vector<uint64_t> shape;
+  std::vector<uint64_t> strides;
+  uint64_t offset = 0;
+
+  // Number of elements (product of the shape).
+  uint64_t ElementCount() const;
+  // "vec3f[2048]", "float32[4, 3]": for messages.
+  std::string ArrayText() const;
 };
 
 struct GoldenRecord {
@@ -58,7 +70,7 @@ struct FileRecord {
 };
 
 struct Manifest {
-  static constexpr const char* kSchema = "rules_warp.manifest/2";
+  static constexpr const char* kSchema = "rules_warp.manifest/3";
   static constexpr const char* kGoldenSchema = "rules_warp.golden/1";
   // The test manifest: not hashed into the content hash, but it names the content hash it belongs to and
   // lists the golden files with their sha256, which the bundle verifies like the deployed ones.

@@ -9,13 +9,15 @@ const char kDigest[] = "00000000000000000000000000000000000000000000000000000000
 // A minimal valid CUDA manifest; `patch` replaces one "KEY": VALUE pair's text.
 std::string ManifestText(const std::string& from = "", const std::string& to = "") {
   std::string text = std::string(R"({
- "schema": "rules_warp.manifest/2", "wrp": "sim.wrp",
+ "schema": "rules_warp.manifest/3", "wrp": "sim.wrp",
  "warp_version": "1.19.0", "format_version": 18, "device": "cuda",
  "modules": [{"name": "__main__", "hash": "5bca816e", "binary": "sim_modules/m.cubin", "binary_kind": "cubin",
    "source": "sim_modules/m.cu", "sass": [{"arch": "sm_90", "size": 10, "sha256": "D"}],
    "ptx": {"arch": "compute_75", "size": 5, "sha256": "D", "nvrtc_version": "13.4.92"}}],
- "bindings": [{"name": "x", "direction": "inout", "bytes": 768, "region": 1},
-              {"name": "e", "direction": "out", "bytes": 4, "region": 2}],
+ "bindings": [{"name": "x", "direction": "inout", "bytes": 768, "region": 1, "dtype": "vec3f", "dtype_bytes": 12,
+               "shape": [64], "strides": [12], "offset": 0},
+              {"name": "e", "direction": "out", "bytes": 4, "region": 2, "dtype": "float32", "dtype_bytes": 4,
+               "shape": [1], "strides": [4], "offset": 0}],
  "files": [{"path": "sim.wrp", "size": 1, "sha256": "D"}, {"path": "sim_modules/m.cubin", "size": 1, "sha256": "D"},
            {"path": "sim_modules/m.cu", "size": 1, "sha256": "D"}],
  "toolchain": {"warp": "1.19.0", "nvrtc": "13.4.92"}, "ptx_min_driver": "13.4"})");
@@ -70,6 +72,11 @@ WRP_TEST(ParsesTheBundlerSchema) {
   CHECK(m.modules[0].ptx && m.modules[0].ptx->nvrtc_version == "13.4.92");
   CHECK(m.modules[0].source && *m.modules[0].source == "sim_modules/m.cu");
   CHECK_EQ(m.FindBinding("x")->region, "1");
+  CHECK_EQ(m.FindBinding("x")->dtype, "vec3f");
+  CHECK_EQ(m.FindBinding("x")->dtype_bytes, uint64_t(12));
+  CHECK_EQ(m.FindBinding("x")->ElementCount(), uint64_t(64));
+  CHECK_EQ(m.FindBinding("x")->ArrayText(), "vec3f[64]");
+  CHECK_EQ(m.FindBinding("e")->strides[0], uint64_t(4));
   CHECK(!m.golden[0].tolerance);
   CHECK(m.golden[1].tolerance && m.golden[1].tolerance->atol == 1e-7 && m.golden[1].tolerance->rtol == 1e-5);
   CHECK(m.ptx_min_driver && *m.ptx_min_driver == 13040);  // "13.4" in cuDriverGetVersion form
@@ -111,4 +118,36 @@ WRP_TEST(ErrorsNameTheFieldAndTheTarget) {
   CHECK_THROWS_WITH(WithGolden(GoldenText("rules_warp.golden/1", "rules_warp.golden/7")), "field \"schema\"");
   CHECK_THROWS_WITH(WithGolden(GoldenText("\"sim_wrp\"", "\"a/b\"")), "field \"name\"");
   CHECK_THROWS_WITH(wrp::ParseManifest("[]", "m.json"), "m.json", "expected an object");
+}
+
+WRP_TEST(BindingArraysMustFitTheirRegion) {
+  // A view (offset, strides) inside its base allocation is fine: the last element ends at byte 768.
+  wrp::Manifest view =
+      wrp::ParseManifest(ManifestText("\"shape\": [64], \"strides\": [12], \"offset\": 0",
+                                      "\"shape\": [2, 3], \"strides\": [384, 24], \"offset\": 324"),
+                         "m");
+  CHECK_EQ(view.FindBinding("x")->ArrayText(), "vec3f[2, 3]");
+  CHECK_THROWS_WITH(wrp::ParseManifest(ManifestText("\"shape\": [64]", "\"shape\": [65]"), "m"), "m",
+                    "bindings[0].shape", "past its region's 768 bytes");
+  CHECK_THROWS_WITH(
+      wrp::ParseManifest(ManifestText("\"strides\": [12], \"offset\": 0", "\"strides\": [12], \"offset\": 1"),
+                         "m"),
+      "bindings[0].shape", "offset 1");
+  // Strides so large that offset + span overflows 64 bits are past the region too.
+  CHECK_THROWS_WITH(
+      wrp::ParseManifest(ManifestText("\"strides\": [12]", "\"strides\": [9223372036854775807]"), "m"),
+      "bindings[0].shape", "past its region");
+  CHECK_THROWS_WITH(wrp::ParseManifest(ManifestText("\"strides\": [12]", "\"strides\": [12, 4]"), "m"),
+                    "bindings[0].strides", "one stride per dimension");
+  CHECK_THROWS_WITH(wrp::ParseManifest(ManifestText("\"shape\": [64]", "\"shape\": []"), "m"),
+                    "bindings[0].shape", "non-empty");
+  CHECK_THROWS_WITH(wrp::ParseManifest(ManifestText("\"dtype\": \"vec3f\", ", ""), "m"), "bindings[0].dtype",
+                    "missing");
+  CHECK_THROWS_WITH(wrp::ParseManifest(ManifestText("\"dtype_bytes\": 12", "\"dtype_bytes\": 0"), "m"),
+                    "bindings[0].dtype_bytes");
+  // An empty array has no element to reach past its region.
+  CHECK_EQ(wrp::ParseManifest(ManifestText("\"shape\": [64]", "\"shape\": [0]"), "m")
+               .FindBinding("x")
+               ->ElementCount(),
+           uint64_t(0));
 }

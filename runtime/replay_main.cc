@@ -160,7 +160,9 @@ int Run(const Flags& flags) {
     wrp::GoldenComparison result =
         wrp::CompareWithGolden(expected.data, expected.size, actual.data(), actual.size(), golden.tolerance);
     passed += result.match;
-    std::cout << "  " << (result.match ? "PASS " : "FAIL ") << golden.name << ": " << result.detail << "\n";
+    const wrp::BindingRecord* binding = manifest.FindBinding(golden.name);
+    std::cout << "  " << (result.match ? "PASS " : "FAIL ") << golden.name << " ("
+              << (binding ? binding->ArrayText() : "?") << "): " << result.detail << "\n";
   }
   if (manifest.golden.empty()) {
     std::cout << "FAIL: the bundle records no golden outputs, so nothing was checked; fix: "

@@ -183,6 +183,18 @@ def make_corpus(good_dir: Path, good_tar: Path, out: Path) -> list[Case]:
 
     directory("oversized_size_in_manifest", False, lambda b: _edit_manifest(b, oversized_size))
 
+    def binding_past_its_region(raw):
+        # A reader addressing the array by shape and strides would leave the bound bytes.
+        binding = raw["bindings"][0]
+        binding["shape"] = [binding["shape"][0] + 1, *binding["shape"][1:]]
+
+    directory("binding_array_past_its_region", False, lambda b: _edit_manifest(b, binding_past_its_region))
+
+    def binding_without_dtype(raw):
+        del raw["bindings"][0]["dtype"]
+
+    directory("binding_without_dtype", False, lambda b: _edit_manifest(b, binding_without_dtype))
+
     def symlinked_directory(b: Path) -> None:
         # The same bytes, but reached through a directory outside the bundle.
         target = outside / "golden_elsewhere"

@@ -168,6 +168,8 @@ def test_manifest_content(two_builds):
     assert {g.file for g in manifest.golden} >= {"golden/x.bin"}
     bindings = {b.name: (b.direction, b.bytes) for b in manifest.bindings}
     assert bindings["x"] == ("inout", 2048 * 12) and bindings["energy"] == ("out", 480)
+    x = next(b for b in manifest.bindings if b.name == "x")
+    assert (x.dtype, x.dtype_bytes, x.shape, x.strides, x.offset) == ("vec3f", 12, [2048], [12], 0)
     tolerances = {g.name: (g.atol, g.rtol) for g in manifest.golden}
     assert tolerances == {
         "x": (1e-4, 1e-5),
@@ -206,6 +208,78 @@ def test_bundle_fails_cleanly_on_a_broken_raw_dir(two_builds, tmp_path):
     with pytest.raises(BundleError, match="energy"):
         bundle(raw, "sim", "sim_cpu_wrp", LABEL, out / "sim_cpu_wrp", out / "s.tar", out / "s.sha256")
     assert not out.exists() or list(out.iterdir()) == []
+
+
+def _edit_interface(raw: Path, edit) -> None:
+    path = raw / "interface.json"
+    interface = json.loads(path.read_text())
+    edit(interface)
+    path.write_text(json.dumps(interface))
+
+
+def test_bundle_refuses_an_interface_without_array_layouts(two_builds, tmp_path):
+    """A capture recorded before bindings carried dtype and shape must be captured again."""
+    raw = tmp_path / "raw"
+    shutil.copytree(two_builds[0] / "raw", raw)
+
+    def to_version_1(interface):
+        interface["schema"] = "rules_warp.capture_interface/1"
+        for b in interface["bindings"]:
+            for key in ("dtype", "dtype_bytes", "shape", "strides", "offset"):
+                del b[key]
+
+    _edit_interface(raw, to_version_1)
+    out = tmp_path / "out"
+    with pytest.raises(BundleError) as err:
+        bundle(raw, "sim", "sim_cpu_wrp", LABEL, out / "sim_cpu_wrp", out / "s.tar", out / "s.sha256")
+    message = str(err.value)
+    assert str(raw / "interface.json") in message and "capture_interface/2" in message
+    assert f"rebuild {LABEL}" in message and "tools/gpu/capture_cuda.sh" in message
+    assert not out.exists() or list(out.iterdir()) == []
+
+
+def test_bundle_refuses_a_binding_array_larger_than_its_region(two_builds, tmp_path):
+    raw = tmp_path / "raw"
+    shutil.copytree(two_builds[0] / "raw", raw)
+
+    def grow_x(interface):
+        next(b for b in interface["bindings"] if b["name"] == "x")["shape"] = [2049]
+
+    _edit_interface(raw, grow_x)
+    out = tmp_path / "out"
+    with pytest.raises(
+        BundleError, match=r"binding 'x': its vec3f array of shape \[2049\].*past its region's 24576 bytes"
+    ):
+        bundle(raw, "sim", "sim_cpu_wrp", LABEL, out / "sim_cpu_wrp", out / "s.tar", out / "s.sha256")
+
+
+def test_a_view_binding_records_its_place_in_the_base_allocation(tmp_path):
+    proc = _start_capture(
+        PROGRAMS / "view_binding.py", tmp_path / "raw", "view", "//tests:view_wrp", tmp_path
+    )
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    out = tmp_path / "out"
+    result = bundle(
+        tmp_path / "raw", "view", "view_wrp", "//tests:view_wrp",
+        out / "view_wrp", out / "view_wrp.tar", out / "view_wrp.sha256",
+    )  # fmt: skip
+    layouts = {
+        b.name: (b.dtype, b.dtype_bytes, b.shape, b.strides, b.offset, b.bytes, b.region)
+        for b in result.manifest.bindings
+    }
+    grid_region = layouts["grid"][-1]
+    # One region (the grid's 4 x 8 vec2f), two arrays in it.
+    assert layouts == {
+        "column": ("vec2f", 8, [4], [64], 24, 256, grid_region),
+        "grid": ("vec2f", 8, [4, 8], [64, 8], 0, 256, grid_region),
+    }
+    verify_bundle(out / "view_wrp")
+    text = subprocess.run(
+        [sys.executable, "-m", "wrpkg.cli", "inspect", str(out / "view_wrp")],
+        env=_env(), capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "vec2f[4] strides [64] at byte 24" in text and "vec2f[4, 8] " in text
 
 
 # --- verify --------------------------------------------------------------------------------
@@ -251,6 +325,16 @@ def test_verify_catches_a_changed_manifest(bundle_copy):
     with pytest.raises(VerifyError) as err:  # caught by the .sha256 beside the bundle
         verify_bundle(bundle_copy)
     assert str(manifest_path) in str(err.value) and "content hash" in str(err.value)
+
+
+def test_verify_catches_a_binding_array_larger_than_its_region(bundle_copy):
+    (bundle_copy.parent / "sim_cpu_wrp.sha256").unlink()
+    manifest_path = bundle_copy / "manifest.json"
+    manifest = from_json_bytes(manifest_path.read_bytes())
+    next(b for b in manifest.bindings if b.name == "energy").strides = [8]  # canonical, but reads past
+    manifest_path.write_bytes(to_json_bytes(manifest))
+    with pytest.raises(VerifyError, match=r"binding 'energy'.*reaches byte 956, past its region's 480 bytes"):
+        verify_bundle(bundle_copy)
 
 
 def test_verify_catches_a_hand_edited_manifest_without_a_hash_file(bundle_copy):
@@ -383,11 +467,19 @@ def cuda_bundle(tmp_path_factory) -> Path:
                     "rtol": 1e-5 if info.name == "e" else None,
                 }
             )
+    # The fixture's arrays (capture_fixture.py): x, v are vec3f[4096], e is float32[1].
+    layout = {
+        "x": {"dtype": "vec3f", "dtype_bytes": 12, "shape": [4096], "strides": [12], "offset": 0},
+        "v": {"dtype": "vec3f", "dtype_bytes": 12, "shape": [4096], "strides": [12], "offset": 0},
+        "e": {"dtype": "float32", "dtype_bytes": 4, "shape": [1], "strides": [4], "offset": 0},
+    }
     interface = {
-        "schema": "rules_warp.capture_interface/1",
+        "schema": "rules_warp.capture_interface/2",
         "stem": "sim",
         "device": "cuda",
-        "bindings": [{"name": i.name, "direction": direction[i.direction.value]} for i in infos],
+        "bindings": [
+            {"name": i.name, "direction": direction[i.direction.value], **layout[i.name]} for i in infos
+        ],
         "golden": golden,
     }
     (raw / "interface.json").write_text(json.dumps(interface))

@@ -107,6 +107,18 @@ def test_interface_records_directions_and_sizes(sim_raw):
     }
     sizes = {g["name"]: g["bytes"] for g in interface["golden"]}
     assert sizes["x"] == 2048 * 12 and sizes["energy"] == 120 * 4
+    # Each array as models/sim.py allocates it: Warp's type name, shape and byte strides.
+    layouts = {
+        b["name"]: (b["dtype"], b["dtype_bytes"], b["shape"], b["strides"], b["offset"])
+        for b in interface["bindings"]
+    }
+    assert layouts == {
+        "x": ("vec3f", 12, [2048], [12], 0),
+        "v": ("vec3f", 12, [2048], [12], 0),
+        "energy": ("float32", 4, [120], [4], 0),
+        "contacts": ("int32", 4, [120], [4], 0),
+        "displacement": ("float32", 4, [2048], [4], 0),
+    }
     # Tolerances for a CUDA replay against these CPU values; v and contacts are exact.
     assert {g["name"]: (g["atol"], g["rtol"]) for g in interface["golden"]} == {
         "x": (1e-4, 1e-5),

@@ -115,6 +115,11 @@ def test_inspect_leads_with_the_bundle_summary():
     assert bundle["source_kept"] is True
     directions = {b["name"]: b["direction"] for b in manifest["bindings"]}
     assert {b["name"]: b["direction"] for b in bundle["bindings"]} == directions
+    # dtype and shape come from the recorded capture's interface.json, as the manifest lists them.
+    arrays = {b["name"]: (b["dtype"], b["shape"]) for b in manifest["bindings"]}
+    assert arrays["x"] == ("vec3f", [2048]) and arrays["contacts"] == ("int32", [120])
+    assert {b["name"]: (b["dtype"], b["shape"]) for b in bundle["bindings"]} == arrays
+    assert {b["name"]: (b["dtype"], b["shape"]) for b in wrp["bindings"]} == arrays
     assert [g["name"] for g in bundle["golden"]] == sorted(directions)
     # The .wrp part takes its directions from the manifest too: none is left unknown.
     assert wrp["directions_from"] == "manifest.json"
@@ -131,3 +136,4 @@ def test_inspect_leads_with_the_bundle_summary():
     assert text.startswith("bundle //models:sim_recorded_wrp")
     assert f"content sha256: {bundle['content_sha256']}" in text
     assert "CUDA source: kept" in text and "unknown" not in text
+    assert "vec3f[2048]" in text and "int32[120]" in text

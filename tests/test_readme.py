@@ -1,7 +1,8 @@
 """Every command the README shows is accounted for, so the README cannot drift.
 
 Commands are the lines of its indented code blocks and its inline `code` spans that start
-like a command (bazel, tools/..., wrpkg, pip, python -m). Each one is either
+like a command (bazel, tools/..., wrpkg, pip, python, file, ./, each maybe after VAR=value
+assignments). Each one is either
 - RUN here, as the README writes it (paths under bazel-bin/ point at this test's bundles), or
 - ELSEWHERE: run by another test or CI job, or needing a GPU, a package index or two clean
   builds; the entry says which and the script it names must exist.
@@ -50,6 +51,14 @@ ELSEWHERE = {
     "tools/apic_corpus.py": "//tests:apic_corpus_test runs it on five programs; the whole corpus: "
     "tools/gpu/apic_retarget_check.sh",
     "tools/gpu/stage_bench.sh": "builds the benchmark inputs for tools/gpu/bench_all.sh on a GPU machine: run by hand",
+    "OUT=/tmp/out tools/gpu/bench_all.sh": "needs a CUDA GPU: the benchmarks, on the GPU machine after "
+    "tools/gpu/stage_bench.sh here",
+    "python3 tools/bench/build_bench.py --out /tmp/out/build.json": "times clean and incremental builds "
+    "(many minutes): run by hand",
+    "file bazel-out/k8-fastbuildaarch64/bin/examples/deploy/deploy_recorded": "CI: //tests/aarch64 runs the "
+    "aarch64 deploy_recorded under qemu (an x86_64 binary would not start there)",
+    "LD_LIBRARY_PATH=.../warp/bin ./deploy_recorded": "on the aarch64 device, with its warp.so: run by hand; "
+    "//tests/aarch64 runs it under qemu",
     "wrpkg capture": "run by every wrp_artifact's capture action (python -m wrpkg.capture) and //tests:capture_test",
     "wrpkg bundle": "run by every wrp_artifact's bundle action (python -m wrpkg.bundle) and //tests:bundle_test",
     "wrpkg verify": "//tests:validity_parity_test and bundle_test (the RUN entry runs it through Bazel)",
@@ -73,14 +82,20 @@ ELSEWHERE = {
     "tools/gpu/enter_runner.sh": "needs root and an unpacked runner root filesystem: run by hand "
     "(toolchains/containers/README.md)",
 }
+# command -> what its output must say
 RUN = {
-    "bazel run //:wrpkg -- inspect bazel-bin/models/sim_cpu_wrp": "bundle //models:sim_cpu_wrp",
-    "bazel run //:wrpkg -- verify bazel-bin/models/sim_cpu_wrp": "content hash",
-    "bazel run //:wrpkg -- --help": "inspect",
-    "wrpkg inspect bazel-bin/models/sim_recorded_wrp": "bundle //models:sim_recorded_wrp",
+    "bazel run //:wrpkg -- inspect bazel-bin/models/sim_cpu_wrp": (
+        "bundle //models:sim_cpu_wrp",
+        "vec3f[2048]",
+    ),
+    "bazel run //:wrpkg -- verify bazel-bin/models/sim_cpu_wrp": ("content hash",),
+    "bazel run //:wrpkg -- --help": ("inspect",),
+    "wrpkg inspect bazel-bin/models/sim_recorded_wrp": ("bundle //models:sim_recorded_wrp", "vec3f[2048]"),
 }
 
-_COMMAND = re.compile(r"^(bazel |tools/\S+\.(sh|py)|wrpkg |pip |python -m |toolchains/python/lock\.sh)")
+_COMMAND = re.compile(
+    r"^([A-Z_]+=\S+ )*(bazel |tools/\S+\.(sh|py)|wrpkg |pip |python3? |file |\./|\S+/lock\.sh)"
+)
 
 
 def readme_commands() -> list[str]:
@@ -143,7 +158,8 @@ def test_readme_command_runs(command, tmp_path):
             text=True,
         )
     assert done.returncode == 0, done.stderr
-    assert RUN[command] in done.stdout
+    for expected in RUN[command]:
+        assert expected in done.stdout, done.stdout
     assert "Could not find or load the NVIDIA CUDA driver" not in done.stdout + done.stderr
 
 

@@ -34,12 +34,12 @@ from pathlib import Path
 from wrpkg import atomic
 from wrpkg import format as wrpformat
 from wrpkg.errors import BundleError, WrpFormatError
+from wrpkg.interface import INTERFACE_NAME, manifest_bindings
 from wrpkg.manifest import (
     CAPTURE_INFO_NAME,
     GOLDEN_NAME,
     MANIFEST_NAME,
     UNHASHED_FILES,
-    BindingEntry,
     GoldenEntry,
     Manifest,
     ModuleEntry,
@@ -53,8 +53,6 @@ from wrpkg.manifest import (
     to_json_bytes,
 )
 
-INTERFACE_NAME = "interface.json"
-_DIRECTION = {"in": "in", "out": "out", "inout": "inout"}
 # Tar entries get this mtime: a fixed constant, so two builds give the same bytes.
 TAR_MTIME = 0
 
@@ -309,25 +307,9 @@ def build_bundle_dir(
     wrp_name = f"{stem}.wrp"
     (work / wrp_name).write_bytes(canonical.to_bytes())
 
-    # Bindings: sizes and regions from the .wrp; directions from the capture (the .wrp
-    # does not store them).
-    directions = {b["name"]: b["direction"] for b in interface["bindings"]}
-    infos = wrpformat.binding_infos(canonical)
-    if sorted(directions) != sorted(info.name for info in infos):
-        raise BundleError(
-            f"{raw_dir}: bindings in {INTERFACE_NAME} {sorted(directions)} differ from "
-            f"{raw_wrp_path.name}'s {sorted(info.name for info in infos)}",
-            fix=f"rebuild {label}",
-        )
-    bindings = []
-    for info in sorted(infos, key=lambda i: i.name):
-        if info.byte_size is None:
-            raise BundleError(
-                f"{raw_wrp_path}: binding {info.name} names region {info.region_id}, which is not in the file"
-            )
-        bindings.append(
-            BindingEntry(info.name, _DIRECTION[directions[info.name]], info.byte_size, info.region_id)
-        )
+    # Bindings: regions and sizes from the .wrp; directions and array layouts from the
+    # capture (the .wrp stores neither).
+    bindings = manifest_bindings(interface, canonical, raw_dir, label)
     binding_bytes = {b.name: b.bytes for b in bindings}
 
     (work / "golden").mkdir()

@@ -13,7 +13,8 @@ writes, atomically (all of it or nothing):
     RAW/sim.wrp              Warp's capture_save output (raw, not canonical)
     RAW/sim_modules/         the module binaries (+ generated .cu sources on CUDA)
     RAW/golden/<name>.bin    every output's bytes after one replay of the saved graph
-    RAW/interface.json       bindings (name, direction), golden files, tolerances, golden_device
+    RAW/interface.json       bindings (name, direction, dtype, shape, strides, offset), golden
+                             files, tolerances, golden_device
     RAW/capture.json         provenance: Warp version, device name, SM, driver, CUDA toolkit, mode
 
 The capture-script contract is in models/README.md: the script defines
@@ -37,10 +38,10 @@ from typing import Any
 from wrpkg import atomic
 from wrpkg.errors import CaptureError
 from wrpkg.golden import as_tolerance
+from wrpkg.interface import INTERFACE_SCHEMA
 from wrpkg.stale_pointers import LaunchRecorder, check_launches
 from wrpkg.warp_init import init_warp
 
-INTERFACE_SCHEMA = "rules_warp.capture_interface/1"
 CAPTURE_MODES = ("gpu", "retarget", "auto")
 CAPTURE_INFO_SCHEMA = "rules_warp.capture/1"
 
@@ -76,6 +77,30 @@ class CaptureSpec:
 class Binding:
     name: str
     direction: str  # "in" | "out" | "inout"
+    layout: dict = field(default_factory=dict)  # array_layout() of the named array
+
+
+def array_layout(wp, arr) -> dict:
+    """The named array as a deployed program must address it inside its binding.
+
+    A binding holds the array's whole base allocation (wp.capture_save binds that), so a
+    view is located by its byte offset into it; strides are in bytes, as Warp keeps them.
+    `dtype` is Warp's own type name ("float32", "vec3f", "<module>.<Struct>"), and
+    `dtype_bytes` its size, so a reader needs no table of Warp's types.
+    """
+    base = arr
+    # Warp's own walk to the base allocation (warp/_src/apic/capture.py, _find_base).
+    while getattr(base, "_ref", None) is not None and hasattr(base._ref, "ptr"):
+        base = base._ref
+    base_ptr = base._storage_base_ptr if base._storage_base_ptr is not None else base.ptr
+    offset = 0 if arr.ptr is None or base_ptr is None else arr.ptr - base_ptr
+    return {
+        "dtype": wp._src.types.type_repr(arr.dtype),
+        "dtype_bytes": wp._src.types.type_size_in_bytes(arr.dtype),
+        "shape": [int(n) for n in arr.shape],
+        "strides": [int(n) for n in arr.strides],
+        "offset": int(offset),
+    }
 
 
 @dataclass
@@ -204,9 +229,10 @@ def _check_spec(wp, spec: Any, device, target: str) -> list[Binding]:
                     f"{target}: '{name}' names one array as input and another as output",
                     fix="use one name per array; a name in both inputs and outputs is one in-place array",
                 )
-            bindings.append(Binding(name, "inout"))
+            bindings.append(Binding(name, "inout", array_layout(wp, spec.inputs[name])))
         else:
-            bindings.append(Binding(name, "in" if name in spec.inputs else "out"))
+            arr = spec.inputs[name] if name in spec.inputs else spec.outputs[name]
+            bindings.append(Binding(name, "in" if name in spec.inputs else "out", array_layout(wp, arr)))
     for name, tol in spec.tolerances.items():
         if name not in spec.outputs:
             raise CaptureError(
@@ -488,7 +514,7 @@ def _capture_into(
         "stem": stem,
         "device": info["device"],
         "golden_device": golden_device,
-        "bindings": [{"name": b.name, "direction": b.direction} for b in bindings],
+        "bindings": [{"name": b.name, "direction": b.direction, **b.layout} for b in bindings],
         "golden": golden_records,
     }
     if label:

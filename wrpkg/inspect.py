@@ -2,7 +2,8 @@
 
 For a bundle (a directory with manifest.json, or the .wrp inside one) it leads with what a
 user wants first: label, content hash, SASS list, PTX and the driver it needs, whether
-the CUDA source is kept, bindings with their directions, golden outputs and tolerances.
+the CUDA source is kept, bindings with their direction, dtype and shape, golden outputs and
+tolerances.
 For every .wrp: device, target arch, Warp version, modules (binary kind, size, and what
 a fatbin holds), kernels, bindings, memory regions and operation counts. `--json` prints
 the same as one JSON object."""
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from wrpkg import manifest as manifest_mod
@@ -54,18 +56,43 @@ def find_wrp(path: Path) -> Path:
     return path
 
 
-def _directions(wrp_path: Path) -> tuple[dict[str, Direction] | None, str]:
-    """Binding directions recorded beside the file (bundle manifest or raw capture)."""
+def _recorded_bindings(wrp_path: Path) -> tuple[dict[str, dict] | None, str]:
+    """Bindings recorded beside the file (bundle manifest or raw capture): direction and,
+    from captures that record it, the array layout."""
     for name in (manifest_mod.MANIFEST_NAME, "interface.json"):
         sidecar = wrp_path.parent / name
         if not sidecar.is_file():
             continue
         try:
             doc = json.loads(sidecar.read_text())
-            return {b["name"]: _DIRECTIONS[b["direction"]] for b in doc["bindings"]}, name
+            recorded = {b["name"]: dict(b) for b in doc["bindings"]}
+            for b in recorded.values():
+                b["direction"] = _DIRECTIONS[b["direction"]]
+            return recorded, name
         except (OSError, ValueError, KeyError, TypeError):
             continue
     return None, "the .wrp alone"
+
+
+def _layout(record: dict) -> dict:
+    layout = {key: record.get(key) for key in ("dtype", "shape", "strides", "offset")}
+    try:
+        layout["contiguous"] = record["strides"] == _packed_strides(record["shape"], record["dtype_bytes"])
+    except (KeyError, TypeError):
+        layout["contiguous"] = None
+    return layout
+
+
+def _array_text(b: dict) -> str:
+    """ "vec3f[2048]", "float32[4, 3] strides [24, 4] at byte 12"; "" when not recorded."""
+    if not b.get("dtype") or b.get("shape") is None:
+        return ""
+    text = f"{b['dtype']}[{', '.join(str(n) for n in b['shape'])}]"
+    if b.get("contiguous") is False:
+        text += f" strides {b['strides']}"
+    if b.get("offset"):
+        text += f" at byte {b['offset']}"
+    return text
 
 
 def _fatbin_holds(binary: Path) -> tuple[list[str] | None, str | None]:
@@ -104,12 +131,19 @@ def summarize(wrp_path: Path, wrp: WrpFile | None = None) -> dict:
             }
         )
     module_names = {m.hash: m.name for m in wrp.metadata.modules}
-    directions, directions_from = _directions(wrp_path)
+    recorded, directions_from = _recorded_bindings(wrp_path)
     bindings = []
     for b in binding_infos(wrp):
-        direction = directions.get(b.name, Direction.UNKNOWN) if directions is not None else b.direction
+        record = recorded.get(b.name, {}) if recorded is not None else {}
+        direction = record.get("direction", Direction.UNKNOWN) if recorded is not None else b.direction
         bindings.append(
-            {"name": b.name, "region_id": b.region_id, "direction": direction.value, "bytes": b.byte_size}
+            {
+                "name": b.name,
+                "region_id": b.region_id,
+                "direction": direction.value,
+                "bytes": b.byte_size,
+                **_layout(record),
+            }
         )
     regions = wrp.memory.regions
     return {
@@ -164,13 +198,31 @@ def summarize_bundle(bundle_dir: Path) -> dict:
         "ptx_nvrtc": manifest.toolchain.nvrtc_ptx,
         "ptx_min_driver": manifest.ptx_min_driver if ptx_archs else None,
         "source_kept": manifest.has_source_fallback(),
-        "bindings": [{"name": b.name, "direction": b.direction, "bytes": b.bytes} for b in manifest.bindings],
+        "bindings": [
+            {
+                "name": b.name,
+                "direction": b.direction,
+                "bytes": b.bytes,
+                **_layout(asdict(b)),
+            }
+            for b in manifest.bindings
+        ],
         "golden": [
             {"name": g.name, "file": g.file, "bytes": g.bytes, "atol": g.atol, "rtol": g.rtol}
             for g in manifest.golden
         ],
         "golden_device": manifest.golden_device,
     }
+
+
+def _packed_strides(shape: list[int], dtype_bytes: int) -> list[int]:
+    """Row-major strides with no gaps: the common layout, which inspect shows without strides."""
+    strides = []
+    step = dtype_bytes
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return strides[::-1]
 
 
 def _human(n: int | None) -> str:
@@ -207,7 +259,7 @@ def render_bundle_text(b: dict) -> str:
         f"bindings ({len(b['bindings'])}):",
     ]
     for x in b["bindings"]:
-        lines.append(f"  {x['name']:<20} {x['direction']:<6} {_human(x['bytes'])}")
+        lines.append(f"  {x['name']:<20} {x['direction']:<6} {_array_text(x):<24} {_human(x['bytes'])}")
     lines.append(f"golden outputs ({len(b['golden'])}):")
     for g in b["golden"]:
         tolerance = (
@@ -238,7 +290,10 @@ def render_text(s: dict) -> str:
         lines.append(f"  {k['module']}.{k['key']}  block_dim {k['block_dim']}")
     lines.append(f"bindings ({len(s['bindings'])}, directions from {s['directions_from']}):")
     for b in s["bindings"]:
-        lines.append(f"  {b['name']:<20} {b['direction']:<8} region {b['region_id']:<4} {_human(b['bytes'])}")
+        array = f"  {_array_text(b)}" if b.get("dtype") else ""
+        lines.append(
+            f"  {b['name']:<20} {b['direction']:<8} region {b['region_id']:<4} {_human(b['bytes'])}{array}"
+        )
     mem = s["memory"]
     lines.append(
         f"memory: {mem['regions']} regions, {_human(mem['total_bytes'])} total, "

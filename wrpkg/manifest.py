@@ -23,7 +23,8 @@ from pathlib import Path
 from wrpkg.archs import split_arch
 from wrpkg.errors import VerifyError
 
-MANIFEST_SCHEMA = "rules_warp.manifest/2"
+# /3 added each binding's array layout (dtype, dtype_bytes, shape, strides, offset).
+MANIFEST_SCHEMA = "rules_warp.manifest/3"
 MANIFEST_NAME = "manifest.json"
 GOLDEN_SCHEMA = "rules_warp.golden/1"
 GOLDEN_NAME = "golden.json"
@@ -67,8 +68,49 @@ class ModuleEntry:
 class BindingEntry:
     name: str
     direction: str  # "in" | "out" | "inout"
-    bytes: int
+    bytes: int  # the region: the whole base allocation of the named array
     region: int
+    # The named array inside its region (wrpkg.capture.array_layout): Warp's type name and
+    # its size, shape, byte strides and the byte offset of element 0.
+    dtype: str
+    dtype_bytes: int
+    shape: list[int]
+    strides: list[int]
+    offset: int
+
+    def extent(self) -> int:
+        """Bytes from the region's start to just past the array's last element (`offset` for
+        an empty array). Strides are >= 0: Warp has no negative strides."""
+        if any(n == 0 for n in self.shape):
+            return self.offset
+        last = sum((n - 1) * stride for n, stride in zip(self.shape, self.strides, strict=True))
+        return self.offset + last + self.dtype_bytes
+
+
+def _is_size(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**63
+
+
+def binding_layout_problem(b: BindingEntry) -> str | None:
+    """What is wrong with a binding's layout, or None: the array must fit in its region."""
+    if not isinstance(b.dtype, str) or not b.dtype:
+        return f"dtype {b.dtype!r} is not a type name"
+    if not _is_size(b.dtype_bytes) or b.dtype_bytes == 0:
+        return f"dtype_bytes {b.dtype_bytes!r} is not a positive integer"
+    for field_name in ("shape", "strides"):
+        value = getattr(b, field_name)
+        if not isinstance(value, list) or not value or not all(_is_size(n) for n in value):
+            return f"{field_name} {value!r} is not a non-empty list of integers >= 0"
+    if len(b.shape) != len(b.strides):
+        return f"shape {b.shape} and strides {b.strides} differ in length"
+    if not _is_size(b.offset):
+        return f"offset {b.offset!r} is not an integer >= 0"
+    if b.extent() > b.bytes:
+        return (
+            f"its {b.dtype} array of shape {b.shape} (strides {b.strides}, offset {b.offset}) "
+            f"reaches byte {b.extent()}, past its region's {b.bytes} bytes"
+        )
+    return None
 
 
 @dataclass
@@ -257,6 +299,9 @@ def from_json_bytes(
     _require(manifest.device in ("cpu", "cuda"), path, f"device is {manifest.device!r}")
     for b in manifest.bindings:
         _require(b.direction in DIRECTIONS, path, f"binding {b.name!r} has direction {b.direction!r}")
+        _require(_is_size(b.bytes), path, f"binding {b.name!r} has size {b.bytes!r}")
+        problem = binding_layout_problem(b)
+        _require(problem is None, path, f"binding {b.name!r}: {problem}")
     # Field names, not to_dict(): asdict deep-copies the whole manifest, a cost every load paid.
     extra = sorted(set(raw) - {f.name for f in fields(Manifest)} - set(_TEST_FIELDS))
     _require(not extra, path, f"unexpected fields {extra}")
