@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from wrpkg import archs, cuda_tools
 from wrpkg.archs import Arch, parse_arch
 from wrpkg.errors import CompileError, WrpFormatError
-from wrpkg.format import read_wrp
 from wrpkg.recipe import CompileRecipe, nvrtc_program_name
+from wrpkg.wrpformat import read_wrp
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "cuda-sm90-particles"

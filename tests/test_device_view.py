@@ -15,9 +15,9 @@ import pytest
 from wrpkg import cuda_tools
 from wrpkg.errors import BundleError, VerifyError
 from wrpkg.fatbin import KIND_ELF, KIND_PTX, is_fatbin, parse_fatbin, sass_image
-from wrpkg.format import read_wrp
 from wrpkg.load import DeviceFit, _read_view, device_fit, device_view
 from wrpkg.verify import verify_bundle
+from wrpkg.wrpformat import read_wrp
 
 BUNDLE = Path(os.environ["WRP_SIM_BUNDLE"])
 

@@ -9,7 +9,7 @@ Bundle layout (`<name>/`):
     golden.json          test manifest: name, label, golden outputs with sha256 and tolerances,
                          golden_device, and the content hash it belongs to; not hashed
     capture.json         capture provenance (device name, driver): not hashed, not in "files"
-    <stem>.wrp           canonical form (wrpkg.format.canonicalize)
+    <stem>.wrp           canonical form (wrpkg.wrpformat.canonicalize)
     <stem>_modules/...   module binaries (+ the generated .cu sources of a CUDA capture)
     golden/<output>.bin  golden outputs, one replay of the captured graph
 
@@ -31,8 +31,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from wrpkg import atomic
-from wrpkg import format as wrpformat
+from wrpkg import atomic, wrpformat
 from wrpkg.errors import BundleError, WrpFormatError
 from wrpkg.manifest import (
     CAPTURE_INFO_NAME,

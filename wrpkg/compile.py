@@ -74,7 +74,7 @@ def output_filename(module_hash: str, target: Arch) -> str:
 def compile_wrp(wrp_path, modules_dir, arch: Arch | str, out_dir, *, include_dir: str | None = None) -> dict:
     """Compiles every CUDA module of `wrp_path` for `arch` into `out_dir`; returns compile.json's data."""
     from wrpkg import cuda_tools  # loads NVRTC: keep `wrpkg --help` light
-    from wrpkg.format import FallbackReason, read_wrp
+    from wrpkg.wrpformat import FallbackReason, read_wrp
 
     arch = parse_arch(arch, cuda_tools.pinned_nvrtc_version())
     wrp_path, modules_dir = Path(wrp_path), Path(modules_dir)
@@ -160,7 +160,7 @@ def _reason_name(reason) -> str:
 
 
 def _is_capture_target(module, target: Arch) -> bool:
-    from wrpkg.format import BinaryKind
+    from wrpkg.wrpformat import BinaryKind
 
     captured_suffix = (
         module.binary_filename.rsplit(".", 2)[-2] if module.binary_filename.count(".") >= 2 else ""

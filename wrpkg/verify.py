@@ -15,7 +15,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from wrpkg import format as wrpformat
+from wrpkg import wrpformat
 from wrpkg.errors import VerifyError, WrpFormatError
 from wrpkg.manifest import (
     GOLDEN_NAME,
