@@ -19,6 +19,7 @@ Layout (little-endian, packed, uncompressed):
 """
 
 from wrpkg.errors import WrpFormatError
+from wrpkg.recipe import CompileRecipe
 from wrpkg.wrpformat.bindings import BindingInfo, binding_directions, binding_infos
 from wrpkg.wrpformat.canonical import canonicalize, replace_module_binary
 from wrpkg.wrpformat.enums import (
@@ -38,7 +39,6 @@ from wrpkg.wrpformat.header import FileHeader, SectionEntry
 from wrpkg.wrpformat.memory import MemoryRegion, MemorySection
 from wrpkg.wrpformat.metadata import (
     BindingRecord,
-    CompileRecipe,
     KernelRecord,
     MeshRecord,
     Metadata,

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from wrpkg.errors import WrpFormatError
 from wrpkg.wrpformat.cursor import _Cursor
 
+_REGION = struct.Struct("<IIQB7s")
+assert _REGION.size == 24
+
 
 @dataclass
 class MemoryRegion:
@@ -16,6 +19,39 @@ class MemoryRegion:
     size: int
     initial_data: bytes | None  # `size` bytes, or None when the region has none
     pad: bytes = b"\0" * 7
+
+    @classmethod
+    def read(cls, cur: _Cursor, i: int, seen: set[int]) -> MemoryRegion:
+        """Region record `i` and its initial data; `seen` holds the ids read before it."""
+        at = cur.pos
+        region_id, element_size, size, has_data, pad = cur.unpack(_REGION, f"memory region record {i}")
+        if has_data > 1:
+            raise cur.fail(f"region {region_id} has initial-data flag {has_data}, expected 0 or 1", at)
+        if region_id in seen:
+            raise cur.fail(f"duplicate region id {region_id}", at)
+        data = None
+        if has_data:
+            if size > cur.remaining():
+                raise cur.fail(
+                    f"region {region_id} declares {size} bytes of initial data, {cur.remaining()} remain", at
+                )
+            data = cur.raw(size, f"region {region_id} initial data")
+        return cls(region_id, element_size, size, data, pad)
+
+    def write(self) -> bytes:
+        has_data = self.initial_data is not None
+        out = _REGION.pack(self.region_id, self.element_size, self.size, 1 if has_data else 0, self.pad)
+        if not has_data:
+            return out
+        if len(self.initial_data) != self.size:
+            raise WrpFormatError(
+                None,
+                "MEMORY",
+                0,
+                f"region {self.region_id} has {len(self.initial_data)} bytes of "
+                f"initial data but declares size {self.size}",
+            )
+        return out + self.initial_data
 
 
 @dataclass
@@ -30,9 +66,6 @@ class MemorySection:
         return None
 
 
-_REGION = struct.Struct("<IIQB7s")
-
-
 def _parse_memory(cur: _Cursor) -> MemorySection:
     if cur.remaining() < 4:
         raise cur.fail("memory section is shorter than its 4-byte region count")
@@ -40,21 +73,9 @@ def _parse_memory(cur: _Cursor) -> MemorySection:
     section = MemorySection()
     seen: set[int] = set()
     for i in range(count):
-        at = cur.pos
-        region_id, element_size, size, has_data, pad = cur.unpack(_REGION, f"memory region record {i}")
-        if has_data > 1:
-            raise cur.fail(f"region {region_id} has initial-data flag {has_data}, expected 0 or 1", at)
-        if region_id in seen:
-            raise cur.fail(f"duplicate region id {region_id}", at)
-        seen.add(region_id)
-        data = None
-        if has_data:
-            if size > cur.remaining():
-                raise cur.fail(
-                    f"region {region_id} declares {size} bytes of initial data, {cur.remaining()} remain", at
-                )
-            data = cur.raw(size, f"region {region_id} initial data")
-        section.regions.append(MemoryRegion(region_id, element_size, size, data, pad))
+        region = MemoryRegion.read(cur, i, seen)
+        seen.add(region.region_id)
+        section.regions.append(region)
     section.trailing = cur.raw(cur.remaining(), "trailing memory bytes")
     return section
 
@@ -62,16 +83,6 @@ def _parse_memory(cur: _Cursor) -> MemorySection:
 def _write_memory(memory: MemorySection) -> bytes:
     out = bytearray(struct.pack("<I", len(memory.regions)))
     for region in memory.regions:
-        has_data = region.initial_data is not None
-        out += _REGION.pack(
-            region.region_id, region.element_size, region.size, 1 if has_data else 0, region.pad
-        )
-        if has_data:
-            if len(region.initial_data) != region.size:
-                raise WrpFormatError(
-                    None, "MEMORY", 0, f"region {region.region_id} has {len(region.initial_data)} bytes of "
-                    f"initial data but declares size {region.size}"
-                )  # fmt: skip
-            out += region.initial_data
+        out += region.write()
     out += memory.trailing
     return bytes(out)

@@ -7,11 +7,13 @@ import struct
 from dataclasses import dataclass, field
 
 from wrpkg import WARP_VERSION
+from wrpkg.archs import SUFFIX_MIN_SM
+from wrpkg.errors import WrpFormatError
+from wrpkg.recipe import CompileRecipe
 from wrpkg.wrpformat.cursor import _Cursor
 from wrpkg.wrpformat.enums import (
     FORMAT_VERSION,
     INT32_MAX,
-    ArchSuffix,
     BinaryKind,
     DeviceType,
     FallbackReason,
@@ -19,22 +21,10 @@ from wrpkg.wrpformat.enums import (
 from wrpkg.wrpformat.header import FileHeader
 
 
-@dataclass
-class CompileRecipe:
-    """Decoded view of a module's 16-byte APICCudaCompileRecipe."""
-
-    debug: int
-    optimization_level: int
-    verify_fp: int
-    fast_math: int
-    fuse_fp: int
-    lineinfo: int
-    arch_suffix: int
-    reserved: bytes
-
-    @classmethod
-    def from_bytes(cls, raw: bytes) -> CompileRecipe:
-        return cls(*raw[:7], raw[7:16])
+def _string(value: str) -> bytes:
+    """A u32 length followed by the UTF-8 bytes (the reader's _Cursor.string)."""
+    raw = value.encode("utf-8")
+    return struct.pack("<I", len(raw)) + raw
 
 
 @dataclass
@@ -52,7 +42,52 @@ class ModuleRecord:
 
     @property
     def recipe(self) -> CompileRecipe:
+        """The decoded compile recipe; WrpFormatError when Warp's loader would refuse it."""
         return CompileRecipe.from_bytes(self.compile_recipe)
+
+    @classmethod
+    def read(cls, cur: _Cursor, i: int) -> ModuleRecord:
+        """Module record `i`; refuses unknown enum values (validate_module checks the rest)."""
+        at = cur.pos
+        module_hash = cur.string(f"module {i} hash")
+        name = cur.string(f"module {i} name")
+        binary_filename = cur.string(f"module {i} binary filename")
+        arch = cur.u32(f"module {i} target arch")
+        binary_sha = cur.string(f"module {i} binary sha256")
+        source_filename = cur.string(f"module {i} source filename")
+        source_sha = cur.string(f"module {i} source sha256")
+        kind = cur.u8(f"module {i} binary kind")
+        reason = cur.u8(f"module {i} fallback reason")
+        recipe = cur.raw(16, f"module {i} compile recipe")
+        if kind not in BinaryKind._value2member_map_:
+            raise cur.fail(f"module {i} ({name!r}): unknown binary kind {kind}", at)
+        if reason not in FallbackReason._value2member_map_:
+            raise cur.fail(f"module {i} ({name!r}): unknown fallback reason {reason}", at)
+        return cls(
+            hash=module_hash,
+            name=name,
+            binary_filename=binary_filename,
+            target_arch=arch,
+            binary_sha256=binary_sha,
+            source_filename=source_filename,
+            source_sha256=source_sha,
+            binary_kind=BinaryKind(kind),
+            fallback_reason=FallbackReason(reason),
+            compile_recipe=recipe,
+        )
+
+    def write(self) -> bytes:
+        return (
+            _string(self.hash)
+            + _string(self.name)
+            + _string(self.binary_filename)
+            + struct.pack("<I", self.target_arch)
+            + _string(self.binary_sha256)
+            + _string(self.source_filename)
+            + _string(self.source_sha256)
+            + struct.pack("<BB", self.binary_kind, self.fallback_reason)
+            + bytes(self.compile_recipe)
+        )
 
 
 @dataclass
@@ -65,6 +100,23 @@ class KernelRecord:
     backward_smem_bytes: int
     block_dim: int
 
+    @classmethod
+    def read(cls, cur: _Cursor, i: int) -> KernelRecord:
+        return cls(
+            key=cur.string(f"kernel {i} key"),
+            module_hash=cur.string(f"kernel {i} module hash"),
+            forward_name=cur.string(f"kernel {i} forward name"),
+            backward_name=cur.string(f"kernel {i} backward name"),
+            forward_smem_bytes=cur.u32(f"kernel {i} forward smem"),
+            backward_smem_bytes=cur.u32(f"kernel {i} backward smem"),
+            block_dim=cur.u32(f"kernel {i} block_dim"),
+        )
+
+    def write(self) -> bytes:
+        names = _string(self.key) + _string(self.module_hash) + _string(self.forward_name)
+        names += _string(self.backward_name)
+        return names + struct.pack("<III", self.forward_smem_bytes, self.backward_smem_bytes, self.block_dim)
+
 
 @dataclass
 class BindingRecord:
@@ -72,6 +124,17 @@ class BindingRecord:
 
     name: str
     region_id: int
+
+    @classmethod
+    def read(cls, cur: _Cursor, i: int) -> BindingRecord:
+        return cls(cur.string(f"binding {i} name"), cur.u32(f"binding {i} region id"))
+
+    def write(self) -> bytes:
+        return _string(self.name) + struct.pack("<I", self.region_id)
+
+
+_MESH = struct.Struct("<iiBBHIIIQ")
+assert _MESH.size == 32
 
 
 @dataclass
@@ -86,6 +149,26 @@ class MeshRecord:
     velocities_region_id: int  # 0 if absent
     original_ptr: int  # the captured mesh handle; relocations refer to it
 
+    @classmethod
+    def read(cls, cur: _Cursor, i: int) -> MeshRecord:
+        return cls(*cur.unpack(_MESH, f"mesh record {i}"))
+
+    def write(self) -> bytes:
+        return _MESH.pack(
+            self.num_points,
+            self.num_tris,
+            self.support_winding_number,
+            self.bvh_constructor,
+            self.bvh_leaf_size,
+            self.points_region_id,
+            self.indices_region_id,
+            self.velocities_region_id,
+            self.original_ptr,
+        )
+
+
+_PTR_LOC = struct.Struct("<IQQQ")
+
 
 @dataclass
 class PtrLocation:
@@ -95,6 +178,13 @@ class PtrLocation:
     offset: int
     stride: int
     count: int
+
+    @classmethod
+    def read(cls, cur: _Cursor, i: int) -> PtrLocation:
+        return cls(*cur.unpack(_PTR_LOC, f"pointer location {i}"))
+
+    def write(self) -> bytes:
+        return _PTR_LOC.pack(self.region_id, self.offset, self.stride, self.count)
 
 
 @dataclass
@@ -108,9 +198,6 @@ class Metadata:
     meshes: list[MeshRecord] = field(default_factory=list)
     ptr_locations: list[PtrLocation] = field(default_factory=list)
 
-
-_MESH = struct.Struct("<iiBBHIIIQ")
-_PTR_LOC = struct.Struct("<IQQQ")
 
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
@@ -164,32 +251,8 @@ def _parse_metadata(cur: _Cursor, header: FileHeader) -> Metadata:
     seen_modules: set[str] = set()
     for i in range(num_modules):
         at = cur.pos
-        module_hash = cur.string(f"module {i} hash")
-        name = cur.string(f"module {i} name")
-        binary_filename = cur.string(f"module {i} binary filename")
-        arch = cur.u32(f"module {i} target arch")
-        binary_sha = cur.string(f"module {i} binary sha256")
-        source_filename = cur.string(f"module {i} source filename")
-        source_sha = cur.string(f"module {i} source sha256")
-        kind = cur.u8(f"module {i} binary kind")
-        reason = cur.u8(f"module {i} fallback reason")
-        recipe = cur.raw(16, f"module {i} compile recipe")
-        if kind not in BinaryKind._value2member_map_:
-            raise cur.fail(f"module {i} ({name!r}): unknown binary kind {kind}", at)
-        if reason not in FallbackReason._value2member_map_:
-            raise cur.fail(f"module {i} ({name!r}): unknown fallback reason {reason}", at)
-        module = ModuleRecord(
-            hash=module_hash,
-            name=name,
-            binary_filename=binary_filename,
-            target_arch=arch,
-            binary_sha256=binary_sha,
-            source_filename=source_filename,
-            source_sha256=source_sha,
-            binary_kind=BinaryKind(kind),
-            fallback_reason=FallbackReason(reason),
-            compile_recipe=recipe,
-        )
+        module = ModuleRecord.read(cur, i)
+        name, module_hash = module.name, module.hash
         problem = validate_module(module, device)
         if problem:
             raise cur.fail(f"module {i} ({name!r}): {problem}", at)
@@ -201,31 +264,16 @@ def _parse_metadata(cur: _Cursor, header: FileHeader) -> Metadata:
     seen_kernels: set[tuple[str, str]] = set()
     for i in range(num_kernels):
         at = cur.pos
-        kernel = KernelRecord(
-            key=cur.string(f"kernel {i} key"),
-            module_hash=cur.string(f"kernel {i} module hash"),
-            forward_name=cur.string(f"kernel {i} forward name"),
-            backward_name=cur.string(f"kernel {i} backward name"),
-            forward_smem_bytes=cur.u32(f"kernel {i} forward smem"),
-            backward_smem_bytes=cur.u32(f"kernel {i} backward smem"),
-            block_dim=cur.u32(f"kernel {i} block_dim"),
-        )
+        kernel = KernelRecord.read(cur, i)
         identity = (kernel.module_hash, kernel.key)
         if identity in seen_kernels:
             raise cur.fail(f"kernel {i}: duplicate kernel {kernel.key} in module {kernel.module_hash}", at)
         seen_kernels.add(identity)
         meta.kernels.append(kernel)
 
-    for i in range(num_bindings):
-        meta.bindings.append(
-            BindingRecord(cur.string(f"binding {i} name"), cur.u32(f"binding {i} region id"))
-        )
-
-    for i in range(num_meshes):
-        meta.meshes.append(MeshRecord(*cur.unpack(_MESH, f"mesh record {i}")))
-
-    for i in range(num_ptr_locations):
-        meta.ptr_locations.append(PtrLocation(*cur.unpack(_PTR_LOC, f"pointer location {i}")))
+    meta.bindings = [BindingRecord.read(cur, i) for i in range(num_bindings)]
+    meta.meshes = [MeshRecord.read(cur, i) for i in range(num_meshes)]
+    meta.ptr_locations = [PtrLocation.read(cur, i) for i in range(num_ptr_locations)]
 
     if cur.remaining():
         raise cur.fail(f"metadata has {cur.remaining()} trailing bytes")
@@ -268,17 +316,9 @@ def validate_module(module: ModuleRecord, device: DeviceType) -> str | None:
         return None
     if module.binary_kind not in (BinaryKind.PTX, BinaryKind.CUBIN):
         return f"binary kind {int(module.binary_kind)} is neither PTX nor CUBIN"
-    recipe = module.recipe
-    if (
-        recipe.debug > 1
-        or recipe.optimization_level > 3
-        or recipe.verify_fp > 1
-        or recipe.fast_math > 1
-        or recipe.fuse_fp > 1
-        or recipe.lineinfo > 1
-        or recipe.arch_suffix > ArchSuffix.F
-        or any(recipe.reserved)
-    ):
+    try:
+        recipe = module.recipe
+    except WrpFormatError:
         return "compile recipe has an out-of-range field or non-zero reserved bytes"
     suffix = ".ptx" if module.binary_kind == BinaryKind.PTX else ".cubin"
     if not module.binary_filename.endswith(suffix):
@@ -287,9 +327,7 @@ def validate_module(module: ModuleRecord, device: DeviceType) -> str | None:
         return "source filename and source digest must be both present or both absent"
     if module.source_filename and not module.source_filename.endswith(".cu"):
         return "source filename does not end in .cu"
-    if (recipe.arch_suffix == ArchSuffix.A and module.target_arch < 90) or (
-        recipe.arch_suffix == ArchSuffix.F and module.target_arch < 100
-    ):
+    if recipe.arch_suffix and module.target_arch < SUFFIX_MIN_SM[recipe.arch_suffix]:
         return "architecture suffix is invalid for the module target arch"
     if module.fallback_reason == FallbackReason.AVAILABLE and not module.source_filename:
         return "source fallback is marked available without source"
@@ -299,11 +337,6 @@ def validate_module(module: ModuleRecord, device: DeviceType) -> str | None:
 def is_plain_basename(name: str) -> bool:
     """Warp's apic_is_relative_basename: a file name with no directory part."""
     return bool(name) and name not in (".", "..") and not any(c in name for c in "/\\:")
-
-
-def _string(value: str) -> bytes:
-    raw = value.encode("utf-8")
-    return struct.pack("<I", len(raw)) + raw
 
 
 def _write_metadata(meta: Metadata) -> bytes:
@@ -319,28 +352,6 @@ def _write_metadata(meta: Metadata) -> bytes:
         len(meta.meshes),
         len(meta.ptr_locations),
     )
-    for m in meta.modules:
-        out += _string(m.hash) + _string(m.name) + _string(m.binary_filename)
-        out += struct.pack("<I", m.target_arch)
-        out += _string(m.binary_sha256) + _string(m.source_filename) + _string(m.source_sha256)
-        out += struct.pack("<BB", m.binary_kind, m.fallback_reason) + bytes(m.compile_recipe)
-    for k in meta.kernels:
-        out += _string(k.key) + _string(k.module_hash) + _string(k.forward_name) + _string(k.backward_name)
-        out += struct.pack("<III", k.forward_smem_bytes, k.backward_smem_bytes, k.block_dim)
-    for b in meta.bindings:
-        out += _string(b.name) + struct.pack("<I", b.region_id)
-    for mesh in meta.meshes:
-        out += _MESH.pack(
-            mesh.num_points,
-            mesh.num_tris,
-            mesh.support_winding_number,
-            mesh.bvh_constructor,
-            mesh.bvh_leaf_size,
-            mesh.points_region_id,
-            mesh.indices_region_id,
-            mesh.velocities_region_id,
-            mesh.original_ptr,
-        )
-    for loc in meta.ptr_locations:
-        out += _PTR_LOC.pack(loc.region_id, loc.offset, loc.stride, loc.count)
+    for record in [*meta.modules, *meta.kernels, *meta.bindings, *meta.meshes, *meta.ptr_locations]:
+        out += record.write()
     return bytes(out)

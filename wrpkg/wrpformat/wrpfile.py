@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 import struct
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wrpkg import WARP_VERSION
+from wrpkg import WARP_VERSION, atomic
 from wrpkg.errors import WrpFormatError
 from wrpkg.wrpformat.cursor import _Cursor
 from wrpkg.wrpformat.enums import (
@@ -271,16 +270,4 @@ def _write(wrp: WrpFile) -> bytes:
 
 def write_wrp(wrp: WrpFile, path: str | os.PathLike) -> None:
     """Write atomically: a temporary file in the same directory, then a rename over `path`."""
-    path = Path(path)
-    data = wrp.to_bytes()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic.write_file(Path(path), wrp.to_bytes())
