@@ -15,15 +15,10 @@
 #include "runtime/error.h"
 #include "runtime/private_cache.h"
 #include "runtime/warp_library.h"
-#include "warp.h"  // Warp: wp_cuda_*, wp_get_error_string
+#include "warp.h"  // Warp: wp_cuda_*
 
 namespace wrp {
 namespace {
-
-std::string WarpErrorString() {
-  const char* s = wp_get_error_string();
-  return (s && *s) ? s : "no error text from Warp";
-}
 
 std::string Basename(const std::string& path) {
   size_t slash = path.find_last_of('/');

@@ -95,6 +95,19 @@ class ManifestReader {
     return v.array_items();
   }
 
+  // Calls read(item, field_prefix) for each element of the array `key`; every element must be an object.
+  // field_prefix ("files[2].") names the element in errors.
+  template <typename ReadItem>
+  void ForEachObject(const Value& object, const std::string& key, const std::string& path,
+                     ReadItem read) const {
+    const std::vector<Value>& items = Array(object, key, path);
+    for (size_t i = 0; i < items.size(); ++i) {
+      std::string p = path + key + "[" + std::to_string(i) + "].";
+      ExpectType(items[i], Value::Type::kObject, p);
+      read(items[i], p);
+    }
+  }
+
   std::string Sha256(const Value& object, const std::string& key, const std::string& path) const {
     std::string digest = String(object, key, path);
     bool ok = digest.size() == 64;
@@ -137,6 +150,61 @@ class ManifestReader {
     Fail(field, "expected null, a CUDA version such as \"13.4\", or an integer such as 13040");
   }
 
+  template <typename RequireListed>
+  ModuleRecord ReadModule(const Value& item, const std::string& p, RequireListed require_listed) const {
+    ModuleRecord mod;
+    mod.name = String(item, "name", p);
+    mod.hash = String(item, "hash", p);
+    mod.binary = RelativePath(item, "binary", p);
+    require_listed(mod.binary, p + "binary");
+    mod.binary_kind = String(item, "binary_kind", p);
+    mod.source = OptionalString(item, "source", p);
+    if (mod.source) {
+      CheckRelativePath(*mod.source, p + "source");
+      require_listed(*mod.source, p + "source");
+    }
+    if (const Value* sass = item.Find("sass"); sass && !sass->is_null()) {
+      ForEachObject(item, "sass", p, [&](const Value& s, const std::string& sp) {
+        mod.sass.push_back(SassRecord{String(s, "arch", sp), Size(s, "size", sp), Sha256(s, "sha256", sp)});
+      });
+    }
+    if (const Value* ptx = item.Find("ptx"); ptx && !ptx->is_null()) {
+      ExpectType(*ptx, Value::Type::kObject, p + "ptx");
+      PtxRecord rec;
+      rec.arch = String(*ptx, "arch", p + "ptx.");
+      rec.size = Size(*ptx, "size", p + "ptx.");
+      rec.sha256 = Sha256(*ptx, "sha256", p + "ptx.");
+      rec.nvrtc_version = OptionalString(*ptx, "nvrtc_version", p + "ptx.").value_or("");
+      mod.ptx = rec;
+    }
+    return mod;
+  }
+
+  BindingRecord ReadBinding(const Value& item, const std::string& p) const {
+    BindingRecord b;
+    b.name = String(item, "name", p);
+    b.direction = String(item, "direction", p);
+    if (b.direction != "in" && b.direction != "out" && b.direction != "inout") {
+      Fail(p + "direction", "expected \"in\", \"out\" or \"inout\", got \"" + b.direction + "\"");
+    }
+    b.bytes = Size(item, "bytes", p);
+    const Value& region = Require(item, "region", p);
+    if (region.is_integer()) {
+      b.region = std::to_string(region.integer_value());
+    } else if (region.is_string()) {
+      b.region = region.string_value();
+    } else {
+      Fail(p + "region", "expected an integer or a string");
+    }
+    b.dtype = String(item, "dtype", p);
+    b.dtype_bytes = Size(item, "dtype_bytes", p);
+    b.shape = Sizes(item, "shape", p);
+    b.strides = Sizes(item, "strides", p);
+    b.offset = Size(item, "offset", p);
+    CheckLayout(b, p);
+    return b;
+  }
+
   Manifest Read(const Value& root) {
     if (!root.is_object()) Fail("(top level)", "expected an object");
     Manifest m;
@@ -154,92 +222,29 @@ class ManifestReader {
     if (m.device != "cpu" && m.device != "cuda")
       Fail("device", "expected \"cpu\" or \"cuda\", got \"" + m.device + "\"");
 
-    const std::vector<Value>& files = Array(root, "files", "");
     std::set<std::string> file_paths;
-    for (size_t i = 0; i < files.size(); ++i) {
-      std::string p = "files[" + std::to_string(i) + "].";
-      ExpectType(files[i], Value::Type::kObject, p);
-      FileRecord f;
-      f.path = RelativePath(files[i], "path", p);
-      f.size = Size(files[i], "size", p);
-      f.sha256 = Sha256(files[i], "sha256", p);
+    ForEachObject(root, "files", "", [&](const Value& item, const std::string& p) {
+      FileRecord f{RelativePath(item, "path", p), Size(item, "size", p), Sha256(item, "sha256", p)};
       if (f.path == "manifest.json" || f.path == Manifest::kGolden)
         Fail(p + "path", "manifest.json cannot list itself or golden.json");
       if (!file_paths.insert(f.path).second) Fail(p + "path", "\"" + f.path + "\" is listed twice");
       m.files.push_back(std::move(f));
-    }
+    });
     auto require_listed = [&](const std::string& path, const std::string& field) {
       if (!file_paths.count(path))
         Fail(field, "\"" + path + "\" is not listed in \"files\", so it cannot be verified");
     };
     require_listed(m.wrp, "wrp");
-
-    const std::vector<Value>& modules = Array(root, "modules", "");
-    for (size_t i = 0; i < modules.size(); ++i) {
-      std::string p = "modules[" + std::to_string(i) + "].";
-      ExpectType(modules[i], Value::Type::kObject, p);
-      ModuleRecord mod;
-      mod.name = String(modules[i], "name", p);
-      mod.hash = String(modules[i], "hash", p);
-      mod.binary = RelativePath(modules[i], "binary", p);
-      require_listed(mod.binary, p + "binary");
-      mod.binary_kind = String(modules[i], "binary_kind", p);
-      mod.source = OptionalString(modules[i], "source", p);
-      if (mod.source) {
-        CheckRelativePath(*mod.source, p + "source");
-        require_listed(*mod.source, p + "source");
-      }
-      if (const Value* sass = modules[i].Find("sass"); sass && !sass->is_null()) {
-        ExpectType(*sass, Value::Type::kArray, p + "sass");
-        for (size_t j = 0; j < sass->array_items().size(); ++j) {
-          const Value& s = sass->array_items()[j];
-          std::string sp = p + "sass[" + std::to_string(j) + "].";
-          ExpectType(s, Value::Type::kObject, sp);
-          mod.sass.push_back(SassRecord{String(s, "arch", sp), Size(s, "size", sp), Sha256(s, "sha256", sp)});
-        }
-      }
-      if (const Value* ptx = modules[i].Find("ptx"); ptx && !ptx->is_null()) {
-        ExpectType(*ptx, Value::Type::kObject, p + "ptx");
-        PtxRecord rec;
-        rec.arch = String(*ptx, "arch", p + "ptx.");
-        rec.size = Size(*ptx, "size", p + "ptx.");
-        rec.sha256 = Sha256(*ptx, "sha256", p + "ptx.");
-        rec.nvrtc_version = OptionalString(*ptx, "nvrtc_version", p + "ptx.").value_or("");
-        mod.ptx = rec;
-      }
-      m.modules.push_back(std::move(mod));
-    }
-
-    const std::vector<Value>& bindings = Array(root, "bindings", "");
+    ForEachObject(root, "modules", "", [&](const Value& item, const std::string& p) {
+      m.modules.push_back(ReadModule(item, p, require_listed));
+    });
     std::set<std::string> binding_names;
-    for (size_t i = 0; i < bindings.size(); ++i) {
-      std::string p = "bindings[" + std::to_string(i) + "].";
-      ExpectType(bindings[i], Value::Type::kObject, p);
-      BindingRecord b;
-      b.name = String(bindings[i], "name", p);
-      b.direction = String(bindings[i], "direction", p);
-      if (b.direction != "in" && b.direction != "out" && b.direction != "inout") {
-        Fail(p + "direction", "expected \"in\", \"out\" or \"inout\", got \"" + b.direction + "\"");
-      }
-      b.bytes = Size(bindings[i], "bytes", p);
-      const Value& region = Require(bindings[i], "region", p);
-      if (region.is_integer()) {
-        b.region = std::to_string(region.integer_value());
-      } else if (region.is_string()) {
-        b.region = region.string_value();
-      } else {
-        Fail(p + "region", "expected an integer or a string");
-      }
-      b.dtype = String(bindings[i], "dtype", p);
-      b.dtype_bytes = Size(bindings[i], "dtype_bytes", p);
-      b.shape = Sizes(bindings[i], "shape", p);
-      b.strides = Sizes(bindings[i], "strides", p);
-      b.offset = Size(bindings[i], "offset", p);
-      CheckLayout(b, p);
+    ForEachObject(root, "bindings", "", [&](const Value& item, const std::string& p) {
+      BindingRecord b = ReadBinding(item, p);
       if (!binding_names.insert(b.name).second)
         Fail(p + "name", "binding \"" + b.name + "\" is listed twice");
       m.bindings.push_back(std::move(b));
-    }
+    });
     // Names of one region alias one allocation, so they must agree on its capacity.
     for (const BindingRecord& a : m.bindings) {
       for (const BindingRecord& b : m.bindings) {
@@ -284,19 +289,16 @@ class ManifestReader {
     std::set<std::string> binding_names;
     for (const BindingRecord& b : m->bindings) binding_names.insert(b.name);
     std::vector<GoldenRecord> records;
-    const std::vector<Value>& golden = Array(root, "golden", "");
-    for (size_t i = 0; i < golden.size(); ++i) {
-      std::string p = "golden[" + std::to_string(i) + "].";
-      ExpectType(golden[i], Value::Type::kObject, p);
+    ForEachObject(root, "golden", "", [&](const Value& item, const std::string& p) {
       GoldenRecord g;
-      g.name = String(golden[i], "name", p);
-      g.file = RelativePath(golden[i], "file", p);
+      g.name = String(item, "name", p);
+      g.file = RelativePath(item, "file", p);
       if (!file_paths.insert(g.file).second) Fail(p + "file", "\"" + g.file + "\" is listed twice");
-      g.bytes = Size(golden[i], "bytes", p);
-      g.sha256 = Sha256(golden[i], "sha256", p);
+      g.bytes = Size(item, "bytes", p);
+      g.sha256 = Sha256(item, "sha256", p);
       // atol and rtol: both null (bit-exact) or both finite numbers >= 0.
-      const Value* atol = golden[i].Find("atol");
-      const Value* rtol = golden[i].Find("rtol");
+      const Value* atol = item.Find("atol");
+      const Value* rtol = item.Find("rtol");
       if (!atol || !rtol) Fail(p + (atol ? "rtol" : "atol"), "missing");
       if (atol->is_null() != rtol->is_null())
         Fail(p + "atol", "atol and rtol must both be null or both numbers");
@@ -309,7 +311,7 @@ class ManifestReader {
       }
       if (!binding_names.count(g.name)) Fail(p + "name", "\"" + g.name + "\" is not a binding");
       records.push_back(std::move(g));
-    }
+    });
     m->name = std::move(name);
     m->label = std::move(label);
     m->golden_device = std::move(golden_device);

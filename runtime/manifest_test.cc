@@ -6,6 +6,18 @@ namespace {
 
 const char kDigest[] = "0000000000000000000000000000000000000000000000000000000000000000";
 
+// `text` with every "D" made a digest, then `from` (when given) replaced by `to`.
+std::string Filled(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at; (at = text.find("\"D\"")) != std::string::npos;)
+    text.replace(at, 3, std::string("\"") + kDigest + "\"");
+  if (!from.empty()) {
+    size_t at = text.find(from);
+    if (at == std::string::npos) throw std::logic_error("test patch not found: " + from);
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
 // A minimal valid CUDA manifest; `patch` replaces one "KEY": VALUE pair's text.
 std::string ManifestText(const std::string& from = "", const std::string& to = "") {
   std::string text = std::string(R"({
@@ -21,14 +33,7 @@ std::string ManifestText(const std::string& from = "", const std::string& to = "
  "files": [{"path": "sim.wrp", "size": 1, "sha256": "D"}, {"path": "sim_modules/m.cubin", "size": 1, "sha256": "D"},
            {"path": "sim_modules/m.cu", "size": 1, "sha256": "D"}],
  "toolchain": {"warp": "1.19.0", "nvrtc": "13.4.92"}, "ptx_min_driver": "13.4"})");
-  for (size_t at; (at = text.find("\"D\"")) != std::string::npos;)
-    text.replace(at, 3, std::string("\"") + kDigest + "\"");
-  if (!from.empty()) {
-    size_t at = text.find(from);
-    if (at == std::string::npos) throw std::logic_error("test patch not found: " + from);
-    text.replace(at, from.size(), to);
-  }
-  return text;
+  return Filled(text, from, to);
 }
 
 const char kContentHash[] = "1111111111111111111111111111111111111111111111111111111111111111";
@@ -41,14 +46,7 @@ std::string GoldenText(const std::string& from = "", const std::string& to = "")
  "golden": [{"name": "x", "file": "golden/x.bin", "bytes": 768, "sha256": "D", "atol": null, "rtol": null},
             {"name": "e", "file": "golden/e.bin", "bytes": 4, "sha256": "D", "atol": 1e-7, "rtol": 1e-5}]})");
   text.replace(text.find("\"H\""), 3, std::string("\"") + kContentHash + "\"");
-  for (size_t at; (at = text.find("\"D\"")) != std::string::npos;)
-    text.replace(at, 3, std::string("\"") + kDigest + "\"");
-  if (!from.empty()) {
-    size_t at = text.find(from);
-    if (at == std::string::npos) throw std::logic_error("test patch not found: " + from);
-    text.replace(at, from.size(), to);
-  }
-  return text;
+  return Filled(text, from, to);
 }
 
 wrp::Manifest WithGolden(const std::string& golden_text) {

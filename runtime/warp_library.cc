@@ -17,12 +17,13 @@
 #include "warp_clang.h"  // Warp: signatures of warp-clang's exports (resolved with dlsym, not linked)
 
 namespace wrp {
-namespace {
 
 std::string WarpErrorString() {
   const char* s = wp_get_error_string();
   return (s && *s) ? s : "no error text from Warp";
 }
+
+namespace {
 
 std::string DirectoryOf(const std::string& path) {
   size_t slash = path.find_last_of('/');

@@ -14,6 +14,9 @@ namespace wrp {
 // error rather than a crash. Thread-safe; throws wrp::Error on failure (and on every call after one).
 void InitWarp();
 
+// The text of Warp's last error (wp_get_error_string), or a placeholder when Warp gave none.
+std::string WarpErrorString();
+
 // wp_version() of the linked warp.so.
 std::string LinkedWarpVersion();
 

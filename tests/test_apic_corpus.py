@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from wrpkg import format as wrpformat
+from wrpkg import wrpformat
 
 REPO = Path(__file__).resolve().parent.parent
 TOOL = REPO / "tools" / "apic_corpus.py"

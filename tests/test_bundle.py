@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from wrpkg import format as wrpformat
+from wrpkg import wrpformat
 from wrpkg.bundle import bundle
 from wrpkg.errors import ArchMismatchError, BundleError, VerifyError
 from wrpkg.load import arch_mismatch_message, check_device, device_fit

@@ -11,7 +11,7 @@ import pytest
 from wrp_testing import FIXTURE_WRP, kernel_cache_dir, place_wrp, replay_cpu, shared_capture
 
 from wrpkg.errors import WrpFormatError
-from wrpkg.format import (
+from wrpkg.wrpformat import (
     CANONICAL_CUDA_TARGET_ARCH,
     KernelLaunch,
     RelocKind,

@@ -74,7 +74,7 @@ def test_sim_capture_layout(sim_raw):
 
 
 def test_sim_capture_holds_the_promised_operations(sim_raw):
-    from wrpkg import format as wrpformat
+    from wrpkg import wrpformat
 
     wrp = wrpformat.read_wrp(sim_raw / "sim.wrp")
     counts = wrp.op_counts()

@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 
 from wrpkg import archs, cuda_tools
 from wrpkg.archs import Arch, parse_arch
+from wrpkg.cuda_tools import pinning
 from wrpkg.errors import CompileError, WrpFormatError
-from wrpkg.format import read_wrp
 from wrpkg.recipe import CompileRecipe, nvrtc_program_name
+from wrpkg.wrpformat import read_wrp
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "cuda-sm90-particles"
@@ -71,10 +72,10 @@ def test_a_host_copy_of_nvrtc_in_the_process_is_refused(monkeypatch):
     wheel_dir = Path(cuda_tools.toolchain_library_paths()["nvrtc"]).parent
     host_copy = Path("/usr/local/cuda/lib64/libnvrtc.so.13")
     monkeypatch.setattr(
-        cuda_tools, "_mapped_libraries", lambda prefix: {wheel_dir / "libnvrtc.so.13", host_copy}
+        pinning, "_mapped_libraries", lambda prefix: {wheel_dir / "libnvrtc.so.13", host_copy}
     )
     with pytest.raises(CompileError, match="/usr/local/cuda/lib64/libnvrtc.so.13"):
-        cuda_tools._refuse_foreign_copies("nvrtc", wheel_dir)
+        pinning._refuse_foreign_copies("nvrtc", wheel_dir)
 
 
 def test_parse_arch():

@@ -17,9 +17,9 @@ import pytest
 from wrpkg import cuda_tools
 from wrpkg.errors import BundleError, VerifyError
 from wrpkg.fatbin import KIND_ELF, KIND_PTX, is_fatbin, parse_fatbin, sass_image
-from wrpkg.format import read_wrp
 from wrpkg.load import DeviceFit, _read_view, device_fit, device_view, prepare_cuda_load
 from wrpkg.verify import verify_bundle
+from wrpkg.wrpformat import read_wrp
 
 BUNDLE = Path(os.environ["WRP_SIM_BUNDLE"])
 
@@ -190,4 +190,4 @@ def test_importing_wrpkg_load_does_not_import_the_wrp_parser():
     """wrpkg.load runs in the loading program: what it imports is paid at every start."""
     code = "import sys, wrpkg.load; print(sorted(m for m in sys.modules if m.startswith('wrpkg')))"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
-    assert "wrpkg.format" not in out and "wrpkg.load" in out
+    assert "wrpkg.wrpformat" not in out and "wrpkg.load" in out

@@ -9,9 +9,9 @@ import pytest
 
 from wrpkg import cuda_tools
 from wrpkg.errors import CompileError
-from wrpkg.format import read_wrp
-from wrpkg.inspect import module_contents
+from wrpkg.inspection import module_contents
 from wrpkg.recipe import CompileRecipe, nvrtc_program_name
+from wrpkg.wrpformat import read_wrp
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "cuda-sm90-particles"
 TINY = b'extern "C" __global__ void k(float* x) { x[0] = 2.0f; }'

@@ -1,4 +1,4 @@
-"""wrpkg.format: byte-exact round trips on real captures, validation rules, rewriting,
+"""wrpkg.wrpformat: byte-exact round trips on real captures, validation rules, rewriting,
 and `wrpkg inspect`."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from wrp_testing import FIXTURE_DIR, FIXTURE_WRP, shared_capture
 
 from wrpkg import cli
 from wrpkg.errors import WrpFormatError
-from wrpkg.format import (
+from wrpkg.wrpformat import (
     BinaryKind,
     Conditional,
     DeviceType,

@@ -14,7 +14,7 @@ import pytest
 from wrp_testing import FIXTURE_WRP, fuzz_chunk, mutate, shared_capture, structural_positions
 
 from wrpkg.errors import WrpFormatError
-from wrpkg.format import read_wrp
+from wrpkg.wrpformat import read_wrp
 
 TOTAL_VARIANTS = int(os.environ.get("WRP_FUZZ_VARIANTS", "100000"))
 SEED = 20261129

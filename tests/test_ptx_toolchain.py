@@ -17,7 +17,7 @@ import pytest
 
 from wrpkg import archs
 from wrpkg.cuda_tools import ptx_isa_version
-from wrpkg.format import read_wrp
+from wrpkg.wrpformat import read_wrp
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "cuda-sm90-particles"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from wrpkg import format as wrpformat
+from wrpkg import wrpformat
 from wrpkg.retarget import compare_captures
 
 REPO = Path(__file__).resolve().parent.parent

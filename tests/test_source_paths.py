@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from wrpkg import format as wrpformat
+from wrpkg import wrpformat
 from wrpkg.errors import CaptureError
 from wrpkg.retarget import compare_captures
 

@@ -90,7 +90,7 @@ def replay_cpu(wrp_path: Path, launches: int = 1, *, cache_dir: Path) -> dict[st
     wp.config.quiet = True
     wp.config.kernel_cache_dir = str(cache_dir)
     init_warp(wp)
-    from wrpkg.format import read_wrp
+    from wrpkg.wrpformat import read_wrp
 
     wrp = read_wrp(wrp_path)
     sizes = {region.region_id: region.size for region in wrp.memory.regions}
@@ -114,7 +114,7 @@ _INTERESTING = (0, 1, 0x7F, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0x80000000, 0xFFFF
 
 def structural_positions(data: bytes) -> list[tuple[int, int]]:
     """Byte ranges of a valid .wrp that are not region initial data (where mutations bite)."""
-    from wrpkg.format import read_wrp
+    from wrpkg.wrpformat import read_wrp
 
     wrp = read_wrp(data)
     ranges = []
@@ -172,7 +172,7 @@ def fuzz_chunk(args) -> dict:
     import time
 
     from wrpkg.errors import WrpFormatError
-    from wrpkg.format import read_wrp
+    from wrpkg.wrpformat import read_wrp
 
     seed, count, corpus = args
     structure = [structural_positions(d) for d in corpus]

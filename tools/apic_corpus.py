@@ -136,8 +136,11 @@ class CorpusShim:
     # --- one program ----------------------------------------------------------------------
 
     def _keep(self, program: str, graph, recorder) -> dict:
-        from wrpkg import format as wrpformat  # noqa: PLC0415
-        from wrpkg import retarget, source_paths  # noqa: PLC0415
+        from wrpkg import (  # noqa: PLC0415
+            retarget,
+            source_paths,
+            wrpformat,  # noqa: PLC0415
+        )
 
         record = {"program": program, "test": self.test}
         dest = self.out / program

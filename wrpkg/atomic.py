@@ -16,13 +16,17 @@ is gone (what a kill leaves behind).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+
+from wrpkg.errors import WrpError
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
@@ -55,6 +59,22 @@ def staging_dir(output: Path) -> Path:
     output.parent.mkdir(parents=True, exist_ok=True)
     remove_abandoned_staging(output)
     return Path(tempfile.mkdtemp(prefix=f".{output.name}.tmp-{os.getpid()}-", dir=output.parent))
+
+
+@contextlib.contextmanager
+def staged(output: Path, error: type[WrpError], writing: str, left: str, rerun: str) -> Iterator[Path]:
+    """A staging dir for `output` (see staging_dir), removed whatever happens. An OSError while
+    writing becomes `error` saying what was left untouched (`left`) and how to retry."""
+    staging = staging_dir(output)
+    try:
+        yield staging
+    except OSError as exc:
+        raise error(
+            f"{writing} failed ({exc.strerror or exc}: {exc.filename or staging}); {left}",
+            fix=f"free disk space (or fix the permission) and {rerun}",
+        ) from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -92,3 +112,25 @@ def publish_dir(staged: Path, output: Path) -> None:
 def publish_file(staged: Path, output: Path) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
     os.replace(staged, output)
+
+
+def write_staged(path: Path, data: bytes) -> None:
+    """Writes a file that is about to be published, flushed to disk so a crash after the
+    rename cannot leave it empty."""
+    with open(path, "wb") as file:
+        file.write(data)
+        file.flush()
+        os.fsync(file.fileno())
+
+
+def write_file(output: Path, data: bytes) -> None:
+    """Replaces `output` with `data` in one rename; on failure `output` is left as it was."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
+    os.close(fd)
+    try:
+        write_staged(Path(tmp), data)
+        os.chmod(tmp, 0o644)
+        publish_file(Path(tmp), output)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -9,7 +9,7 @@ Bundle layout (`<name>/`):
     golden.json          test manifest: name, label, golden outputs with sha256 and tolerances,
                          golden_device, and the content hash it belongs to; not hashed
     capture.json         capture provenance (device name, driver): not hashed, not in "files"
-    <stem>.wrp           canonical form (wrpkg.format.canonicalize)
+    <stem>.wrp           canonical form (wrpkg.wrpformat.canonicalize)
     <stem>_modules/...   module binaries (+ the generated .cu sources of a CUDA capture)
     golden/<output>.bin  golden outputs, one replay of the captured graph
 
@@ -31,9 +31,9 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from wrpkg import atomic
-from wrpkg import format as wrpformat
+from wrpkg import atomic, wrpformat
 from wrpkg.errors import BundleError, WrpFormatError
+from wrpkg.files import relative_entries, relative_files, sha256_bytes
 from wrpkg.interface import INTERFACE_NAME, manifest_bindings
 from wrpkg.manifest import (
     CAPTURE_INFO_NAME,
@@ -107,7 +107,7 @@ def captured_module_artifacts(
         data = path.read_bytes()
     except OSError as exc:
         raise BundleError(f"{path}: module binary of {raw_record.name} is missing ({exc.strerror})") from exc
-    digest = _sha256(data)
+    digest = sha256_bytes(data)
     if raw_record.binary_sha256 and raw_record.binary_sha256 != digest:
         raise BundleError(f"{path}: sha256 {digest} differs from the .wrp's {raw_record.binary_sha256}")
     kind = _binary_kind(wrp, raw_record)
@@ -148,7 +148,7 @@ def multiarch_module_artifacts(
             continue
         entry, data, nvrtc = found
         cubins[entry["nvrtc_arch"]] = data
-        sass.append(SassEntry(arch=entry["nvrtc_arch"], size=len(data), sha256=_sha256(data)))
+        sass.append(SassEntry(arch=entry["nvrtc_arch"], size=len(data), sha256=sha256_bytes(data)))
         sass_nvrtc_versions.add(nvrtc)
     ptx_entry = None
     ptx_pair = None
@@ -159,7 +159,7 @@ def multiarch_module_artifacts(
         else:
             entry, data, ptx_nvrtc = found
             ptx_pair = (entry["nvrtc_arch"], data)
-            ptx_entry = PtxEntry(entry["nvrtc_arch"], len(data), _sha256(data), ptx_nvrtc)
+            ptx_entry = PtxEntry(entry["nvrtc_arch"], len(data), sha256_bytes(data), ptx_nvrtc)
     if skipped and (cubins or ptx_pair):
         raise BundleError(
             f"module {raw_record.name} ({raw_record.hash}): compiled for some targets but skipped for {skipped}"
@@ -199,15 +199,9 @@ def _compiled_output(directory: Path, raw_record: wrpformat.ModuleRecord, arch: 
         data = path.read_bytes()
     except OSError as exc:
         raise BundleError(f"{path}: compiled module is missing ({exc.strerror})") from exc
-    if entry.get("sha256") != _sha256(data):
+    if entry.get("sha256") != sha256_bytes(data):
         raise BundleError(f"{path}: sha256 differs from {index_path}")
     return entry, data, index.get("toolchain", {}).get("nvrtc")
-
-
-def _sha256(data: bytes) -> str:
-    import hashlib  # noqa: PLC0415
-
-    return hashlib.sha256(data).hexdigest()
 
 
 def build_bundle_dir(
@@ -222,83 +216,30 @@ def build_bundle_dir(
 ) -> tuple[Manifest, bytes]:
     """Writes the bundle's files into `work` (an empty dir); returns the manifest and its bytes."""
     raw_wrp_path = raw_dir / f"{stem}.wrp"
-    raw_modules_dir = raw_dir / f"{stem}_modules"
     interface = _load_json(raw_dir / INTERFACE_NAME, "capture interface")
     capture_info = _load_json(raw_dir / CAPTURE_INFO_NAME, "capture provenance")
     try:
         raw = wrpformat.read_wrp(raw_wrp_path)
     except WrpFormatError as exc:
         raise BundleError(f"{raw_wrp_path}: not a valid .wrp: {exc}", fix=f"rebuild {label}") from exc
-    canonical = wrpformat.canonicalize(raw)
 
-    modules_dir_name = f"{stem}_modules"
-    (work / modules_dir_name).mkdir()
     toolchain = Toolchain(warp=raw.metadata.producer_version)
-    # The per-SM path (issue 5): compile outputs given for a CUDA capture.
+    # Compile outputs given for a CUDA capture: every module becomes a multi-arch fatbin.
     multiarch = raw.is_cuda and (bool(arch_dirs) or ptx_dir is not None)
     if raw.is_cuda and not multiarch:
         # The captured cubin came from the NVRTC inside the pinned Warp: the toolkit Warp reports.
         toolchain.nvrtc = capture_info.get("cuda_toolkit_version")
+    modules = _ModulePacking(raw, raw_dir / f"{stem}_modules", work, f"{stem}_modules", label, keep_source)
+    (work / modules.dir_name).mkdir()
+    canonical = wrpformat.canonicalize(raw)
     module_entries = []
     for raw_record in sorted(raw.metadata.modules, key=lambda m: m.hash):
         packed = multiarch_module_artifacts(raw_record, arch_dirs, ptx_dir) if multiarch else None
-        source_name = raw_record.source_filename if keep_source else ""
-        if packed is not None:
-            artifacts, sass_nvrtc, ptx_nvrtc = packed
-            for field_name, version in (("nvrtc", sass_nvrtc), ("nvrtc_ptx", ptx_nvrtc)):
-                known = getattr(toolchain, field_name)
-                if version and known and version != known:
-                    raise BundleError(
-                        f"{raw_wrp_path}: modules were compiled by different NVRTC versions "
-                        f"({known}, {version})",
-                        fix=f"rebuild {label} with one CUDA toolchain",
-                    )
-                setattr(toolchain, field_name, version or known)
-            if source_name:
-                # Warp names the source after the capture SM (x.sm90.cu); a multi-arch bundle
-                # must be the same whichever GPU model ran the capture.
-                source_name = artifacts.binary_filename.split(".", 1)[0] + ".cu"
-            canonical = wrpformat.replace_module_binary(
-                canonical,
-                raw_record.hash,
-                artifacts.binary_filename,
-                _sha256(artifacts.binary),
-                wrpformat.BinaryKind.CUBIN,
-                new_source_filename=source_name,
-            )
+        if packed is None:
+            canonical, entry = modules.pack_captured(canonical, raw_record)
         else:
-            artifacts = captured_module_artifacts(raw, raw_record, raw_modules_dir)
-        (work / modules_dir_name / artifacts.binary_filename).write_bytes(artifacts.binary)
-        source = None
-        if not keep_source and raw_record.source_filename and packed is None:
-            # Without compiled replacements the record still names its source: drop it too.
-            canonical = wrpformat.replace_module_binary(
-                canonical,
-                raw_record.hash,
-                raw_record.binary_filename,
-                raw_record.binary_sha256,
-                raw_record.binary_kind,
-                new_source_filename="",
-            )
-        if source_name:
-            src_path = raw_modules_dir / raw_record.source_filename
-            if not src_path.is_file():
-                raise BundleError(f"{src_path}: retained CUDA source of {raw_record.name} is missing")
-            if sha256_file(src_path) != raw_record.source_sha256:
-                raise BundleError(f"{src_path}: sha256 differs from the .wrp's {raw_record.source_sha256}")
-            shutil.copyfile(src_path, work / modules_dir_name / source_name)
-            source = f"{modules_dir_name}/{source_name}"
-        module_entries.append(
-            ModuleEntry(
-                name=raw_record.name,
-                hash=raw_record.hash,
-                binary=f"{modules_dir_name}/{artifacts.binary_filename}",
-                binary_kind="cubin" if packed is not None else _binary_kind(raw, raw_record),
-                source=source,
-                sass=artifacts.sass,
-                ptx=artifacts.ptx,
-            )
-        )
+            canonical, entry = modules.pack_compiled(canonical, raw_record, packed, toolchain)
+        module_entries.append(entry)
     if multiarch:
         from wrpkg import cuda_tools  # noqa: PLC0415
 
@@ -306,33 +247,14 @@ def build_bundle_dir(
 
     wrp_name = f"{stem}.wrp"
     (work / wrp_name).write_bytes(canonical.to_bytes())
-
     # Bindings: regions and sizes from the .wrp; directions and array layouts from the
     # capture (the .wrp stores neither).
     bindings = manifest_bindings(interface, canonical, raw_dir, label)
-    binding_bytes = {b.name: b.bytes for b in bindings}
-
-    (work / "golden").mkdir()
-    golden = []
-    for record in sorted(interface["golden"], key=lambda g: g["name"]):
-        src = raw_dir / record["file"]
-        dst_rel = f"golden/{record['name']}.bin"
-        shutil.copyfile(src, work / dst_rel)
-        size = (work / dst_rel).stat().st_size
-        if size != binding_bytes.get(record["name"]):
-            raise BundleError(
-                f"{src}: golden output has {size} bytes, binding {record['name']} holds "
-                f"{binding_bytes.get(record['name'])}",
-                fix=f"rebuild {label}",
-            )
-        atol, rtol = _golden_tolerance(record)
-        digest = file_entry(work, dst_rel).sha256
-        golden.append(GoldenEntry(record["name"], dst_rel, size, atol, rtol, sha256=digest))
-
+    golden = _copy_golden(interface, raw_dir, work, {b.name: b.bytes for b in bindings}, label)
     golden_files = {g.file for g in golden}
     files = [
         file_entry(work, rel)
-        for rel in _relative_files(work)
+        for rel in relative_files(work)
         if rel not in UNHASHED_FILES and rel not in golden_files
     ]
     manifest = Manifest(
@@ -357,6 +279,106 @@ def build_bundle_dir(
     return manifest, manifest_bytes
 
 
+@dataclass
+class _ModulePacking:
+    """Puts each module's binary (and, with keep_source, its CUDA source) into the bundle,
+    and points the canonical .wrp's record at what was put there."""
+
+    raw: wrpformat.WrpFile
+    raw_modules_dir: Path
+    work: Path
+    dir_name: str  # <stem>_modules, inside work
+    label: str
+    keep_source: bool
+
+    def pack_compiled(self, canonical, raw_record, packed, toolchain: Toolchain):
+        """The fatbin of the per-SM compile outputs (multiarch_module_artifacts) stands in
+        for the captured binary."""
+        artifacts, sass_nvrtc, ptx_nvrtc = packed
+        for field_name, version in (("nvrtc", sass_nvrtc), ("nvrtc_ptx", ptx_nvrtc)):
+            known = getattr(toolchain, field_name)
+            if version and known and version != known:
+                raise BundleError(
+                    f"{self.raw.path}: modules were compiled by different NVRTC versions ({known}, {version})",
+                    fix=f"rebuild {self.label} with one CUDA toolchain",
+                )
+            setattr(toolchain, field_name, version or known)
+        source_name = ""
+        if self.keep_source and raw_record.source_filename:
+            # Warp names the source after the capture SM (x.sm90.cu); a multi-arch bundle
+            # must be the same whichever GPU model ran the capture.
+            source_name = artifacts.binary_filename.split(".", 1)[0] + ".cu"
+        canonical = wrpformat.replace_module_binary(
+            canonical,
+            raw_record.hash,
+            artifacts.binary_filename,
+            sha256_bytes(artifacts.binary),
+            wrpformat.BinaryKind.CUBIN,
+            new_source_filename=source_name,
+        )
+        return canonical, self._entry(raw_record, artifacts, "cubin", source_name)
+
+    def pack_captured(self, canonical, raw_record):
+        """The captured binary as it is; without keep_source the record drops its source."""
+        artifacts = captured_module_artifacts(self.raw, raw_record, self.raw_modules_dir)
+        source_name = raw_record.source_filename if self.keep_source else ""
+        if raw_record.source_filename and not self.keep_source:
+            canonical = wrpformat.replace_module_binary(
+                canonical,
+                raw_record.hash,
+                raw_record.binary_filename,
+                raw_record.binary_sha256,
+                raw_record.binary_kind,
+                new_source_filename="",
+            )
+        return canonical, self._entry(raw_record, artifacts, _binary_kind(self.raw, raw_record), source_name)
+
+    def _entry(
+        self, raw_record, artifacts: ModuleArtifacts, binary_kind: str, source_name: str
+    ) -> ModuleEntry:
+        (self.work / self.dir_name / artifacts.binary_filename).write_bytes(artifacts.binary)
+        return ModuleEntry(
+            name=raw_record.name,
+            hash=raw_record.hash,
+            binary=f"{self.dir_name}/{artifacts.binary_filename}",
+            binary_kind=binary_kind,
+            source=self._copy_source(raw_record, source_name) if source_name else None,
+            sass=artifacts.sass,
+            ptx=artifacts.ptx,
+        )
+
+    def _copy_source(self, raw_record, source_name: str) -> str:
+        src_path = self.raw_modules_dir / raw_record.source_filename
+        if not src_path.is_file():
+            raise BundleError(f"{src_path}: retained CUDA source of {raw_record.name} is missing")
+        if sha256_file(src_path) != raw_record.source_sha256:
+            raise BundleError(f"{src_path}: sha256 differs from the .wrp's {raw_record.source_sha256}")
+        shutil.copyfile(src_path, self.work / self.dir_name / source_name)
+        return f"{self.dir_name}/{source_name}"
+
+
+def _copy_golden(
+    interface: dict, raw_dir: Path, work: Path, binding_bytes: dict[str, int], label: str
+) -> list[GoldenEntry]:
+    (work / "golden").mkdir()
+    golden = []
+    for record in sorted(interface["golden"], key=lambda g: g["name"]):
+        src = raw_dir / record["file"]
+        dst_rel = f"golden/{record['name']}.bin"
+        shutil.copyfile(src, work / dst_rel)
+        size = (work / dst_rel).stat().st_size
+        if size != binding_bytes.get(record["name"]):
+            raise BundleError(
+                f"{src}: golden output has {size} bytes, binding {record['name']} holds "
+                f"{binding_bytes.get(record['name'])}",
+                fix=f"rebuild {label}",
+            )
+        atol, rtol = _golden_tolerance(record)
+        digest = file_entry(work, dst_rel).sha256
+        golden.append(GoldenEntry(record["name"], dst_rel, size, atol, rtol, sha256=digest))
+    return golden
+
+
 def _golden_tolerance(record: dict) -> tuple[float | None, float | None]:
     """(atol, rtol) of an interface.json golden record; captures recorded before atol existed
     carry a relative "tolerance" alone."""
@@ -376,16 +398,6 @@ def _ptx_min_driver(modules: list[ModuleEntry]) -> str | None:
     return f"{major}.{minor}"
 
 
-def _relative_files(root: Path) -> list[str]:
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        rel_dir = os.path.relpath(dirpath, root)
-        for filename in filenames:
-            found.append(filename if rel_dir == "." else f"{rel_dir}/{filename}".replace(os.sep, "/"))
-    return sorted(found)
-
-
 def write_deterministic_tar(bundle_dir: Path, arc_root: str, tar_path: Path) -> None:
     """A tar whose bytes depend only on the files' names and contents.
 
@@ -394,15 +406,8 @@ def write_deterministic_tar(bundle_dir: Path, arc_root: str, tar_path: Path) -> 
     user/group names, mode 0755 for directories and 0644 for files.
     """
     entries: list[tuple[str, Path | None]] = [(arc_root, None)]
-    for dirpath, dirnames, filenames in os.walk(bundle_dir):
-        dirnames.sort()
-        rel_dir = os.path.relpath(dirpath, bundle_dir).replace(os.sep, "/")
-        for d in dirnames:
-            rel = d if rel_dir == "." else f"{rel_dir}/{d}"
-            entries.append((f"{arc_root}/{rel}", None))
-        for filename in filenames:
-            rel = filename if rel_dir == "." else f"{rel_dir}/{filename}"
-            entries.append((f"{arc_root}/{rel}", Path(dirpath) / filename))
+    for rel, is_dir in relative_entries(bundle_dir):
+        entries.append((f"{arc_root}/{rel}", None if is_dir else bundle_dir / rel))
     entries.sort(key=lambda entry: entry[0])
     with (
         open(tar_path, "wb") as raw_out,
@@ -443,8 +448,13 @@ def bundle(
     raw_dir, out_dir, tar_path, hash_path = Path(raw_dir), Path(out_dir), Path(tar_path), Path(hash_path)
     arch_dirs = {arch: Path(d) for arch, d in (arch_dirs or {}).items()}
     ptx_dir = Path(ptx_dir) if ptx_dir is not None else None
-    staging = atomic.staging_dir(out_dir)
-    try:
+    with atomic.staged(
+        out_dir,
+        BundleError,
+        f"{label}: writing the bundle",
+        f"{out_dir}, {tar_path.name} and {hash_path.name} were left as they were",
+        "run the bundle step again",
+    ) as staging:
         work = staging / name
         work.mkdir()
         manifest, manifest_bytes = build_bundle_dir(
@@ -462,17 +472,6 @@ def bundle(
         atomic.publish_dir(work, out_dir)
         atomic.publish_file(staged_tar, tar_path)
         atomic.publish_file(staged_hash, hash_path)
-    except OSError as exc:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise BundleError(
-            f"{label}: writing the bundle failed ({exc.strerror or exc}: {exc.filename or staging}); "
-            f"{out_dir}, {tar_path.name} and {hash_path.name} were left as they were",
-            fix="free disk space (or fix the permission) and run the bundle step again",
-        ) from exc
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    shutil.rmtree(staging, ignore_errors=True)
     return BundleResult(out_dir, tar_path, hash_path, content_hash, manifest)
 
 

@@ -347,20 +347,15 @@ def capture(
         )
 
     _check_replaceable(out_dir, target)
-    tmp_dir = atomic.staging_dir(out_dir)
-    try:
+    with atomic.staged(
+        out_dir,
+        CaptureError,
+        f"{target}: writing the capture",
+        f"{out_dir} was left as it was",
+        "run the capture again",
+    ) as tmp_dir:
         result = _capture_into(script, device, tmp_dir, stem, label, cache_dir, target, mode, cuda_arch)
         atomic.publish_dir(tmp_dir, out_dir)
-    except OSError as exc:
-        shutil.rmtree(tmp_dir, ignore_errors=True)
-        raise CaptureError(
-            f"{target}: writing the capture failed ({exc.strerror or exc}: {exc.filename or tmp_dir}); "
-            f"{out_dir} was left as it was",
-            fix="free disk space (or fix the permission) and run the capture again",
-        ) from exc
-    except BaseException:
-        shutil.rmtree(tmp_dir, ignore_errors=True)
-        raise
     result.out_dir = out_dir
     result.wrp_path = out_dir / f"{stem}.wrp"
     result.golden = {name: out_dir / "golden" / f"{name}.bin" for name in result.golden}
@@ -374,8 +369,71 @@ def _capture_into(
 
     from wrpkg import retarget, source_paths  # noqa: PLC0415 - imports Warp
 
-    # The kernel cache never goes to $HOME: a temp dir inside the work dir (removed before
-    # publishing) unless the caller shares one.
+    cache = _use_kernel_cache(wp, work, cache_dir)
+    if mode == "auto":
+        mode = "gpu" if wp.get_cuda_device_count() > 0 else "retarget"
+    if mode == "retarget":
+        # The script runs on the CPU; retarget.retarget() writes the CUDA capture.
+        device_name = "cpu"
+    device = _require_device(wp, device_name, target)
+    spec, bindings = _build_spec(wp, script, device, target)
+
+    recorder = None
+    if mode == "retarget":
+        user_dirs = {os.path.abspath(script.parent) + os.sep, os.path.realpath(script.parent) + os.sep}
+        recorder = retarget.LaunchRecorder(user_dirs=tuple(sorted(user_dirs)), target=target)
+    graph = _record_step(wp, spec, device, script, target, recorder)
+    try:
+        wp.capture_save(
+            graph,
+            str(work / stem),
+            inputs=spec.inputs,
+            outputs=spec.outputs,
+            source_fallback=device.is_cuda,
+        )
+    except RuntimeError as exc:
+        raise CaptureError(f"{target}: wp.capture_save failed: {exc}") from exc
+    del graph
+
+    wrp_path = work / f"{stem}.wrp"
+    modules_dir = work / f"{stem}_modules"
+    if modules_dir.exists():
+        source_paths.canonicalize_sources(
+            wrp_path, modules_dir, source_paths.relocate(wp, script.parent), target
+        )
+    golden_files, golden_records = _replay_golden(
+        wp, wrp_path, modules_dir, work / "golden", spec, device, target
+    )
+
+    golden_device = "cuda" if device.is_cuda else "cpu"
+    if recorder is not None:
+        arch = cuda_arch or retarget.DEFAULT_CUDA_ARCH
+        paths = source_paths.relocate(wp, script.parent)
+        retarget.retarget(wrp_path, modules_dir, recorder, arch)
+        source_paths.canonicalize_sources(wrp_path, modules_dir, paths, target)
+        info = _retarget_versions(wp, arch)
+    else:
+        info = _versions(wp, device)
+    interface = {
+        "schema": INTERFACE_SCHEMA,
+        "stem": stem,
+        "device": info["device"],
+        "golden_device": golden_device,
+        "bindings": [{"name": b.name, "direction": b.direction, **b.layout} for b in bindings],
+        "golden": golden_records,
+    }
+    if label:
+        info["label"] = label
+    _write_json(work / "interface.json", interface)
+    _write_json(work / "capture.json", info)
+    if cache is not None:
+        shutil.rmtree(cache, ignore_errors=True)
+    return CaptureResult(work, wrp_path, golden_files, interface, info)
+
+
+def _use_kernel_cache(wp, work: Path, cache_dir) -> Path | None:
+    """Points Warp's kernel cache at `cache_dir`, or at a temp dir inside the work dir (never
+    $HOME), which it returns for removal before publishing."""
     own_cache = cache_dir is None
     cache = work / ".kernel_cache" if own_cache else Path(cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
@@ -387,15 +445,15 @@ def _capture_into(
         init_warp(wp)
     else:
         wp._src.build.init_kernel_cache(str(cache))
+    return cache if own_cache else None
 
-    if mode == "auto":
-        mode = "gpu" if wp.get_cuda_device_count() > 0 else "retarget"
-    if mode == "retarget":
-        # The script runs on the CPU; retarget.retarget() writes the CUDA capture.
-        device_name = "cpu"
-    device = _require_device(wp, device_name, target)
 
+def _build_spec(wp, script: Path, device, target: str):
+    """Runs the script's build(device) and loads every Warp module it brought in (its own and
+    the ones it imports), so no compile happens inside the capture."""
     modules_before = set(wp._src.context.user_modules)
+    from wrpkg import source_paths  # noqa: PLC0415 - imports Warp
+
     module = _import_script(script, target)
     # Before any code is generated, so Warp writes machine-independent source paths itself.
     source_paths.relocate(wp, script.parent)
@@ -407,17 +465,17 @@ def _capture_into(
             fix="fix the error in the capture script",
         ) from exc
     bindings = _check_spec(wp, spec, device, target)
-
-    # Load every Warp module the script brought in (its own and the ones it imports), so
-    # no compile happens inside the capture.
+    # Again for the modules build() imported.
     source_paths.relocate(wp, script.parent)
     for name in sorted(set(wp._src.context.user_modules) - modules_before):
         wp.load_module(name, device=device)
+    return spec, bindings
 
-    recorder = None
-    if mode == "retarget":
-        user_dirs = {os.path.abspath(script.parent) + os.sep, os.path.realpath(script.parent) + os.sep}
-        recorder = retarget.LaunchRecorder(user_dirs=tuple(sorted(user_dirs)), target=target)
+
+def _record_step(wp, spec, device, script: Path, target: str, recorder):
+    """Captures one spec.step() under APIC and checks what it recorded."""
+    from wrpkg import retarget  # noqa: PLC0415 - imports Warp
+
     wp.capture_begin(device=device, apic=True)
     try:
         with (
@@ -440,28 +498,13 @@ def _capture_into(
     graph = wp.capture_end(device=device)
     _check_bindings_captured(graph, spec, target)
     check_launches(wp, launches, [*spec.inputs.values(), *spec.outputs.values(), *spec.keep_alive], target)
+    return graph
 
-    try:
-        wp.capture_save(
-            graph,
-            str(work / stem),
-            inputs=spec.inputs,
-            outputs=spec.outputs,
-            source_fallback=device.is_cuda,
-        )
-    except RuntimeError as exc:
-        raise CaptureError(f"{target}: wp.capture_save failed: {exc}") from exc
-    del graph
-    modules_dir = work / f"{stem}_modules"
-    wrp_path = work / f"{stem}.wrp"
-    if modules_dir.exists():
-        source_paths.canonicalize_sources(
-            wrp_path, modules_dir, source_paths.relocate(wp, script.parent), target
-        )
 
-    # Golden values: load the saved file as a user would and replay it once from its
-    # saved initial state. Files Warp may add while loading (a guest-compile cache) are
-    # not part of the capture: remove them.
+def _replay_golden(wp, wrp_path: Path, modules_dir: Path, golden_dir: Path, spec, device, target: str):
+    """Golden values: load the saved file as a user would and replay it once from its saved
+    initial state. Files Warp may add while loading (a guest-compile cache) are not part of
+    the capture: they are removed. Returns the golden files by name and their records."""
     saved_module_files = set(os.listdir(modules_dir)) if modules_dir.exists() else set()
     try:
         loaded = wp.capture_load(str(wrp_path), device=device)
@@ -469,7 +512,6 @@ def _capture_into(
         wp.synchronize_device(device)
     except RuntimeError as exc:
         raise CaptureError(f"{target}: the saved graph does not load or replay: {exc}") from exc
-    golden_dir = work / "golden"
     golden_dir.mkdir()
     golden_files = {}
     golden_records = []
@@ -499,31 +541,7 @@ def _capture_into(
                 shutil.rmtree(extra_path)
             else:
                 extra_path.unlink()
-
-    golden_device = "cuda" if device.is_cuda else "cpu"
-    if recorder is not None:
-        arch = cuda_arch or retarget.DEFAULT_CUDA_ARCH
-        paths = source_paths.relocate(wp, script.parent)
-        retarget.retarget(wrp_path, modules_dir, recorder, arch)
-        source_paths.canonicalize_sources(wrp_path, modules_dir, paths, target)
-        info = _retarget_versions(wp, arch)
-    else:
-        info = _versions(wp, device)
-    interface = {
-        "schema": INTERFACE_SCHEMA,
-        "stem": stem,
-        "device": info["device"],
-        "golden_device": golden_device,
-        "bindings": [{"name": b.name, "direction": b.direction, **b.layout} for b in bindings],
-        "golden": golden_records,
-    }
-    if label:
-        info["label"] = label
-    _write_json(work / "interface.json", interface)
-    _write_json(work / "capture.json", info)
-    if own_cache:
-        shutil.rmtree(cache, ignore_errors=True)
-    return CaptureResult(work, wrp_path, golden_files, interface, info)
+    return golden_files, golden_records
 
 
 def configure_parser(parser) -> None:

@@ -13,7 +13,7 @@ from wrpkg.errors import WrpError
 # Subcommand -> module. Each module defines `configure_parser(parser)` and `run(args) -> int`.
 # Modules are imported only when their subcommand runs, so `wrpkg --help` never loads Warp.
 SUBCOMMANDS = {
-    "inspect": ("wrpkg.inspect", "summarize a .wrp file or bundle"),
+    "inspect": ("wrpkg.inspection", "summarize a .wrp file or bundle"),
     "capture": ("wrpkg.capture", "run a capture script and save its graph, golden outputs and capture.json"),
     "compile": ("wrpkg.compile", "compile captured CUDA modules for one SM or PTX"),
     "bundle": ("wrpkg.bundle", "pack a canonical, content-hashed, multi-architecture bundle"),

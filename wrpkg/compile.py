@@ -17,18 +17,17 @@ are listed under "skipped" with the reason; the bundle keeps their packaged bina
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from wrpkg import WARP_VERSION
+from wrpkg import WARP_VERSION, atomic
 from wrpkg.archs import Arch, parse_arch
 from wrpkg.errors import CompileError
+from wrpkg.files import sha256_bytes, sha256_file
 from wrpkg.recipe import CompileRecipe, nvrtc_program_name
 
 COMPILE_JSON = "compile.json"
@@ -74,7 +73,7 @@ def output_filename(module_hash: str, target: Arch) -> str:
 def compile_wrp(wrp_path, modules_dir, arch: Arch | str, out_dir, *, include_dir: str | None = None) -> dict:
     """Compiles every CUDA module of `wrp_path` for `arch` into `out_dir`; returns compile.json's data."""
     from wrpkg import cuda_tools  # loads NVRTC: keep `wrpkg --help` light
-    from wrpkg.format import FallbackReason, read_wrp
+    from wrpkg.wrpformat import FallbackReason, read_wrp
 
     arch = parse_arch(arch, cuda_tools.pinned_nvrtc_version())
     wrp_path, modules_dir = Path(wrp_path), Path(modules_dir)
@@ -123,7 +122,7 @@ def compile_wrp(wrp_path, modules_dir, arch: Arch | str, out_dir, *, include_dir
                 for o in recipe.nvrtc_options(target, include_dir, cuda_version=cuda_version, module=label)
             ],
             "output": name,
-            "sha256": hashlib.sha256(data).hexdigest(),
+            "sha256": sha256_bytes(data),
             "size": len(data),
         }
         if target.is_ptx:
@@ -146,7 +145,7 @@ def compile_wrp(wrp_path, modules_dir, arch: Arch | str, out_dir, *, include_dir
         "kind": arch.ext,
         "warp_version": WARP_VERSION,
         "toolchain": versions,
-        "wrp_sha256": hashlib.sha256(wrp_path.read_bytes()).hexdigest(),
+        "wrp_sha256": sha256_file(wrp_path),
         "modules": compiled,
         "skipped": skipped,
     }
@@ -160,7 +159,7 @@ def _reason_name(reason) -> str:
 
 
 def _is_capture_target(module, target: Arch) -> bool:
-    from wrpkg.format import BinaryKind
+    from wrpkg.wrpformat import BinaryKind
 
     captured_suffix = (
         module.binary_filename.rsplit(".", 2)[-2] if module.binary_filename.count(".") >= 2 else ""
@@ -182,7 +181,7 @@ def _read_source(modules_dir: Path, module, label: str) -> bytes:
             f"module {label}: cannot read its retained source {path}: {err.strerror}",
             fix="pass the capture's modules folder (sim_modules/) with --modules-dir",
         ) from None
-    digest = hashlib.sha256(source).hexdigest()
+    digest = sha256_bytes(source)
     if digest != module.source_sha256:
         raise CompileError(
             f"module {label}: {path} has sha256 {digest}, the .wrp records {module.source_sha256}",
@@ -192,27 +191,17 @@ def _read_source(modules_dir: Path, module, label: str) -> bytes:
 
 
 def _write_dir_atomically(out_dir: Path, files: dict[str, bytes]) -> None:
-    """Writes `files` into a fresh sibling temp dir, then renames it to `out_dir`."""
-    parent = out_dir.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=parent))
+    """Writes `files` into a staging dir beside `out_dir`, then swaps it in (wrpkg.atomic).
+
+    Bazel pre-creates a declared output directory: the swap replaces it."""
+    staged = atomic.staging_dir(out_dir)
     try:
-        os.chmod(tmp, 0o755)
+        os.chmod(staged, 0o755)
         for name, data in sorted(files.items()):
-            with open(tmp / name, "wb") as file:
-                file.write(data)
-                file.flush()
-                os.fsync(file.fileno())
-        if out_dir.exists() or out_dir.is_symlink():
-            # Bazel pre-creates a declared output directory; swap it out, then drop it.
-            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=parent))
-            os.rename(out_dir, old / "previous")
-            os.rename(tmp, out_dir)
-            shutil.rmtree(old)
-        else:
-            os.rename(tmp, out_dir)
+            atomic.write_staged(staged / name, data)
+        atomic.publish_dir(staged, out_dir)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(staged, ignore_errors=True)
         raise
 
 

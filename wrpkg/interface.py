@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wrpkg import format as wrpformat
+from wrpkg import wrpformat
 from wrpkg.errors import BundleError
 from wrpkg.manifest import DIRECTIONS, BindingEntry, binding_layout_problem
 

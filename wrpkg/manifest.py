@@ -22,6 +22,7 @@ from pathlib import Path
 
 from wrpkg.archs import split_arch
 from wrpkg.errors import VerifyError
+from wrpkg.files import sha256_file
 
 # /3 added each binding's array layout (dtype, dtype_bytes, shape, strides, offset).
 MANIFEST_SCHEMA = "rules_warp.manifest/3"
@@ -183,14 +184,6 @@ class Manifest:
 def _arch_number(arch: str) -> int:
     parsed = split_arch(arch)
     return parsed.sm if parsed else 0
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def file_entry(root: str | os.PathLike, relpath: str) -> FileEntry:

@@ -37,7 +37,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wrpkg import format as wrpformat
+from wrpkg import wrpformat
 from wrpkg.errors import CaptureError
 
 # Warp's CUDA default when a launch gives no positive block_dim (context.py
@@ -493,7 +493,7 @@ def retarget(
 def compare_captures(a_dir: str | os.PathLike, b_dir: str | os.PathLike, stem: str) -> list[str]:
     """Differences between two raw CUDA captures in canonical form (empty: byte-identical).
 
-    Compares the canonical `.wrp` bytes (wrpkg.format.canonicalize) and every module file
+    Compares the canonical `.wrp` bytes (wrpkg.wrpformat.canonicalize) and every module file
     (binary and retained source) by name and bytes. Golden outputs are not compared: a
     retargeted capture's come from a CPU replay.
     """

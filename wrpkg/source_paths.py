@@ -33,7 +33,7 @@ import re
 import sys
 from pathlib import Path
 
-from wrpkg import format as wrpformat
+from wrpkg import wrpformat
 from wrpkg.errors import CaptureError
 
 # Warp's function header comment (codegen.py's *_function_template) and line directive.

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from wrpkg.errors import VerifyError, WrpFormatError
+from wrpkg.files import relative_files
 from wrpkg.manifest import (
     GOLDEN_NAME,
     MANIFEST_NAME,
@@ -47,18 +48,6 @@ def _fix(manifest: Manifest | None) -> str:
     return f"rebuild {manifest.label} (bazel build {manifest.label}); do not edit bundle files"
 
 
-def _walk_files(root: Path) -> list[str]:
-    """Every non-directory entry under root, as sorted '/'-joined relative paths."""
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        rel_dir = os.path.relpath(dirpath, root)
-        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
-            rel = name if rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/")
-            found.append(rel)
-    return sorted(found)
-
-
 def listed_files(manifest: Manifest) -> list[tuple[FileEntry, str]]:
     """Every file the bundle must hold, with the manifest file that lists it: the deployed
     files (manifest.json) and the golden outputs (golden.json)."""
@@ -71,7 +60,7 @@ def verify_files(bundle_dir: Path, manifest: Manifest) -> None:
     fix = _fix(manifest)
     listed = listed_files(manifest)
     paths = {entry.path for entry, _ in listed}
-    for rel in _walk_files(bundle_dir):
+    for rel in relative_files(bundle_dir):
         if rel not in paths and rel not in UNHASHED_FILES:
             raise VerifyError(
                 f"{bundle_dir / rel}: file not listed in {MANIFEST_NAME} or {GOLDEN_NAME}", fix=fix
@@ -94,7 +83,7 @@ def verify_against_wrp(bundle_dir: Path, manifest: Manifest, wrp_bytes: bytes | 
     Reads the header, metadata and memory only (the operations were validated by the bundler
     and are covered by the manifest's digest); `wrp_bytes`: the .wrp's verified bytes."""
     # Imported here: wrpkg.load imports this module, and a .wrp parser is no part of a load.
-    from wrpkg import format as wrpformat  # noqa: PLC0415
+    from wrpkg import wrpformat  # noqa: PLC0415
 
     fix = _fix(manifest)
     wrp_path = bundle_dir / manifest.wrp

@@ -1,17 +1,30 @@
 """Running wrpkg tools (`python -m wrpkg.<tool>`) as actions, with the pinned venv."""
 
+# The wrpkg tools that actions run; each action takes only its tool's Python sources
+# (the py_library's transitive sources), so editing another module re-runs no action.
+_WRPKG_TOOLS = ["bundle", "capture", "compile"]
+
 # Attributes every rule that runs a wrpkg tool carries.
 WRPKG_TOOL_ATTRS = {
-    "_wrpkg": attr.label(default = "//wrpkg:srcs", cfg = "exec"),
+    "_wrpkg_" + tool: attr.label(default = "//wrpkg:" + tool, cfg = "exec")
+    for tool in _WRPKG_TOOLS
 }
+
+def _tool_sources(ctx, tool):
+    # A py_library's runfiles hold its transitive sources (PyInfo is not in current Bazel's core).
+    return getattr(ctx.attr, "_wrpkg_" + tool)[DefaultInfo].default_runfiles.files
 
 # The toolchain that rule must request: the venv interpreter (a wrp_python_toolchain).
 WRPKG_PYTHON_TOOLCHAIN = str(Label("//toolchains/python:toolchain_type"))
 
-def _import_root(ctx):
+def _import_root(tool_sources):
     # wrpkg/ sits at the root of this repository: "wrpkg" in the main workspace,
     # "external/rules_warp/wrpkg" when rules_warp is used as an external repository.
-    package_dir = ctx.files._wrpkg[0].dirname
+    package_dir = [
+        f.dirname
+        for f in tool_sources.to_list()
+        if f.basename == "__init__.py" and f.dirname.endswith("wrpkg")
+    ][0]
     root = package_dir[:-len("wrpkg")].rstrip("/")
     return root or "."
 
@@ -35,7 +48,10 @@ def run_wrpkg(
         toolchain = ctx.toolchains[WRPKG_PYTHON_TOOLCHAIN].python
     interpreter = toolchain.interpreter
     interpreter_files = toolchain.files
-    python_path = [_import_root(ctx)]
+    if tool not in _WRPKG_TOOLS:
+        fail("run_wrpkg: no //wrpkg:{} tool target; add it to _WRPKG_TOOLS".format(tool))
+    tool_sources = _tool_sources(ctx, tool)
+    python_path = [_import_root(tool_sources)]
     if "." not in python_path:
         # User capture scripts import their own modules relative to the workspace root.
         python_path.append(".")
@@ -43,8 +59,8 @@ def run_wrpkg(
         executable = interpreter,
         arguments = ["-m", "wrpkg." + tool] + arguments,
         inputs = depset(
-            direct = inputs + ctx.files._wrpkg,
-            transitive = [interpreter_files] + extra_files,
+            direct = inputs,
+            transitive = [tool_sources, interpreter_files] + extra_files,
         ),
         outputs = outputs,
         mnemonic = mnemonic,

@@ -2,8 +2,8 @@
 
 `bazel run` starts programs inside their runfiles tree; paths on the command line are
 the user's, so they are taken from the directory `bazel run` was called in. This file
-lives outside wrpkg/ because a script's own directory leads sys.path, and wrpkg/inspect.py
-would then shadow the standard library's inspect."""
+lives outside wrpkg/ because a script's own directory leads sys.path, where wrpkg's modules
+would be importable under their bare names (`errors`, `manifest`, ...)."""
 
 import os
 import sys

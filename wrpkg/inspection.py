@@ -17,7 +17,7 @@ from pathlib import Path
 
 from wrpkg import manifest as manifest_mod
 from wrpkg.errors import CompileError, WrpFormatError
-from wrpkg.format import Direction, WrpFile, binding_infos, read_wrp
+from wrpkg.wrpformat import Direction, WrpFile, binding_infos, read_wrp
 
 # The first four bytes of a fatbin container (little-endian 0xBA55ED50); anything else
 # (a plain cubin, PTX, a CPU object) is listed as what its record says it is.

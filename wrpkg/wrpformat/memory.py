@@ -1,0 +1,88 @@
+"""MEMORY section records (regions and their initial data): read and write."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from wrpkg.errors import WrpFormatError
+from wrpkg.wrpformat.cursor import _Cursor
+
+_REGION = struct.Struct("<IIQB7s")
+assert _REGION.size == 24
+
+
+@dataclass
+class MemoryRegion:
+    region_id: int
+    element_size: int
+    size: int
+    initial_data: bytes | None  # `size` bytes, or None when the region has none
+    pad: bytes = b"\0" * 7
+
+    @classmethod
+    def read(cls, cur: _Cursor, i: int, seen: set[int]) -> MemoryRegion:
+        """Region record `i` and its initial data; `seen` holds the ids read before it."""
+        at = cur.pos
+        region_id, element_size, size, has_data, pad = cur.unpack(_REGION, f"memory region record {i}")
+        if has_data > 1:
+            raise cur.fail(f"region {region_id} has initial-data flag {has_data}, expected 0 or 1", at)
+        if region_id in seen:
+            raise cur.fail(f"duplicate region id {region_id}", at)
+        data = None
+        if has_data:
+            if size > cur.remaining():
+                raise cur.fail(
+                    f"region {region_id} declares {size} bytes of initial data, {cur.remaining()} remain", at
+                )
+            data = cur.raw(size, f"region {region_id} initial data")
+        return cls(region_id, element_size, size, data, pad)
+
+    def write(self) -> bytes:
+        has_data = self.initial_data is not None
+        out = _REGION.pack(self.region_id, self.element_size, self.size, 1 if has_data else 0, self.pad)
+        if not has_data:
+            return out
+        if len(self.initial_data) != self.size:
+            raise WrpFormatError(
+                None,
+                "MEMORY",
+                0,
+                f"region {self.region_id} has {len(self.initial_data)} bytes of "
+                f"initial data but declares size {self.size}",
+            )
+        return out + self.initial_data
+
+
+@dataclass
+class MemorySection:
+    regions: list[MemoryRegion] = field(default_factory=list)
+    trailing: bytes = b""  # bytes after the last region (Warp's loader ignores them)
+
+    def region(self, region_id: int) -> MemoryRegion | None:
+        for region in self.regions:
+            if region.region_id == region_id:
+                return region
+        return None
+
+
+def _parse_memory(cur: _Cursor) -> MemorySection:
+    if cur.remaining() < 4:
+        raise cur.fail("memory section is shorter than its 4-byte region count")
+    count = cur.count("memory region", _REGION.size)
+    section = MemorySection()
+    seen: set[int] = set()
+    for i in range(count):
+        region = MemoryRegion.read(cur, i, seen)
+        seen.add(region.region_id)
+        section.regions.append(region)
+    section.trailing = cur.raw(cur.remaining(), "trailing memory bytes")
+    return section
+
+
+def _write_memory(memory: MemorySection) -> bytes:
+    out = bytearray(struct.pack("<I", len(memory.regions)))
+    for region in memory.regions:
+        out += region.write()
+    out += memory.trailing
+    return bytes(out)

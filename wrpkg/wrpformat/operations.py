@@ -1,0 +1,537 @@
+"""OPERATIONS section records (launches, copies, memsets, conditionals, ...).
+
+Each record class holds its layout, its reader (`read`) and its writer (`write`, the
+bytes after the 8-byte op header) side by side; the stream reader and writer only
+dispatch on the op type.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from wrpkg.errors import WrpFormatError
+from wrpkg.wrpformat.cursor import _Cursor
+from wrpkg.wrpformat.enums import MAX_BRANCH_DEPTH, OpType, RelocKind, ScalarType
+
+_OP_HEADER = struct.Struct("<II")
+
+
+class _OpReader:
+    """One operation record after its header: its cursor, and the errors its rules raise."""
+
+    __slots__ = ("cur", "type", "index", "start", "depth")
+
+    def __init__(self, cur: _Cursor, op_type: int, index: int, start: int, depth: int):
+        self.cur = cur
+        self.type = op_type
+        self.index = index
+        self.start = start
+        self.depth = depth
+
+    def fail(self, rule: str) -> WrpFormatError:
+        return self.cur.fail(f"operation {self.index}: {rule}", self.start)
+
+    def tail(self) -> bytes:
+        """The bytes inside the record's declared size after its known fields."""
+        cur = self.cur
+        if cur.pos == cur.end:
+            return b""
+        return cur.raw(cur.end - cur.pos, "tail")
+
+
+_LAUNCH_PARAM = struct.Struct("<HHIII")
+assert _LAUNCH_PARAM.size == 16
+
+
+@dataclass(slots=True)
+class LaunchParam:
+    """APICLaunchParamRecord: one argument's slice of value_data and its relocation count."""
+
+    param_index: int
+    num_relocs: int
+    value_offset: int
+    value_size: int
+    value_align: int
+
+    def write(self) -> bytes:
+        return _LAUNCH_PARAM.pack(
+            self.param_index, self.num_relocs, self.value_offset, self.value_size, self.value_align
+        )
+
+
+_LAUNCH_RELOC = struct.Struct("<IiQB7s")
+assert _LAUNCH_RELOC.size == 24
+_RELOC_KINDS = {kind.value: kind for kind in RelocKind}
+
+
+@dataclass(slots=True)
+class LaunchReloc:
+    """APICLaunchPtrLocation: an 8-byte slot inside a value blob patched at replay."""
+
+    value_byte_offset: int
+    region_id: int
+    region_offset: int
+    kind: RelocKind
+    pad: bytes = b"\0" * 7
+
+    def write(self) -> bytes:
+        return _LAUNCH_RELOC.pack(
+            self.value_byte_offset, self.region_id, self.region_offset, self.kind, self.pad
+        )
+
+
+# APICLaunchRecord after the op header: shape[4], ndim, size, dim, max_blocks, block_dim,
+# smem_bytes, grid_stride, is_forward, cluster_dim, _pad1[2], kernel_key_len,
+# module_hash_len, num_params, _pad2, num_relocs, value_data_size.
+_LAUNCH = struct.Struct("<4IiQQiiiiBB2sHHHHII")
+assert _LAUNCH.size + 8 == 80
+
+
+@dataclass
+class KernelLaunch:
+    shape: tuple[int, int, int, int]
+    ndim: int
+    size: int
+    dim: int
+    max_blocks: int
+    block_dim: int
+    smem_bytes: int
+    grid_stride: int
+    is_forward: int
+    cluster_dim: int
+    kernel_key: str
+    module_hash: str
+    params: list[LaunchParam]
+    adj_params: list[LaunchParam]  # present (same count as params) only when is_forward == 0
+    relocs: list[LaunchReloc]  # forward bindings' relocs, then adjoint ones, in order
+    value_data: bytes
+    pad1: bytes = b"\0\0"
+    pad2: int = 0
+    tail: bytes = b""  # bytes inside total_size after value_data
+
+    op_type = OpType.KERNEL_LAUNCH
+
+    def bindings_with_relocs(self) -> Iterator[tuple[LaunchParam, list[LaunchReloc]]]:
+        """Each binding (forward, then adjoint) with the relocations that patch its blob."""
+        cursor = 0
+        for param in [*self.params, *self.adj_params]:
+            yield param, self.relocs[cursor : cursor + param.num_relocs]
+            cursor += param.num_relocs
+
+    @classmethod
+    def read(cls, op: _OpReader) -> KernelLaunch:
+        rec, fail = op.cur, op.fail
+        (s0, s1, s2, s3, ndim, size, dim, max_blocks, block_dim, smem, grid_stride, is_forward, cluster_dim, pad1,
+         key_len, hash_len, num_params, pad2, num_relocs, value_data_size) = rec.unpack(_LAUNCH, "operation launch record")  # fmt: skip
+        adj_count = 0 if is_forward else num_params
+        needed = (
+            key_len
+            + hash_len
+            + (num_params + adj_count) * _LAUNCH_PARAM.size
+            + num_relocs * _LAUNCH_RELOC.size
+            + value_data_size
+        )
+        if needed > rec.remaining():
+            raise fail(f"kernel launch variable data ({needed} bytes) overflows the record")
+        key = rec.text(key_len, "kernel key")
+        module_hash = rec.text(hash_len, "module hash")
+        # The whole variable part was bounds-checked above: read the tables in bulk.
+        data, pos = rec.data, rec.pos
+        params_end = pos + (num_params + adj_count) * _LAUNCH_PARAM.size
+        all_params = [LaunchParam(*fields) for fields in _LAUNCH_PARAM.iter_unpack(data[pos:params_end])]
+        params, adj_params = all_params[:num_params], all_params[num_params:]
+        relocs_end = params_end + num_relocs * _LAUNCH_RELOC.size
+        relocs = []
+        for r, (value_byte_offset, region_id, region_offset, kind, rpad) in enumerate(
+            _LAUNCH_RELOC.iter_unpack(data[params_end:relocs_end])
+        ):
+            reloc_kind = _RELOC_KINDS.get(kind)
+            if reloc_kind is None:
+                raise fail(f"reloc {r} has unknown kind {kind}")
+            relocs.append(LaunchReloc(value_byte_offset, region_id, region_offset, reloc_kind, rpad))
+        rec.pos = relocs_end
+        value_data = rec.raw(value_data_size, "value data")
+        cursor = 0
+        for j, param in enumerate(all_params):
+            if (
+                param.value_offset > value_data_size
+                or param.value_size > value_data_size - param.value_offset
+            ):
+                raise fail(f"param {j} value slice is outside value_data")
+            if cursor + param.num_relocs > num_relocs:
+                raise fail(f"param {j} reloc count exceeds the reloc table")
+            for reloc in relocs[cursor : cursor + param.num_relocs]:
+                if reloc.value_byte_offset + 8 > param.value_size:
+                    raise fail(f"param {j} reloc at byte {reloc.value_byte_offset} is outside its value blob")
+            cursor += param.num_relocs
+        if cursor != num_relocs:
+            raise fail(f"params claim {cursor} relocs but the table holds {num_relocs}")
+        return cls(
+            shape=(s0, s1, s2, s3),
+            ndim=ndim,
+            size=size,
+            dim=dim,
+            max_blocks=max_blocks,
+            block_dim=block_dim,
+            smem_bytes=smem,
+            grid_stride=grid_stride,
+            is_forward=is_forward,
+            cluster_dim=cluster_dim,
+            kernel_key=key,
+            module_hash=module_hash,
+            params=params,
+            adj_params=adj_params,
+            relocs=relocs,
+            value_data=value_data,
+            pad1=pad1,
+            pad2=pad2,
+            tail=op.tail(),
+        )
+
+    def write(self) -> bytes:
+        key = self.kernel_key.encode("utf-8")
+        module_hash = self.module_hash.encode("utf-8")
+        body = bytearray(
+            _LAUNCH.pack(
+                *self.shape,
+                self.ndim,
+                self.size,
+                self.dim,
+                self.max_blocks,
+                self.block_dim,
+                self.smem_bytes,
+                self.grid_stride,
+                self.is_forward,
+                self.cluster_dim,
+                self.pad1,
+                len(key),
+                len(module_hash),
+                len(self.params),
+                self.pad2,
+                len(self.relocs),
+                len(self.value_data),
+            )
+        )
+        body += key + module_hash
+        for param in [*self.params, *self.adj_params]:
+            body += param.write()
+        for reloc in self.relocs:
+            body += reloc.write()
+        return bytes(body + self.value_data + self.tail)
+
+
+_H2D = struct.Struct("<iIQQ")
+
+
+@dataclass
+class MemcpyH2D:
+    dst_region_id: int
+    dst_offset: int
+    data: bytes
+    pad: int = 0
+    tail: bytes = b""
+
+    op_type = OpType.MEMCPY_H2D
+
+    @classmethod
+    def read(cls, op: _OpReader) -> MemcpyH2D:
+        rec = op.cur
+        dst_region_id, pad, dst_offset, size = rec.unpack(_H2D, "operation H2D record")
+        if size > rec.remaining():
+            raise op.fail(f"H2D inline data of {size} bytes overflows the record")
+        return cls(dst_region_id, dst_offset, rec.raw(size, "H2D data"), pad, op.tail())
+
+    def write(self) -> bytes:
+        return (
+            _H2D.pack(self.dst_region_id, self.pad, self.dst_offset, len(self.data)) + self.data + self.tail
+        )
+
+
+_D2D = struct.Struct("<iiQQQ")
+assert _D2D.size + 8 == 40
+
+
+@dataclass
+class MemcpyD2D:
+    dst_region_id: int
+    src_region_id: int
+    dst_offset: int
+    src_offset: int
+    size: int
+    tail: bytes = b""
+
+    op_type = OpType.MEMCPY_D2D
+
+    @classmethod
+    def read(cls, op: _OpReader) -> MemcpyD2D:
+        return cls(*op.cur.unpack(_D2D, "operation D2D record"), tail=op.tail())
+
+    def write(self) -> bytes:
+        fields = (self.dst_region_id, self.src_region_id, self.dst_offset, self.src_offset, self.size)
+        return _D2D.pack(*fields) + self.tail
+
+
+_MEMSET = struct.Struct("<iiQQ")
+
+
+@dataclass
+class Memset:
+    region_id: int
+    value: int
+    offset: int
+    size: int
+    tail: bytes = b""
+
+    op_type = OpType.MEMSET
+
+    @classmethod
+    def read(cls, op: _OpReader) -> Memset:
+        return cls(*op.cur.unpack(_MEMSET, "operation memset record"), tail=op.tail())
+
+    def write(self) -> bytes:
+        return _MEMSET.pack(self.region_id, self.value, self.offset, self.size) + self.tail
+
+
+_MEMTILE = struct.Struct("<iIQQ")
+assert _MEMTILE.size + 8 == 32
+
+
+@dataclass
+class Memtile:
+    """arr.fill_(v) of a multi-byte dtype: `count` copies of `value` at `offset`."""
+
+    region_id: int
+    offset: int
+    count: int
+    value: bytes  # srcsize bytes
+    tail: bytes = b""
+
+    op_type = OpType.MEMTILE
+
+    @classmethod
+    def read(cls, op: _OpReader) -> Memtile:
+        rec, fail = op.cur, op.fail
+        region_id, srcsize, offset, count = rec.unpack(_MEMTILE, "operation memtile record")
+        if srcsize == 0:
+            raise fail("memtile source size is zero")
+        if srcsize > rec.remaining():
+            raise fail(f"memtile value of {srcsize} bytes overflows the record")
+        if count * srcsize > 0xFFFFFFFFFFFFFFFF:
+            raise fail("memtile span overflows 64 bits")
+        return cls(region_id, offset, count, rec.raw(srcsize, "memtile value"), op.tail())
+
+    def write(self) -> bytes:
+        return (
+            _MEMTILE.pack(self.region_id, len(self.value), self.offset, self.count) + self.value + self.tail
+        )
+
+
+_ALLOC = struct.Struct("<iIQ")
+
+
+@dataclass
+class Alloc:
+    region_id: int
+    size: int
+    pad: int = 0
+    tail: bytes = b""
+
+    op_type = OpType.ALLOC
+
+    @classmethod
+    def read(cls, op: _OpReader) -> Alloc:
+        region_id, pad, size = op.cur.unpack(_ALLOC, "operation alloc record")
+        return cls(region_id, size, pad, op.tail())
+
+    def write(self) -> bytes:
+        return _ALLOC.pack(self.region_id, self.pad, self.size) + self.tail
+
+
+@dataclass
+class OpStream:
+    ops: list = field(default_factory=list)
+    trailing: bytes = b""  # bytes after the declared op count (Warp warns, then ignores them)
+
+
+_COND = struct.Struct("<iIQIIII")
+assert _COND.size + 8 == 40
+
+
+@dataclass
+class Conditional:
+    """wp.capture_if (branch_a = then, branch_b = else) or wp.capture_while (body in branch_a)."""
+
+    kind: OpType  # OpType.IF or OpType.WHILE
+    cond_region_id: int
+    cond_offset: int
+    branch_a: OpStream
+    branch_b: OpStream
+    pad: int = 0
+    tail: bytes = b""
+
+    @property
+    def op_type(self) -> OpType:
+        return self.kind
+
+    @classmethod
+    def read(cls, op: _OpReader) -> Conditional:
+        rec, fail = op.cur, op.fail
+        cond_region_id, pad, cond_offset, a_size, a_count, b_size, b_count = rec.unpack(
+            _COND, "operation conditional record"
+        )
+        if a_size + b_size > rec.remaining():
+            raise fail("conditional branch sizes overflow the record")
+        if (a_size == 0) != (a_count == 0) or (b_size == 0) != (b_count == 0):
+            raise fail("conditional branch size and op count disagree (one is zero, the other not)")
+        if op.type == OpType.WHILE and b_size != 0:
+            raise fail("capture_while record has a non-empty second branch")
+        a_end = rec.pos + a_size
+        branch_a = _parse_stream(rec, a_end, a_count, op.depth + 1)
+        branch_b = _parse_stream(rec, a_end + b_size, b_count, op.depth + 1)
+        return cls(OpType(op.type), cond_region_id, cond_offset, branch_a, branch_b, pad, op.tail())
+
+    def write(self) -> bytes:
+        a = _write_stream_body(self.branch_a)
+        b = _write_stream_body(self.branch_b)
+        counts = (len(a), len(self.branch_a.ops), len(b), len(self.branch_b.ops))
+        return _COND.pack(self.cond_region_id, self.pad, self.cond_offset, *counts) + a + b + self.tail
+
+
+# Minimum sizes of the records Warp's validator knows (apic_types.h sizeof()). Records of
+# these types are kept opaque; the reader still enforces the size and field rules below.
+_OPAQUE_MIN_SIZE = {
+    OpType.SCAN: 52,
+    OpType.REDUCTION: 64,
+    OpType.SEGMENTED_SORT: 68,
+    OpType.RADIX_SORT: 52,
+    OpType.RUNLENGTH_ENCODE: 64,
+    OpType.BSR_FROM_TRIPLETS: 160,
+    OpType.BSR_TRANSPOSE: 116,
+    OpType.BVH_REFIT: 24,
+    OpType.BVH_REBUILD: 24,
+    OpType.HASH_GRID_UPDATE: 64,
+}
+
+
+@dataclass
+class OpaqueOp:
+    """Any other known record (scan, sorts, BSR, reduction, ...), kept as its bytes."""
+
+    op_type: int
+    payload: bytes  # everything after the 8-byte op header
+
+    @classmethod
+    def read(cls, op: _OpReader) -> OpaqueOp:
+        _check_opaque(op.cur, OpType(op.type), op.fail)
+        return cls(op.type, op.tail())
+
+    def write(self) -> bytes:
+        return self.payload
+
+
+def _check_opaque(rec: _Cursor, op_type: OpType, fail) -> None:
+    """The loader's rules for records this module keeps as bytes (sizes, enums)."""
+    total = rec.end - rec.pos + _OP_HEADER.size
+    if total < _OPAQUE_MIN_SIZE[op_type]:
+        raise fail(f"{op_type.name} record of {total} bytes is shorter than {_OPAQUE_MIN_SIZE[op_type]}")
+    body = rec.data
+    at = rec.pos - _OP_HEADER.size  # offsets below are from the op header, as in apic_types.h
+    if op_type in (OpType.BVH_REFIT, OpType.BVH_REBUILD, OpType.HASH_GRID_UPDATE):
+        raise fail(f"{op_type.name} records a process-local handle and cannot be loaded from a .wrp")
+    if op_type == OpType.REDUCTION and total != 64:
+        raise fail("reduction record size is not 64")
+    if op_type == OpType.SCAN:
+        dtype, inclusive = body[at + 48], body[at + 49]
+        if dtype not in (ScalarType.INT32, ScalarType.FLOAT32, ScalarType.INT64, ScalarType.FLOAT64):
+            raise fail(f"unknown scan dtype {dtype}")
+        if inclusive > 1:
+            raise fail("scan inclusive flag out of range")
+    elif op_type == OpType.SEGMENTED_SORT:
+        dtype = body[at + 64]
+        if dtype not in (ScalarType.INT32, ScalarType.FLOAT32):
+            raise fail(f"unknown segmented-sort dtype {dtype}")
+    elif op_type == OpType.RADIX_SORT:
+        dtype = body[at + 48]
+        if dtype not in ScalarType._value2member_map_:
+            raise fail(f"unknown radix-sort dtype {dtype}")
+    elif op_type == OpType.REDUCTION:
+        kind, dtype = body[at + 60], body[at + 61]
+        if kind not in (1, 2) or dtype not in (ScalarType.FLOAT32, ScalarType.FLOAT64):
+            raise fail(f"invalid reduction kind {kind} or dtype {dtype}")
+
+
+_READERS = {
+    OpType.KERNEL_LAUNCH: KernelLaunch.read,
+    OpType.MEMCPY_H2D: MemcpyH2D.read,
+    OpType.MEMCPY_D2D: MemcpyD2D.read,
+    OpType.MEMSET: Memset.read,
+    OpType.MEMTILE: Memtile.read,
+    OpType.ALLOC: Alloc.read,
+    OpType.IF: Conditional.read,
+    OpType.WHILE: Conditional.read,
+    **dict.fromkeys(_OPAQUE_MIN_SIZE, OpaqueOp.read),
+}
+_OP_CLASSES = (KernelLaunch, MemcpyH2D, MemcpyD2D, Memset, Memtile, Alloc, Conditional, OpaqueOp)
+
+
+def iter_ops(stream: OpStream) -> Iterator[object]:
+    for op in stream.ops:
+        yield op
+        if isinstance(op, Conditional):
+            yield from iter_ops(op.branch_a)
+            yield from iter_ops(op.branch_b)
+
+
+def op_type_name(op_type: int) -> str:
+    try:
+        return OpType(op_type).name.lower()
+    except ValueError:
+        return f"op_{op_type}"
+
+
+def _parse_stream(cur: _Cursor, end: int, op_count: int, depth: int) -> OpStream:
+    if depth > MAX_BRANCH_DEPTH:
+        raise cur.fail(f"conditional nesting exceeds {MAX_BRANCH_DEPTH} levels")
+    if op_count * _OP_HEADER.size > end - cur.pos:
+        raise cur.fail(
+            f"operation count {op_count} cannot fit: {end - cur.pos} bytes hold at most "
+            f"{(end - cur.pos) // _OP_HEADER.size} op headers"
+        )
+    stream = OpStream()
+    for i in range(op_count):
+        op_start = cur.pos
+        if _OP_HEADER.size > end - op_start:
+            raise cur.fail(f"truncated op header at operation {i}")
+        op_type, total_size = _OP_HEADER.unpack_from(cur.data, op_start)
+        if total_size < _OP_HEADER.size or total_size > end - op_start:
+            raise cur.fail(
+                f"operation {i} declares size {total_size}, which overruns its stream or is too small"
+            )
+        op_end = op_start + total_size
+        rec = _Cursor(cur.data, op_start + _OP_HEADER.size, op_end, cur.path, cur.section)
+        stream.ops.append(_parse_op(rec, op_type, i, op_start, depth))
+        cur.pos = op_end
+    stream.trailing = bytes(cur.data[cur.pos : end])
+    cur.pos = end
+    return stream
+
+
+def _parse_op(rec: _Cursor, op_type: int, index: int, op_start: int, depth: int):
+    op = _OpReader(rec, op_type, index, op_start, depth)
+    read = _READERS.get(op_type)
+    if read is None:
+        raise op.fail(f"unknown or unsupported op type {op_type}")
+    return read(op)
+
+
+def _write_op(op) -> bytes:
+    if not isinstance(op, _OP_CLASSES):
+        raise TypeError(f"not an operation record: {type(op).__name__}")
+    body = op.write()
+    return _OP_HEADER.pack(int(op.op_type), _OP_HEADER.size + len(body)) + body
+
+
+def _write_stream_body(stream: OpStream) -> bytes:
+    return b"".join(_write_op(op) for op in stream.ops) + stream.trailing

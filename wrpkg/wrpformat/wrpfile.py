@@ -1,0 +1,273 @@
+"""The whole file: header, section table, the three sections; read_wrp and write_wrp."""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wrpkg import WARP_VERSION, atomic
+from wrpkg.errors import WrpFormatError
+from wrpkg.wrpformat.cursor import _Cursor
+from wrpkg.wrpformat.enums import (
+    FORMAT_VERSION,
+    HEADER_SIZE,
+    INT32_MAX,
+    MAGIC,
+    MAX_SECTIONS,
+    SECTION_ENTRY_SIZE,
+    DeviceType,
+    SectionType,
+)
+from wrpkg.wrpformat.header import _HEADER, _SECTION, FileHeader, SectionEntry
+from wrpkg.wrpformat.memory import MemorySection, _parse_memory, _write_memory
+from wrpkg.wrpformat.metadata import Metadata, _parse_metadata, _write_metadata
+from wrpkg.wrpformat.operations import OpStream, _parse_stream, _write_stream_body, iter_ops, op_type_name
+
+
+@dataclass
+class RawSection:
+    """A section of a type this format version does not define (Warp's loader skips it)."""
+
+    type: int
+    flags: int
+    data: bytes
+
+
+@dataclass
+class WrpFile:
+    header: FileHeader
+    metadata: Metadata
+    memory: MemorySection
+    operations: OpStream
+    # Section order and flags as read; the writer follows it. Entries are SectionType
+    # values for the three defined sections, RawSection for anything else.
+    layout: list = field(
+        default_factory=lambda: [SectionType.METADATA, SectionType.MEMORY, SectionType.OPERATIONS]
+    )
+    section_flags: dict = field(default_factory=dict)
+    sections: list[SectionEntry] = field(default_factory=list)
+    path: str | None = None
+
+    @property
+    def device(self) -> DeviceType | int:
+        try:
+            return DeviceType(self.header.device_type)
+        except ValueError:
+            return self.header.device_type
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.header.device_type == DeviceType.CUDA
+
+    def to_bytes(self) -> bytes:
+        return _write(self)
+
+    def iter_ops(self) -> Iterator[object]:
+        """Every operation, depth first (a conditional before the ops in its branches)."""
+        yield from iter_ops(self.operations)
+
+    def op_counts(self) -> dict[str, int]:
+        """Operation counts by type name, nested branches included."""
+        counts: dict[str, int] = {}
+        for op in self.iter_ops():
+            name = op_type_name(op.op_type)
+            counts[name] = counts.get(name, 0) + 1
+        return counts
+
+
+def read_wrp(path_or_bytes, *, path: str | os.PathLike | None = None, operations: bool = True) -> WrpFile:
+    """Parse and validate a .wrp file (a path, or its bytes with `path` naming it in errors).
+
+    `operations=False` leaves the OPERATIONS section unparsed (`operations` is then empty
+    and cross-references are not checked): a load-time check of a bundle that was fully
+    validated when it was built needs only the header, metadata and memory, and parsing
+    thousands of launches in Python costs far more than Warp's whole load."""
+    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+        data = bytes(path_or_bytes)
+        name = str(path) if path is not None else None
+    else:
+        name = str(path if path is not None else path_or_bytes)
+        try:
+            data = Path(path_or_bytes).read_bytes()
+        except OSError as err:
+            raise WrpFormatError(name, "file", 0, f"cannot read the file: {err.strerror}") from err
+    return _parse(memoryview(data), name, operations)
+
+
+def _parse(data: memoryview, path: str | None, with_operations: bool = True) -> WrpFile:
+    size = len(data)
+    cur = _Cursor(data, 0, size, path, "header")
+    if size < HEADER_SIZE:
+        raise cur.fail(f"file is {size} bytes, smaller than the {HEADER_SIZE}-byte header")
+    (magic, version, flags, num_sections, table_offset, device_type, reserved_dt, target_arch, reserved) = (
+        _HEADER.unpack_from(data, 0)
+    )
+    if magic != MAGIC:
+        raise cur.fail(f"bad magic {magic!r}, expected {MAGIC!r}: not a .wrp file")
+    if version != FORMAT_VERSION:
+        raise cur.fail(
+            f"unsupported format version {version}, expected {FORMAT_VERSION}",
+            4,
+            fix=f"recapture with warp-lang {WARP_VERSION}",
+        )
+    if device_type not in (DeviceType.CUDA, DeviceType.CPU):
+        raise cur.fail(f"unknown device type {device_type}", 24)
+    if (
+        (device_type == DeviceType.CUDA and target_arch == 0)
+        or (device_type == DeviceType.CPU and target_arch != 0)
+        or target_arch > INT32_MAX
+    ):
+        raise cur.fail(f"device type {device_type} and target architecture {target_arch} disagree", 28)
+    if num_sections == 0 or num_sections > MAX_SECTIONS:
+        raise cur.fail(f"section count {num_sections} is not in 1..{MAX_SECTIONS}", 12)
+    if table_offset > size or num_sections > (size - table_offset) // SECTION_ENTRY_SIZE:
+        raise cur.fail(f"section table ({num_sections} entries at byte {table_offset}) overruns the file", 16)
+
+    header = FileHeader(
+        version=version,
+        flags=flags,
+        device_type=device_type,
+        target_arch=target_arch,
+        num_sections=num_sections,
+        section_table_offset=table_offset,
+        reserved_after_device_type=reserved_dt,
+        reserved=reserved,
+    )
+
+    entries: list[SectionEntry] = []
+    layout: list = []
+    section_flags: dict = {}
+    found: dict[int, SectionEntry] = {}
+    table = _Cursor(data, table_offset, size, path, "section table")
+    for i in range(num_sections):
+        entry_offset = table.pos
+        entry = SectionEntry(*table.unpack(_SECTION, f"section entry {i}"))
+        entries.append(entry)
+        if entry.offset > size or entry.size > size - entry.offset:
+            raise table.fail(
+                f"section {i} (type {entry.type}) at byte {entry.offset} with {entry.size} bytes overruns "
+                f"the {size}-byte file",
+                entry_offset,
+            )
+        if entry.uncompressed_size != entry.size:
+            raise table.fail(
+                f"section {i} is compressed (size {entry.size} != uncompressed {entry.uncompressed_size}); "
+                "format 18 has no compression",
+                entry_offset,
+            )
+        if entry.type in (SectionType.METADATA, SectionType.MEMORY, SectionType.OPERATIONS):
+            kind = SectionType(entry.type)
+            if kind in found:
+                raise table.fail(f"duplicate {kind.name} section", entry_offset)
+            found[kind] = entry
+            layout.append(kind)
+            section_flags[kind] = entry.flags
+        else:
+            layout.append(
+                RawSection(entry.type, entry.flags, bytes(data[entry.offset : entry.offset + entry.size]))
+            )
+    for kind in (SectionType.METADATA, SectionType.MEMORY, SectionType.OPERATIONS):
+        if kind not in found or found[kind].size == 0:
+            raise WrpFormatError(
+                path, "section table", table_offset, f"required {kind.name} section is missing"
+            )
+
+    # Warp validates the operation stream first, then metadata, then memory; the order
+    # only decides which error a file with several faults reports.
+    ops_entry = found[SectionType.OPERATIONS]
+    ops_cur = _Cursor(data, ops_entry.offset, ops_entry.offset + ops_entry.size, path, "OPERATIONS")
+    if ops_entry.size < 4:
+        raise ops_cur.fail("operations section is shorter than its 4-byte op count")
+    op_count = ops_cur.u32("operation count")
+    operations = _parse_stream(ops_cur, ops_cur.end, op_count, 0) if with_operations else []
+
+    meta_entry = found[SectionType.METADATA]
+    metadata = _parse_metadata(
+        _Cursor(data, meta_entry.offset, meta_entry.offset + meta_entry.size, path, "METADATA"), header
+    )
+
+    mem_entry = found[SectionType.MEMORY]
+    memory = _parse_memory(_Cursor(data, mem_entry.offset, mem_entry.offset + mem_entry.size, path, "MEMORY"))
+
+    wrp = WrpFile(
+        header=header,
+        metadata=metadata,
+        memory=memory,
+        operations=operations,
+        layout=layout,
+        section_flags=section_flags,
+        sections=entries,
+        path=path,
+    )
+    if with_operations:
+        _check_references(wrp, meta_entry.offset)
+    return wrp
+
+
+def _check_references(wrp: WrpFile, meta_offset: int) -> None:
+    """Cross-section rules Warp's loader enforces when it builds meshes and fixes handles."""
+    sizes = {region.region_id: region.size for region in wrp.memory.regions}
+
+    def fail(rule: str) -> WrpFormatError:
+        return WrpFormatError(wrp.path, "METADATA", meta_offset, rule)
+
+    for i, mesh in enumerate(wrp.metadata.meshes):
+        for what, region_id in (("points", mesh.points_region_id), ("indices", mesh.indices_region_id)):
+            if region_id not in sizes:
+                raise fail(f"mesh {i} {what} region {region_id} does not exist")
+    for i, loc in enumerate(wrp.metadata.ptr_locations):
+        if loc.count == 0:
+            continue
+        if loc.region_id not in sizes:
+            raise fail(f"pointer location {i} refers to missing region {loc.region_id}")
+        size = sizes[loc.region_id]
+        if (
+            loc.offset > size
+            or size - loc.offset < 8
+            or (loc.stride == 0 and loc.count != 1)
+            or (loc.stride != 0 and loc.count - 1 > (size - loc.offset - 8) // loc.stride)
+        ):
+            raise fail(f"pointer location {i} is out of bounds for region {loc.region_id}")
+
+
+def _write(wrp: WrpFile) -> bytes:
+    payloads = []
+    for slot in wrp.layout:
+        if isinstance(slot, RawSection):
+            payloads.append((slot.type, slot.flags, slot.data))
+        elif slot == SectionType.METADATA:
+            payloads.append((slot, wrp.section_flags.get(slot, 0), _write_metadata(wrp.metadata)))
+        elif slot == SectionType.MEMORY:
+            payloads.append((slot, wrp.section_flags.get(slot, 0), _write_memory(wrp.memory)))
+        elif slot == SectionType.OPERATIONS:
+            ops = struct.pack("<I", len(wrp.operations.ops)) + _write_stream_body(wrp.operations)
+            payloads.append((slot, wrp.section_flags.get(slot, 0), ops))
+    h = wrp.header
+    out = bytearray(
+        _HEADER.pack(
+            MAGIC,
+            h.version,
+            h.flags,
+            len(payloads),
+            HEADER_SIZE,
+            h.device_type,
+            h.reserved_after_device_type,
+            h.target_arch,
+            h.reserved,
+        )
+    )
+    offset = HEADER_SIZE + SECTION_ENTRY_SIZE * len(payloads)
+    for section_type, flags, data in payloads:
+        out += _SECTION.pack(int(section_type), flags, offset, len(data), len(data))
+        offset += len(data)
+    for _, _, data in payloads:
+        out += data
+    return bytes(out)
+
+
+def write_wrp(wrp: WrpFile, path: str | os.PathLike) -> None:
+    """Write atomically: a temporary file in the same directory, then a rename over `path`."""
+    atomic.write_file(Path(path), wrp.to_bytes())
