@@ -25,11 +25,6 @@ std::string Basename(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-bool IsDirectory(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 struct GraphDeleter {
   void operator()(APICGraph* graph) const { wp_apic_destroy_graph(graph); }
 };
@@ -192,10 +187,7 @@ Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions&
   if (!device.is_cpu()) {
     CudaDeviceFacts facts = QueryCudaDevice(device.ordinal);
     std::string include_dir = options.warp_include_dir;
-    if (include_dir.empty()) {
-      std::string candidate = WarpLibraryDirectory() + "/../native";
-      if (IsDirectory(candidate)) include_dir = candidate;
-    }
+    if (include_dir.empty()) include_dir = WarpIncludeDirectory();
     ArchDecision decision = DecideCudaCode(manifest, impl->title, facts, !include_dir.empty());
     if (!decision.fits) throw Error(decision.message);
     bool compiles_source = false;

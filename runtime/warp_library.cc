@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -142,6 +143,24 @@ std::string WarpLibraryDirectory() {
   Dl_info info;
   if (dladdr(reinterpret_cast<void*>(&wp_init), &info) && info.dli_fname) return DirectoryOf(info.dli_fname);
   return ".";
+}
+
+std::string WarpIncludeDirectory() {
+  // Beside the library as loaded, else beside the file it resolves to: Bazel links a binary against a
+  // symlink in _solib_*, whose directory has no headers next to it.
+  std::vector<std::string> dirs = {WarpLibraryDirectory()};
+  char resolved[PATH_MAX];
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&wp_init), &info) && info.dli_fname &&
+      realpath(info.dli_fname, resolved)) {
+    dirs.push_back(DirectoryOf(resolved));
+  }
+  for (const std::string& dir : dirs) {
+    std::string candidate = dir + "/../native";
+    struct stat st;
+    if (stat(candidate.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return candidate;
+  }
+  return "";
 }
 
 int CudaDeviceCount() {

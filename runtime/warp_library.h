@@ -22,6 +22,8 @@ std::string LinkedWarpVersion();
 
 // Directory holding the linked warp.so as the dynamic loader found it (dladdr), e.g. ".../warp/bin".
 std::string WarpLibraryDirectory();
+// Warp's CUDA headers (warp/native), which compiling a module's retained source needs; "" when absent.
+std::string WarpIncludeDirectory();
 
 // Facts about CUDA device `ordinal` (calls InitWarp). Throws wrp::Error when CUDA is unavailable or the
 // ordinal does not exist.

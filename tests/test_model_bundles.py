@@ -36,8 +36,9 @@ def test_retargeted_and_recorded_bundles_deploy_the_same_bytes():
     assert a.files == b.files
     for f in a.files:
         assert (retargeted / f.path).read_bytes() == (recorded / f.path).read_bytes(), f.path
-    # Golden values: a CPU replay for the retargeted bundle, the H200's for the recorded one.
-    assert (a.golden_device, b.golden_device) == ("cpu", "cuda")
+    # Golden values: a CPU replay for the retargeted bundle (a GPU replay when --config=gpu
+    # captured it natively), the H200's for the recorded one.
+    assert (a.golden_device, b.golden_device) == (os.environ["WRP_SIM_GOLDEN_DEVICE"], "cuda")
 
 
 def test_retargeted_and_recorded_bundles_share_the_content_hash():

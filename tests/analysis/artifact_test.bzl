@@ -64,7 +64,13 @@ def _artifact_actions_test_impl(ctx):
     check_equals(env, ptx or None, info.ptx_arch, "WrpInfo.ptx_arch")
     return end(env)
 
-artifact_actions_test = make(_artifact_actions_test_impl, attrs = _ATTRS, toolchains = [_CUDA_TOOLCHAIN])
+# The capture-mode flag pinned to its default, so the expectations hold under --config=gpu too.
+artifact_actions_test = make(
+    _artifact_actions_test_impl,
+    attrs = _ATTRS,
+    toolchains = [_CUDA_TOOLCHAIN],
+    config_settings = {"//rules:capture_mode": "retarget"},
+)
 
 # capture_mode = "auto" under --config=gpu (which sets --//rules:capture_mode=gpu).
 artifact_actions_gpu_config_test = make(
@@ -79,7 +85,7 @@ artifact_actions_archs_flag_test = make(
     _artifact_actions_test_impl,
     attrs = _ATTRS,
     toolchains = [_CUDA_TOOLCHAIN],
-    config_settings = {"//rules:archs": ["sm_87", "sm_120"]},
+    config_settings = {"//rules:archs": ["sm_87", "sm_120"], "//rules:capture_mode": "retarget"},
 )
 
 # A capture script for targets only analysed, never built.
