@@ -53,6 +53,8 @@ ELSEWHERE = {
     "tools/gpu/stage_bench.sh": "builds the benchmark inputs for tools/gpu/bench_all.sh on a GPU machine: run by hand",
     "OUT=/tmp/out tools/gpu/bench_all.sh": "needs a CUDA GPU: the benchmarks, on the GPU machine after "
     "tools/gpu/stage_bench.sh here",
+    "python tools/bench/load_profile.py BUNDLE...": "tools/gpu/bench_all.sh runs it on the GPU machine "
+    "(it times wrpkg.load's steps on a CUDA bundle): run by hand",
     "python3 tools/bench/build_bench.py --out /tmp/out/build.json": "times clean and incremental builds "
     "(many minutes): run by hand",
     "file bazel-out/k8-fastbuildaarch64/bin/examples/deploy/deploy_recorded": "CI: //tests/aarch64 runs the "
