@@ -97,7 +97,7 @@ class ModuleArtifacts:
 def captured_module_artifacts(
     wrp: wrpformat.WrpFile, raw_record: wrpformat.ModuleRecord, modules_dir: Path
 ) -> ModuleArtifacts:
-    """The binary exactly as Warp packaged it at capture time (single SM, this issue's scope).
+    """The binary exactly as Warp packaged it at capture time (one SM: the capture device's).
 
     `raw_record` is the record *before* canonicalization: canonical CUDA records carry a
     fixed target_arch, while the cubin really is SASS for the capture device's SM.
