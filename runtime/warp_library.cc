@@ -39,19 +39,25 @@ Fn Symbol(void* library, const char* name, const std::string& path) {
   return reinterpret_cast<Fn>(symbol);
 }
 
-WarpClang OpenWarpClang() {
-  InitWarp();
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("WRP_WARP_CLANG")) candidates.push_back(env);
-  const std::string warp_dir = WarpLibraryDirectory();
-  candidates.push_back(warp_dir + "/warp-clang.so");
+// The Warp library's directory as loaded, then that of the file it resolves to (when different): Bazel
+// links a binary against a symlink in _solib_*, whose directory holds nothing else from the wheel.
+std::vector<std::string> WarpLibraryDirectories() {
+  std::vector<std::string> dirs = {WarpLibraryDirectory()};
   char resolved[PATH_MAX];
   Dl_info info;
   if (dladdr(reinterpret_cast<void*>(&wp_init), &info) && info.dli_fname &&
       realpath(info.dli_fname, resolved)) {
     std::string real_dir = DirectoryOf(resolved);
-    if (real_dir != warp_dir) candidates.push_back(real_dir + "/warp-clang.so");
+    if (real_dir != dirs.front()) dirs.push_back(real_dir);
   }
+  return dirs;
+}
+
+WarpClang OpenWarpClang() {
+  InitWarp();
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("WRP_WARP_CLANG")) candidates.push_back(env);
+  for (const std::string& dir : WarpLibraryDirectories()) candidates.push_back(dir + "/warp-clang.so");
   candidates.push_back("warp-clang.so");  // the dynamic loader's own search (LD_LIBRARY_PATH, RUNPATH)
 
   std::string tried;
@@ -146,16 +152,7 @@ std::string WarpLibraryDirectory() {
 }
 
 std::string WarpIncludeDirectory() {
-  // Beside the library as loaded, else beside the file it resolves to: Bazel links a binary against a
-  // symlink in _solib_*, whose directory has no headers next to it.
-  std::vector<std::string> dirs = {WarpLibraryDirectory()};
-  char resolved[PATH_MAX];
-  Dl_info info;
-  if (dladdr(reinterpret_cast<void*>(&wp_init), &info) && info.dli_fname &&
-      realpath(info.dli_fname, resolved)) {
-    dirs.push_back(DirectoryOf(resolved));
-  }
-  for (const std::string& dir : dirs) {
+  for (const std::string& dir : WarpLibraryDirectories()) {
     std::string candidate = dir + "/../native";
     struct stat st;
     if (stat(candidate.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return candidate;

@@ -90,43 +90,46 @@ def plot_loads(load, models, path: Path) -> None:
     plt.close(fig)
 
 
+def _grouped_bars(ax, replays, models, series) -> None:
+    """One group of bars per model, one bar per (key, label) of `series`."""
+    width = 0.25
+    for i, (key, label) in enumerate(series):
+        ax.bar(
+            [m + i * width for m in range(len(models))],
+            [replays[m].get(key) or 0 for m in models],
+            width,
+            label=label,
+        )
+    ax.set_xticks([m + width for m in range(len(models))], models)
+    ax.legend(fontsize=8)
+
+
 def plot_replay(replays, path: Path) -> None:
     models = sorted(replays)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    width = 0.25
-    for i, (key, label) in enumerate(
+    _grouped_bars(
+        ax1,
+        replays,
+        models,
         [
             ("bare_host_us", "bare cuGraphLaunch"),
             ("wrp_host_us", "C++ wrp::Graph::Launch"),
             ("py_host_us", "Python"),
-        ]
-    ):
-        ax1.bar(
-            [m + i * width for m in range(len(models))],
-            [replays[m].get(key) or 0 for m in models],
-            width,
-            label=label,
-        )
-    ax1.set_xticks([m + width for m in range(len(models))], models)
+        ],
+    )
     ax1.set_ylabel("host time per launch, us (median of rounds)")
-    ax1.legend(fontsize=8)
-    for i, (key, label) in enumerate(
+    _grouped_bars(
+        ax2,
+        replays,
+        models,
         [
             ("bare_replays_per_s", "bare cuGraphLaunch"),
             ("wrp_replays_per_s", "C++"),
             ("py_replays_per_s", "Python"),
-        ]
-    ):
-        ax2.bar(
-            [m + i * width for m in range(len(models))],
-            [replays[m].get(key) or 0 for m in models],
-            width,
-            label=label,
-        )
-    ax2.set_xticks([m + width for m in range(len(models))], models)
+        ],
+    )
     ax2.set_ylabel("replays per second (log)")
     ax2.set_yscale("log")
-    ax2.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
