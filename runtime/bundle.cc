@@ -294,8 +294,15 @@ void Bundle::Verify(const std::map<std::string, ByteView>& present, const Bundle
     }
   }
   const std::vector<FileRecord> listed = manifest_.ListedFiles();
+  // What proves each file: its chunk digests when the manifest has them, else its whole sha256. All pieces of
+  // all files are hashed at once, on several threads.
+  struct Piece {
+    const FileRecord* record;
+    uint64_t offset;
+    const std::string* expected;
+  };
+  std::vector<Piece> pieces;
   std::vector<ByteView> contents;
-  contents.reserve(listed.size());
   for (const FileRecord& record : listed) {
     auto it = present.find(record.path);
     if (it == present.end()) {
@@ -308,16 +315,29 @@ void Bundle::Verify(const std::map<std::string, ByteView>& present, const Bundle
                   manifest_.ListerOf(record.path) + " records " + std::to_string(record.size) +
                   (bytes.size < record.size ? " (truncated)" : "") + fix);
     }
-    contents.push_back(bytes);
+    files_[record.path] = bytes;
+    if (record.chunk_sha256.empty()) {
+      pieces.push_back({&record, 0, &record.sha256});
+      contents.push_back(bytes);
+      continue;
+    }
+    for (size_t i = 0; i < record.chunk_sha256.size(); ++i) {
+      const uint64_t offset = i * manifest_.chunk_bytes;
+      pieces.push_back({&record, offset, &record.chunk_sha256[i]});
+      contents.push_back(ByteView{bytes.data + offset, std::min<uint64_t>(manifest_.chunk_bytes, bytes.size - offset)});
+    }
   }
   const std::vector<std::string> digests = HexDigests(contents);
-  for (size_t i = 0; i < listed.size(); ++i) {
-    const FileRecord& record = listed[i];
-    if (digests[i] != record.sha256) {
-      throw Error(Describe(record.path) + ": sha256 is " + digests[i] + " but " +
-                  manifest_.ListerOf(record.path) + " records " + record.sha256 + fix);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const Piece& piece = pieces[i];
+    if (digests[i] != *piece.expected) {
+      const std::string range =
+          piece.record->chunk_sha256.empty()
+              ? ""
+              : " (bytes " + std::to_string(piece.offset) + " to " + std::to_string(piece.offset + contents[i].size) + ")";
+      throw Error(Describe(piece.record->path) + range + ": sha256 is " + digests[i] + " but " +
+                  manifest_.ListerOf(piece.record->path) + " records " + *piece.expected + fix);
     }
-    files_[record.path] = contents[i];
   }
   if (!extras_allowed) {
     for (const auto& entry : present) {

@@ -128,7 +128,7 @@ WRP_TEST(TamperedDirectoryFailsNamingTheFile) {
     fs::path dir = CopyBundle("schema");
     std::vector<uint8_t> bytes = ReadBytes(dir / "manifest.json");
     std::string text(bytes.begin(), bytes.end());
-    text.replace(text.find("rules_warp.manifest/3"), 21, "rules_warp.manifest/9");
+    text.replace(text.find("rules_warp.manifest/4"), 21, "rules_warp.manifest/9");
     WriteBytes(dir / "manifest.json", std::vector<uint8_t>(text.begin(), text.end()));
     CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), "manifest.json", "field \"schema\"",
                       rebuild.c_str());

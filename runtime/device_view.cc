@@ -4,7 +4,6 @@
 #include <string_view>
 
 #include "runtime/fatbin.h"
-#include "runtime/sha256.h"
 
 namespace wrp {
 namespace {
@@ -80,9 +79,14 @@ std::optional<DeviceView> MakeDeviceView(const Bundle& bundle, const ArchDecisio
     if (!IsFatbin(binary)) return std::nullopt;
     std::optional<ByteView> image = SassImage(binary, choice.arch, bundle.Describe(module.binary));
     if (!image) return std::nullopt;
-    if (!ReplaceDigestOnce(&view.wrp, file->sha256, Sha256::HexDigest(image->data, image->size))) {
-      return std::nullopt;
+    // The fatbin was verified whole, so its image is the one the manifest records; Warp checks the image it
+    // is given against the digest put here before loading it.
+    const SassRecord* record = nullptr;
+    for (const SassRecord& sass : module.sass) {
+      if (sass.arch == choice.arch) record = &sass;
     }
+    if (!record || record->size != image->size) return std::nullopt;
+    if (!ReplaceDigestOnce(&view.wrp, file->sha256, record->sha256)) return std::nullopt;
     view.filenames.push_back(Basename(module.binary));
     view.images.push_back(*image);
   }

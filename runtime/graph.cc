@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -66,6 +67,24 @@ APICGraph* LoadDeviceView(void* cuda_context, const DeviceView& view) {
                                        static_cast<uint32_t>(modules.size()), APIC_DEVICE_CUDA);
 }
 
+// Marks the end of each Load step into LoadOptions::phases; does nothing when no one asked.
+class PhaseClock {
+ public:
+  explicit PhaseClock(std::vector<LoadPhase>* phases) : phases_(phases) {
+    if (phases_) last_ = std::chrono::steady_clock::now();
+  }
+  void Mark(const char* name) {
+    if (!phases_) return;
+    const auto now = std::chrono::steady_clock::now();
+    phases_->push_back({name, std::chrono::duration<double, std::milli>(now - last_).count()});
+    last_ = now;
+  }
+
+ private:
+  std::vector<LoadPhase>* phases_;
+  std::chrono::steady_clock::time_point last_;
+};
+
 // Each load gets its own JIT object names: two graphs from one bundle must not share (and unload) code.
 std::atomic<unsigned> g_load_counter{0};
 
@@ -106,6 +125,11 @@ struct Graph::Impl {
                 "\"; its parameters are: " + (known.empty() ? std::string("(none)") : known));
   }
 
+  // Load's steps, one decision each.
+  void LoadCuda(const Bundle& bundle, const LoadOptions& options, bool from_directory, PhaseClock* clock);
+  void LoadCpu(const Bundle& bundle, bool from_directory, PhaseClock* clock);
+  void CheckBindings(const Manifest& manifest) const;
+
   void CheckSize(const char* verb, const BindingRecord& binding, size_t size) const {
     if (size != binding.bytes) {
       throw Error(title + ": " + verb + " \"" + binding.name + "\" with " + std::to_string(size) +
@@ -140,7 +164,185 @@ Graph::Graph(Graph&&) noexcept = default;
 Graph& Graph::operator=(Graph&&) noexcept = default;
 Graph::~Graph() = default;
 
+namespace {
+
+// What Warp is given when it loads from memory: the verified .wrp and every file of <stem>_modules/ by the
+// bare filename the .wrp records (Warp ignores entries it does not use).
+struct VerifiedInputs {
+  ByteView wrp;
+  std::string modules_prefix;
+  std::map<std::string, ByteView> module_files;
+};
+
+VerifiedInputs GatherInputs(const Bundle& bundle) {
+  const Manifest& manifest = bundle.manifest();
+  VerifiedInputs inputs;
+  const std::string stem = manifest.wrp.substr(0, manifest.wrp.size() - (manifest.wrp.size() > 4 ? 4 : 0));
+  inputs.modules_prefix = stem + "_modules/";
+  inputs.wrp = bundle.File(manifest.wrp);
+  for (const FileRecord& record : manifest.files) {
+    if (record.path.compare(0, inputs.modules_prefix.size(), inputs.modules_prefix) == 0) {
+      inputs.module_files[Basename(record.path)] = bundle.File(record.path);
+    }
+  }
+  return inputs;
+}
+
+APICGraph* LoadFromMemory(void* cuda_context, const VerifiedInputs& inputs, int device_type) {
+  std::vector<APICModuleBytes> modules;
+  for (const auto& entry : inputs.module_files) {
+    modules.push_back(APICModuleBytes{entry.first.c_str(), entry.second.data, entry.second.size});
+  }
+  return wp_apic_load_graph_from_bytes(cuda_context, inputs.wrp.data, inputs.wrp.size, modules.data(),
+                                        static_cast<uint32_t>(modules.size()), device_type);
+}
+
+}  // namespace
+
+// CUDA: decide which code each module runs (SASS, PTX or retained source), then hand Warp the device view,
+// the bundle's bytes, or (when source must be compiled) a private copy on disk.
+void Graph::Impl::LoadCuda(const Bundle& bundle, const LoadOptions& options, bool from_directory,
+                           PhaseClock* clock) {
+  const Manifest& manifest = bundle.manifest();
+  CudaDeviceFacts facts = QueryCudaDevice(device.ordinal);
+  std::string include_dir = options.warp_include_dir;
+  if (include_dir.empty()) include_dir = WarpIncludeDirectory();
+  ArchDecision decision = DecideCudaCode(manifest, title, facts, !include_dir.empty());
+  if (!decision.fits) throw Error(decision.message);
+  load_note = decision.message;
+  bool compiles_source = false;
+  for (const ModuleChoice& choice : decision.modules) compiles_source |= choice.choice == CodeChoice::kSource;
+  cuda_context = wp_cuda_device_get_primary_context(device.ordinal);
+  if (!cuda_context) {
+    throw Error("cannot get the CUDA context of " + device.ToString() + ": " + WarpErrorString());
+  }
+  clock->Mark("arch check");
+
+  APICGraph* apic_graph = nullptr;
+  if (compiles_source) {
+    // Warp compiles retained source only on its directory path, and caches the result beside the modules:
+    // give it the verified bytes in the private per-user cache, never the bundle's own directory.
+    const std::string wrp_path = MaterializeForWarp(bundle);
+    load_source = "private cache " + wrp_path.substr(0, wrp_path.rfind('/'));
+    apic_graph = wp_apic_load_graph_ex(cuda_context, wrp_path.c_str(), APIC_DEVICE_CUDA, include_dir.c_str());
+  } else if (from_directory) {
+    apic_graph = wp_apic_load_graph_ex(cuda_context, bundle.Describe(manifest.wrp).c_str(), APIC_DEVICE_CUDA,
+                                  nullptr);
+  } else {
+    std::optional<DeviceView> view;
+    if (options.device_view) view = MakeDeviceView(bundle, decision);
+    clock->Mark("device view");
+    if (view) {
+      load_source = "device view";
+      apic_graph = LoadDeviceView(cuda_context, *view);
+    } else {
+      apic_graph = LoadFromMemory(cuda_context, GatherInputs(bundle), APIC_DEVICE_CUDA);
+    }
+  }
+  if (!apic_graph) {
+    throw Error(title + ": Warp could not load " + bundle.Describe(manifest.wrp) + " on " +
+                device.ToString() + ": " + WarpErrorString() + "\nfix: " + rebuild_hint);
+  }
+  graph.reset(apic_graph);
+  clock->Mark("warp load");
+  void* cuda_stream = wp_cuda_stream_create(cuda_context, 0);
+  if (!cuda_stream) {
+    throw Error("cannot create a CUDA stream on " + device.ToString() + ": " + WarpErrorString());
+  }
+  stream = std::make_unique<CudaStream>(cuda_context, cuda_stream);
+  clock->Mark("stream");
+}
+
+// CPU: Warp loads the operation stream and leaves kernels to the caller (Python does this in
+// _apic_load_cpu_modules): load each recorded object into warp-clang's JIT from the verified bytes, look up
+// every kernel's entry points, and register them with the graph.
+void Graph::Impl::LoadCpu(const Bundle& bundle, bool from_directory, PhaseClock* clock) {
+  const Manifest& manifest = bundle.manifest();
+  const VerifiedInputs inputs = GatherInputs(bundle);
+  APICGraph* apic_graph = from_directory
+                         ? wp_apic_load_graph(nullptr, bundle.Describe(manifest.wrp).c_str(), APIC_DEVICE_CPU)
+                         : wp_apic_load_graph_from_bytes(nullptr, inputs.wrp.data, inputs.wrp.size, nullptr, 0,
+                                                         APIC_DEVICE_CPU);
+  if (!apic_graph) {
+    throw Error(title + ": Warp could not load " + bundle.Describe(manifest.wrp) + ": " +
+                WarpErrorString() + "\nfix: " + rebuild_hint);
+  }
+  graph.reset(apic_graph);
+  clock->Mark("warp load");
+
+  const int num_kernels = wp_apic_get_num_kernels(apic_graph);
+  if (num_kernels <= 0) return;
+  const WarpClang& clang = GetWarpClang();
+  const unsigned load_id = g_load_counter++;
+  std::map<std::string, const CpuObject*> objects;  // recorded filename -> loaded object
+  for (int i = 0; i < num_kernels; ++i) {
+    const char* key = wp_apic_get_kernel_key(apic_graph, i);
+    const char* module_hash = wp_apic_get_kernel_module_hash(apic_graph, i);
+    const char* filename = wp_apic_get_kernel_module_binary_filename(apic_graph, i);
+    const char* forward_name = wp_apic_get_kernel_forward_name(apic_graph, i);
+    const char* backward_name = wp_apic_get_kernel_backward_name(apic_graph, i);
+    if (!key || !forward_name || !*forward_name) continue;
+    const std::string file = filename ? filename : "";
+    auto loaded = objects.find(file);
+    if (loaded == objects.end()) {
+      auto bytes = inputs.module_files.find(file);
+      if (file.empty() || bytes == inputs.module_files.end()) {
+        throw Error(title + ": kernel " + key + " needs module object \"" + file + "\", which is not in " +
+                    bundle.Describe(inputs.modules_prefix) + "; fix: " + rebuild_hint);
+      }
+      std::string name = "wrp_" + std::to_string(load_id) + "_" + file.substr(0, file.rfind('.'));
+      if (clang.load_obj_from_bytes(bytes->second.data, bytes->second.size, name.c_str(), false) != 0) {
+        throw Error(title + ": warp-clang could not load " +
+                    bundle.Describe(inputs.modules_prefix + file) + ": " + WarpErrorString() + "\nfix: " +
+                    rebuild_hint + " on this CPU architecture");
+      }
+      cpu_objects.push_back(std::make_unique<CpuObject>(&clang, name));
+      loaded = objects.emplace(file, cpu_objects.back().get()).first;
+    }
+    const std::string& object_name = loaded->second->name();
+    uint64_t forward = clang.lookup(object_name.c_str(), forward_name);
+    if (!forward) {
+      throw Error(title + ": kernel entry point " + forward_name + " is missing from " +
+                  bundle.Describe(inputs.modules_prefix + file) + "; fix: " + rebuild_hint);
+    }
+    uint64_t backward = (backward_name && *backward_name) ? clang.lookup(object_name.c_str(), backward_name) : 0;
+    wp_apic_register_loaded_cpu_kernel(apic_graph, key, module_hash, reinterpret_cast<void*>(forward),
+                                       reinterpret_cast<void*>(backward));
+  }
+  clock->Mark("cpu kernels");
+}
+
+// The manifest and the .wrp must agree on every binding's name and capacity: SetParam/GetParam check sizes
+// against the manifest before Warp is called.
+void Graph::Impl::CheckBindings(const Manifest& manifest) const {
+  // wp_apic_get_num_params counts a name bound as both input and output twice, so compare name sets.
+  std::set<std::string> warp_names;
+  for (int i = 0, n = wp_apic_get_num_params(graph.get()); i < n; ++i) {
+    if (const char* name = wp_apic_get_param_name(graph.get(), i)) warp_names.insert(name);
+  }
+  std::set<std::string> manifest_names;
+  for (const BindingRecord& binding : manifest.bindings) manifest_names.insert(binding.name);
+  if (warp_names != manifest_names) {
+    auto join = [](const std::set<std::string>& names) {
+      std::string out;
+      for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+      return out.empty() ? std::string("(none)") : out;
+    };
+    throw Error(title + ": the .wrp binds parameters {" + join(warp_names) + "} but manifest.json lists {" +
+                join(manifest_names) + "}; fix: " + rebuild_hint);
+  }
+  for (const BindingRecord& binding : manifest.bindings) {
+    size_t warp_size = wp_apic_get_param_size(graph.get(), binding.name.c_str());
+    if (warp_size != binding.bytes) {
+      throw Error(title + ": parameter \"" + binding.name + "\" is " + std::to_string(warp_size) +
+                  " bytes in the .wrp but " + std::to_string(binding.bytes) + " in manifest.json; fix: " +
+                  rebuild_hint);
+    }
+  }
+}
+
 Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions& options) {
+  PhaseClock clock(options.phases);
   InitWarp();
   CheckWarpVersion(bundle, LinkedWarpVersion());
   const Manifest& manifest = bundle.manifest();
@@ -161,164 +363,22 @@ Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions&
                 device.ToString() + "; fix: pass --device " + (manifest.device == "cpu" ? "cpu" : "cuda:N") +
                 ", or depend on the artifact captured for that device");
   }
-
   // Default: the bytes Bundle verified. Reading the files again would load whatever is on disk by then.
-  bool from_directory = options.source == LoadOptions::Source::kDirectory;
+  const bool from_directory = options.source == LoadOptions::Source::kDirectory;
   if (from_directory && !bundle.from_directory()) {
     throw Error(impl->title + " came from " + bundle.origin() +
                 ", not a directory; fix: load it from memory (LoadOptions::Source::kMemory)");
   }
   impl->load_source = from_directory ? "directory" : "memory";
+  clock.Mark("checks");
 
-  const std::string stem = manifest.wrp.substr(0, manifest.wrp.size() - (manifest.wrp.size() > 4 ? 4 : 0));
-  const std::string modules_prefix = stem + "_modules/";
-  const ByteView wrp = bundle.File(manifest.wrp);
-
-  // Every file of <stem>_modules/, by the bare filename the .wrp records. Warp ignores entries it does not
-  // use.
-  std::map<std::string, ByteView> module_files;
-  for (const FileRecord& record : manifest.files) {
-    if (record.path.compare(0, modules_prefix.size(), modules_prefix) == 0) {
-      module_files[Basename(record.path)] = bundle.File(record.path);
-    }
-  }
-
-  const int device_type = device.is_cpu() ? APIC_DEVICE_CPU : APIC_DEVICE_CUDA;
-  if (!device.is_cpu()) {
-    CudaDeviceFacts facts = QueryCudaDevice(device.ordinal);
-    std::string include_dir = options.warp_include_dir;
-    if (include_dir.empty()) include_dir = WarpIncludeDirectory();
-    ArchDecision decision = DecideCudaCode(manifest, impl->title, facts, !include_dir.empty());
-    if (!decision.fits) throw Error(decision.message);
-    bool compiles_source = false;
-    for (const ModuleChoice& choice : decision.modules)
-      compiles_source |= choice.choice == CodeChoice::kSource;
-    // Warp compiles retained source only on its directory path, and caches the result beside the modules:
-    // give it the verified bytes in the private per-user cache, never the bundle's own directory.
-    std::string wrp_path = from_directory ? bundle.Describe(manifest.wrp) : "";
-    if (compiles_source) {
-      wrp_path = MaterializeForWarp(bundle);
-      impl->load_source = "private cache " + wrp_path.substr(0, wrp_path.rfind('/'));
-    }
-    impl->load_note = decision.message;
-    impl->cuda_context = wp_cuda_device_get_primary_context(device.ordinal);
-    if (!impl->cuda_context) {
-      throw Error("cannot get the CUDA context of " + device.ToString() + ": " + WarpErrorString());
-    }
-    APICGraph* graph = nullptr;
-    std::optional<DeviceView> view;
-    if (options.device_view && !from_directory && !compiles_source) {
-      view = MakeDeviceView(bundle, decision);
-    }
-    if (view) {
-      impl->load_source = "device view";
-      graph = LoadDeviceView(impl->cuda_context, *view);
-    } else if (!wrp_path.empty()) {
-      graph = wp_apic_load_graph_ex(impl->cuda_context, wrp_path.c_str(), device_type,
-                                    compiles_source ? include_dir.c_str() : nullptr);
-    } else {
-      std::vector<APICModuleBytes> modules;
-      for (const auto& entry : module_files) {
-        modules.push_back(APICModuleBytes{entry.first.c_str(), entry.second.data, entry.second.size});
-      }
-      graph = wp_apic_load_graph_from_bytes(impl->cuda_context, wrp.data, wrp.size, modules.data(),
-                                            static_cast<uint32_t>(modules.size()), device_type);
-    }
-    if (!graph) {
-      throw Error(impl->title + ": Warp could not load " + bundle.Describe(manifest.wrp) + " on " +
-                  device.ToString() + ": " + WarpErrorString() + "\nfix: " + impl->rebuild_hint);
-    }
-    impl->graph.reset(graph);
-    void* stream = wp_cuda_stream_create(impl->cuda_context, 0);
-    if (!stream)
-      throw Error("cannot create a CUDA stream on " + device.ToString() + ": " + WarpErrorString());
-    impl->stream = std::make_unique<CudaStream>(impl->cuda_context, stream);
+  if (device.is_cpu()) {
+    impl->LoadCpu(bundle, from_directory, &clock);
   } else {
-    APICGraph* graph = nullptr;
-    if (from_directory) {
-      graph = wp_apic_load_graph(nullptr, bundle.Describe(manifest.wrp).c_str(), device_type);
-    } else {
-      graph = wp_apic_load_graph_from_bytes(nullptr, wrp.data, wrp.size, nullptr, 0, device_type);
-    }
-    if (!graph) {
-      throw Error(impl->title + ": Warp could not load " + bundle.Describe(manifest.wrp) + ": " +
-                  WarpErrorString() + "\nfix: " + impl->rebuild_hint);
-    }
-    impl->graph.reset(graph);
-
-    // Warp leaves CPU kernels to the caller (Python does this in _apic_load_cpu_modules): load each recorded
-    // object into warp-clang's JIT from the verified bytes, look up every kernel's entry points, and register
-    // them with the graph.
-    const int num_kernels = wp_apic_get_num_kernels(graph);
-    if (num_kernels > 0) {
-      const WarpClang& clang = GetWarpClang();
-      const unsigned load_id = g_load_counter++;
-      std::map<std::string, const CpuObject*> objects;  // recorded filename -> loaded object
-      for (int i = 0; i < num_kernels; ++i) {
-        const char* key = wp_apic_get_kernel_key(graph, i);
-        const char* module_hash = wp_apic_get_kernel_module_hash(graph, i);
-        const char* filename = wp_apic_get_kernel_module_binary_filename(graph, i);
-        const char* forward_name = wp_apic_get_kernel_forward_name(graph, i);
-        const char* backward_name = wp_apic_get_kernel_backward_name(graph, i);
-        if (!key || !forward_name || !*forward_name) continue;
-        const std::string file = filename ? filename : "";
-        auto loaded = objects.find(file);
-        if (loaded == objects.end()) {
-          auto bytes = module_files.find(file);
-          if (file.empty() || bytes == module_files.end()) {
-            throw Error(impl->title + ": kernel " + key + " needs module object \"" + file +
-                        "\", which is not in " + bundle.Describe(modules_prefix) +
-                        "; fix: " + impl->rebuild_hint);
-          }
-          std::string name = "wrp_" + std::to_string(load_id) + "_" + file.substr(0, file.rfind('.'));
-          if (clang.load_obj_from_bytes(bytes->second.data, bytes->second.size, name.c_str(), false) != 0) {
-            throw Error(impl->title + ": warp-clang could not load " +
-                        bundle.Describe(modules_prefix + file) + ": " + WarpErrorString() +
-                        "\nfix: " + impl->rebuild_hint + " on this CPU architecture");
-          }
-          impl->cpu_objects.push_back(std::make_unique<CpuObject>(&clang, name));
-          loaded = objects.emplace(file, impl->cpu_objects.back().get()).first;
-        }
-        const std::string& object_name = loaded->second->name();
-        uint64_t forward = clang.lookup(object_name.c_str(), forward_name);
-        if (!forward) {
-          throw Error(impl->title + ": kernel entry point " + forward_name + " is missing from " +
-                      bundle.Describe(modules_prefix + file) + "; fix: " + impl->rebuild_hint);
-        }
-        uint64_t backward =
-            (backward_name && *backward_name) ? clang.lookup(object_name.c_str(), backward_name) : 0;
-        wp_apic_register_loaded_cpu_kernel(graph, key, module_hash, reinterpret_cast<void*>(forward),
-                                           reinterpret_cast<void*>(backward));
-      }
-    }
+    impl->LoadCuda(bundle, options, from_directory, &clock);
   }
-
-  // The manifest and the .wrp must agree on every binding's name and capacity: SetParam/GetParam check sizes
-  // against the manifest before Warp is called.
-  // wp_apic_get_num_params counts a name bound as both input and output twice, so compare name sets.
-  std::set<std::string> warp_names;
-  for (int i = 0, n = wp_apic_get_num_params(impl->graph.get()); i < n; ++i) {
-    if (const char* name = wp_apic_get_param_name(impl->graph.get(), i)) warp_names.insert(name);
-  }
-  std::set<std::string> manifest_names;
-  for (const BindingRecord& binding : manifest.bindings) manifest_names.insert(binding.name);
-  if (warp_names != manifest_names) {
-    auto join = [](const std::set<std::string>& names) {
-      std::string out;
-      for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
-      return out.empty() ? std::string("(none)") : out;
-    };
-    throw Error(impl->title + ": the .wrp binds parameters {" + join(warp_names) +
-                "} but manifest.json lists {" + join(manifest_names) + "}; fix: " + impl->rebuild_hint);
-  }
-  for (const BindingRecord& binding : manifest.bindings) {
-    size_t warp_size = wp_apic_get_param_size(impl->graph.get(), binding.name.c_str());
-    if (warp_size != binding.bytes) {
-      throw Error(impl->title + ": parameter \"" + binding.name + "\" is " + std::to_string(warp_size) +
-                  " bytes in the .wrp but " + std::to_string(binding.bytes) +
-                  " in manifest.json; fix: " + impl->rebuild_hint);
-    }
-  }
+  impl->CheckBindings(manifest);
+  clock.Mark("bindings");
   return Graph(std::move(impl));
 }
 

@@ -24,6 +24,11 @@ struct Device {
   bool is_cpu() const { return kind == Kind::kCpu; }
 };
 
+struct LoadPhase {
+  std::string name;
+  double ms = 0;
+};
+
 struct LoadOptions {
   enum class Source {
     // The verified bytes (wp_apic_load_graph_from_bytes): nothing is read from disk again. When a CUDA module
@@ -44,6 +49,9 @@ struct LoadOptions {
   // the verified fatbin instead of the whole fatbin (see device_view.h); load_source() then says "device
   // view". Off: Warp gets the bundle as it is.
   bool device_view = true;
+  // When set, Load appends how long each of its steps took, in order (e.g. "arch check", "device view",
+  // "warp load", "stream"): where a cold start's time goes, without a profiler (tools/bench:start_bench).
+  std::vector<LoadPhase>* phases = nullptr;
 };
 
 class Graph {

@@ -108,11 +108,15 @@ class ManifestReader {
     }
   }
 
-  std::string Sha256(const Value& object, const std::string& key, const std::string& path) const {
-    std::string digest = String(object, key, path);
+  static bool IsSha256Hex(const std::string& digest) {
     bool ok = digest.size() == 64;
     for (char c : digest) ok = ok && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
-    if (!ok) Fail(path + key, "expected 64 lowercase hex digits, got \"" + digest + "\"");
+    return ok;
+  }
+
+  std::string Sha256(const Value& object, const std::string& key, const std::string& path) const {
+    std::string digest = String(object, key, path);
+    if (!IsSha256Hex(digest)) Fail(path + key, "expected 64 lowercase hex digits, got \"" + digest + "\"");
     return digest;
   }
 
@@ -222,9 +226,26 @@ class ManifestReader {
     if (m.device != "cpu" && m.device != "cuda")
       Fail("device", "expected \"cpu\" or \"cuda\", got \"" + m.device + "\"");
 
+    m.chunk_bytes = Size(root, "chunk_bytes", "");
+    if (m.chunk_bytes < 4096) Fail("chunk_bytes", "expected at least 4096");
     std::set<std::string> file_paths;
     ForEachObject(root, "files", "", [&](const Value& item, const std::string& p) {
-      FileRecord f{RelativePath(item, "path", p), Size(item, "size", p), Sha256(item, "sha256", p)};
+      FileRecord f{RelativePath(item, "path", p), Size(item, "size", p), Sha256(item, "sha256", p), {}};
+      const std::vector<Value>& chunks = Array(item, "chunk_sha256", p);
+      const uint64_t expected = f.size <= m.chunk_bytes ? 0 : (f.size + m.chunk_bytes - 1) / m.chunk_bytes;
+      if (chunks.size() != expected) {
+        Fail(p + "chunk_sha256", "a file of " + std::to_string(f.size) + " bytes has " + std::to_string(expected) +
+                                     " chunk digests of " + std::to_string(m.chunk_bytes) + " bytes, not " +
+                                     std::to_string(chunks.size()));
+      }
+      for (size_t i = 0; i < chunks.size(); ++i) {
+        const std::string field = p + "chunk_sha256[" + std::to_string(i) + "]";
+        if (!chunks[i].is_string()) Fail(field, "expected a string");
+        f.chunk_sha256.push_back(chunks[i].string_value());
+        if (!IsSha256Hex(f.chunk_sha256.back())) {
+          Fail(field, "expected 64 lowercase hex digits, got \"" + f.chunk_sha256.back() + "\"");
+        }
+      }
       if (f.path == "manifest.json" || f.path == Manifest::kGolden)
         Fail(p + "path", "manifest.json cannot list itself or golden.json");
       if (!file_paths.insert(f.path).second) Fail(p + "path", "\"" + f.path + "\" is listed twice");
@@ -358,7 +379,7 @@ const FileRecord* Manifest::FindFile(const std::string& path) const {
 
 std::vector<FileRecord> Manifest::ListedFiles() const {
   std::vector<FileRecord> all = files;
-  for (const GoldenRecord& g : golden) all.push_back(FileRecord{g.file, g.bytes, g.sha256});
+  for (const GoldenRecord& g : golden) all.push_back(FileRecord{g.file, g.bytes, g.sha256, {}});
   return all;
 }
 

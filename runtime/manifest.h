@@ -1,4 +1,4 @@
-// The bundle manifest (manifest.json, schema "rules_warp.manifest/3": the deployed files, whose sha256 is the
+// The bundle manifest (manifest.json, schema "rules_warp.manifest/4": the deployed files, whose sha256 is the
 // content hash) and its test manifest (golden.json, schema "rules_warp.golden/1": the target's name and label
 // and the golden outputs), as written by wrpkg's bundler. Identity and goldens stay out of the content hash
 // so that two targets deploying the same bytes (a retargeted and a GPU capture) share it.
@@ -67,10 +67,13 @@ struct FileRecord {
   std::string path;
   uint64_t size = 0;
   std::string sha256;
+  // sha256 of each consecutive Manifest::chunk_bytes piece; empty when the file is one piece or less. A loader
+  // checks these, on several threads (SHA-256 of one file is sequential), instead of `sha256`.
+  std::vector<std::string> chunk_sha256;
 };
 
 struct Manifest {
-  static constexpr const char* kSchema = "rules_warp.manifest/3";
+  static constexpr const char* kSchema = "rules_warp.manifest/4";
   static constexpr const char* kGoldenSchema = "rules_warp.golden/1";
   // The test manifest: not hashed into the content hash, but it names the content hash it belongs to and
   // lists the golden files with their sha256, which the bundle verifies like the deployed ones.
@@ -95,6 +98,7 @@ struct Manifest {
   // Oldest driver that can JIT the PTX, in cuDriverGetVersion form (13040 = CUDA 13.4); the JSON holds
   // "13.4".
   std::optional<int64_t> ptx_min_driver;
+  uint64_t chunk_bytes = 0;
 
   const BindingRecord* FindBinding(const std::string& binding_name) const;
   const FileRecord* FindFile(const std::string& path) const;

@@ -21,7 +21,7 @@ std::string Filled(std::string text, const std::string& from, const std::string&
 // A minimal valid CUDA manifest; `patch` replaces one "KEY": VALUE pair's text.
 std::string ManifestText(const std::string& from = "", const std::string& to = "") {
   std::string text = std::string(R"({
- "schema": "rules_warp.manifest/3", "wrp": "sim.wrp",
+ "schema": "rules_warp.manifest/4", "wrp": "sim.wrp", "chunk_bytes": 262144,
  "warp_version": "1.19.0", "format_version": 18, "device": "cuda",
  "modules": [{"name": "__main__", "hash": "5bca816e", "binary": "sim_modules/m.cubin", "binary_kind": "cubin",
    "source": "sim_modules/m.cu", "sass": [{"arch": "sm_90", "size": 10, "sha256": "D"}],
@@ -30,8 +30,9 @@ std::string ManifestText(const std::string& from = "", const std::string& to = "
                "shape": [64], "strides": [12], "offset": 0},
               {"name": "e", "direction": "out", "bytes": 4, "region": 2, "dtype": "float32", "dtype_bytes": 4,
                "shape": [1], "strides": [4], "offset": 0}],
- "files": [{"path": "sim.wrp", "size": 1, "sha256": "D"}, {"path": "sim_modules/m.cubin", "size": 1, "sha256": "D"},
-           {"path": "sim_modules/m.cu", "size": 1, "sha256": "D"}],
+ "files": [{"path": "sim.wrp", "size": 1, "sha256": "D", "chunk_sha256": []},
+           {"path": "sim_modules/m.cubin", "size": 1, "sha256": "D", "chunk_sha256": []},
+           {"path": "sim_modules/m.cu", "size": 1, "sha256": "D", "chunk_sha256": []}],
  "toolchain": {"warp": "1.19.0", "nvrtc": "13.4.92"}, "ptx_min_driver": "13.4"})");
   return Filled(text, from, to);
 }

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from wrpkg import atomic, wrpformat
 from wrpkg.errors import BundleError, WrpFormatError
-from wrpkg.files import relative_entries, relative_files, sha256_bytes
+from wrpkg.files import relative_entries, relative_files, sha256_bytes, sha256_file
 from wrpkg.interface import INTERFACE_NAME, manifest_bindings
 from wrpkg.manifest import (
     CAPTURE_INFO_NAME,
@@ -49,7 +49,6 @@ from wrpkg.manifest import (
     content_hash_of_bytes,
     file_entry,
     golden_to_json_bytes,
-    sha256_file,
     to_json_bytes,
 )
 

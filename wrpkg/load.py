@@ -17,19 +17,27 @@ bundle directory itself, as `wp.capture_load` would.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import mmap
 import os
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from wrpkg.archs import split_arch
 from wrpkg.errors import ArchMismatchError, VerifyError
 from wrpkg.fatbin import is_fatbin, sass_image
-from wrpkg.manifest import Manifest
-from wrpkg.verify import read_manifest, read_manifest_and_hash, read_verified, verify_files
+from wrpkg.manifest import MANIFEST_NAME, Manifest
+from wrpkg.verify import (
+    check_digests,
+    digest_checks,
+    read_listed,
+    read_manifest,
+    read_manifest_and_hash,
+    verify_files,
+)
+
+DigestCheck = tuple[str, bytes | bytearray | memoryview, str]
 
 
 @dataclass
@@ -250,24 +258,29 @@ def _patch_digest(wrp: bytearray, old: str, new: str) -> bool:
 
 
 def device_view(
-    manifest: Manifest, fit: DeviceFit, wrp: bytes, fatbins: Mapping[str, bytes | memoryview]
+    manifest: Manifest,
+    fit: DeviceFit,
+    wrp: bytes,
+    fatbins: Mapping[str, bytes | memoryview],
+    wrp_checks: Sequence[DigestCheck] = (),
 ) -> DeviceView | None:
     """The per-device view of a CUDA bundle whose every module has SASS for the device
-    (`fit.how == "sass"`). `wrp`: the verified .wrp (a bytearray is patched in place, else
-    copied); `fatbins`: each module binary's bytes by
-    manifest path, not yet verified: the image taken out of each is copied, and the copy is
-    checked against the manifest's size and sha256 for that SM (VerifyError when it differs),
-    so what Warp gets is what was checked even if the file changes meanwhile. None when some
-    module's image cannot be taken out on its own (no exact uncompressed entry, or its digest
-    is not where expected): then load the bundle as it is.
+    (`fit.how == "sass"`). `wrp`: the .wrp (a bytearray is patched in place, else copied);
+    `fatbins`: each module binary's bytes by manifest path, not yet verified: the image taken
+    out of each is copied, and the copy is checked against the manifest's size and sha256 for
+    that SM (VerifyError when it differs), so what Warp gets is what was checked even if the
+    file changes meanwhile. `wrp_checks` (digest_checks of the .wrp) are hashed together with
+    the images, on several threads, before any digest is patched. None when some module's
+    image cannot be taken out on its own (no exact uncompressed entry, or its digest is not
+    where expected): then load the bundle as it is.
 
     The view loads without source fallback (Warp's from-bytes loader has none), which is why
     it is only made when native code fits every module."""
     if fit.how != "sass" or len(fit.modules) != len(manifest.modules):
         return None
     digests = {entry.path: entry.sha256 for entry in manifest.files}
-    patched = wrp if isinstance(wrp, bytearray) else bytearray(wrp)
-    modules = {}
+    fix = f"rebuild {manifest.label} (bazel build {manifest.label}); do not edit bundle files"
+    images = []
     for module, choice in zip(manifest.modules, fit.modules, strict=True):
         # A bundle made from a single-arch capture keeps Warp's own cubin: it loads as it is.
         if not is_fatbin(fatbins[module.binary]):
@@ -278,14 +291,21 @@ def device_view(
         image = bytes(found)
         found.release()  # a view into the caller's (possibly mapped) file
         (record,) = [s for s in module.sass if s.arch == choice.arch]
-        digest = hashlib.sha256(image).hexdigest()
-        if (len(image), digest) != (record.size, record.sha256):
+        if len(image) != record.size:
             raise VerifyError(
-                f"{module.binary}: its {choice.arch} image is {len(image)} bytes with sha256 {digest}; "
-                f"manifest.json says {record.size} bytes, {record.sha256}",
-                fix=f"rebuild {manifest.label} (bazel build {manifest.label}); do not edit bundle files",
+                f"{module.binary}: its {choice.arch} image is {len(image)} bytes; manifest.json says {record.size}",
+                fix=fix,
             )
-        if not _patch_digest(patched, digests[module.binary], digest):
+        images.append((module, record, image))
+    check_digests(
+        [*wrp_checks, *((f"{m.binary}: its {r.arch} image", image, r.sha256) for m, r, image in images)],
+        MANIFEST_NAME,
+        fix,
+    )
+    patched = wrp if isinstance(wrp, bytearray) else bytearray(wrp)
+    modules = {}
+    for module, record, image in images:
+        if not _patch_digest(patched, digests[module.binary], record.sha256):
             return None
         modules[module.binary.rsplit("/", 1)[-1]] = image
     return DeviceView(patched, modules)
@@ -329,14 +349,17 @@ def _mapped(bundle_dir: Path, manifest: Manifest, path: str) -> Iterator[memoryv
 
 def _read_view(bundle_dir: Path, manifest: Manifest, fit: DeviceFit) -> DeviceView | None:
     """Reads and verifies what the per-device view hands Warp, and nothing else: the .wrp (its
-    sha256) and each module's image (its SM's sha256 in the manifest)."""
-    wrp = read_verified(bundle_dir, manifest, manifest.wrp)
+    chunk digests) and each module's image (its SM's sha256 in the manifest), all hashed at once."""
+    wrp = read_listed(bundle_dir, manifest, manifest.wrp)
+    (entry,) = [e for e in manifest.files if e.path == manifest.wrp]
+    wrp_checks = digest_checks(str(bundle_dir / manifest.wrp), wrp, entry, manifest.chunk_bytes)
     with contextlib.ExitStack() as stack:
         fatbins = {
             module.binary: stack.enter_context(_mapped(bundle_dir, manifest, module.binary))
             for module in manifest.modules
         }
-        return device_view(manifest, fit, wrp, fatbins)
+        # None: nothing was hashed, and load() verifies every file instead.
+        return device_view(manifest, fit, wrp, fatbins, wrp_checks)
 
 
 def prepare_cuda_load(
@@ -404,6 +427,6 @@ def load(bundle_dir: str | os.PathLike, device=None, *, per_device_view: bool = 
                 f"bundle {manifest.label} was captured for {manifest.device}, but the load device is {dev}",
                 fix=f"load it on a {manifest.device} device, or build a cpu variant of {manifest.label}",
             )
-    verify_files(bundle_dir, manifest)
+    verify_files(bundle_dir, manifest, whole_digests=False)
     graph = wp.capture_load(str(bundle_dir / manifest.wrp), device=dev)
     return graph, manifest

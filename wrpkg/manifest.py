@@ -22,10 +22,14 @@ from pathlib import Path
 
 from wrpkg.archs import split_arch
 from wrpkg.errors import VerifyError
-from wrpkg.files import sha256_file
 
-# /3 added each binding's array layout (dtype, dtype_bytes, shape, strides, offset).
-MANIFEST_SCHEMA = "rules_warp.manifest/3"
+# /3 added each binding's array layout (dtype, dtype_bytes, shape, strides, offset); /4 the
+# chunk digests (chunk_bytes, each file's chunk_sha256).
+MANIFEST_SCHEMA = "rules_warp.manifest/4"
+# SHA-256 is sequential within a file: a large file is also recorded as the digests of its
+# consecutive pieces of this size, which a loader checks on several cores at once (a .wrp of
+# thousands of launches is megabytes, and its hash would otherwise be a third of a load).
+CHUNK_BYTES = 1 << 18
 MANIFEST_NAME = "manifest.json"
 GOLDEN_SCHEMA = "rules_warp.golden/1"
 GOLDEN_NAME = "golden.json"
@@ -130,6 +134,8 @@ class FileEntry:
     path: str
     size: int
     sha256: str
+    # sha256 of each consecutive chunk_bytes piece; empty when the file is one piece or less.
+    chunk_sha256: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -158,6 +164,7 @@ class Manifest:
     files: list[FileEntry]
     toolchain: Toolchain
     ptx_min_driver: str | None = None
+    chunk_bytes: int = CHUNK_BYTES
     # The device whose replay produced the golden outputs: "cpu" for a retargeted CUDA
     # capture (wrpkg/retarget.py), else the capture device.
     golden_device: str | None = None
@@ -186,9 +193,18 @@ def _arch_number(arch: str) -> int:
     return parsed.sm if parsed else 0
 
 
-def file_entry(root: str | os.PathLike, relpath: str) -> FileEntry:
-    path = Path(root) / relpath
-    return FileEntry(path=relpath, size=path.stat().st_size, sha256=sha256_file(path))
+def chunk_count(size: int, chunk_bytes: int) -> int:
+    """How many chunk digests a file of `size` bytes carries (none when it is one piece)."""
+    return 0 if size <= chunk_bytes else -(-size // chunk_bytes)
+
+
+def file_entry(root: str | os.PathLike, relpath: str, chunk_bytes: int = CHUNK_BYTES) -> FileEntry:
+    data = (Path(root) / relpath).read_bytes()
+    view = memoryview(data)
+    chunks = []
+    if chunk_count(len(data), chunk_bytes):
+        chunks = [hashlib.sha256(view[at : at + chunk_bytes]).hexdigest() for at in range(0, len(data), chunk_bytes)]
+    return FileEntry(path=relpath, size=len(data), sha256=hashlib.sha256(data).hexdigest(), chunk_sha256=chunks)
 
 
 def to_dict(manifest: Manifest) -> dict:
@@ -281,6 +297,7 @@ def from_json_bytes(
             files=[FileEntry(**f) for f in raw["files"]],
             toolchain=Toolchain(**raw["toolchain"]),
             ptx_min_driver=raw["ptx_min_driver"],
+            chunk_bytes=raw["chunk_bytes"],
             golden_device=None,
             schema=raw["schema"],
         )
@@ -298,6 +315,11 @@ def from_json_bytes(
     # Field names, not to_dict(): asdict deep-copies the whole manifest, a cost every load paid.
     extra = sorted(set(raw) - {f.name for f in fields(Manifest)} - set(_TEST_FIELDS))
     _require(not extra, path, f"unexpected fields {extra}")
+    _require(
+        _is_size(manifest.chunk_bytes) and manifest.chunk_bytes >= 4096,
+        path,
+        f"chunk_bytes is {manifest.chunk_bytes!r}",
+    )
     seen_paths = set()
     for f in manifest.files:
         _require(
@@ -309,6 +331,14 @@ def from_json_bytes(
             isinstance(f.size, int) and not isinstance(f.size, bool) and 0 <= f.size < 2**64,
             path,
             f"file {f.path!r} has size {f.size!r}",
+        )
+        _require(
+            isinstance(f.chunk_sha256, list)
+            and len(f.chunk_sha256) == chunk_count(f.size, manifest.chunk_bytes)
+            and all(isinstance(d, str) for d in f.chunk_sha256),
+            path,
+            f"file {f.path!r} of {f.size} bytes has chunk digests {str(f.chunk_sha256)[:80]}, expected "
+            f"{chunk_count(f.size, manifest.chunk_bytes)} of {manifest.chunk_bytes} bytes each",
         )
     # Re-serializing must give the same bytes: catches hand edits such as reordered keys,
     # added fields or changed whitespace, which would otherwise hash differently unnoticed.

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Where a cold C++ load's time goes, on a GPU machine: tools/bench:start_bench (-c opt, staged in .gpubench/ by
+# tools/gpu/stage_bench.sh) in fresh processes, with and without the CUDA runtime initialized before the load,
+# medians of each of wrp::Graph::Load's steps (LoadOptions::phases). Needs warp.so on LD_LIBRARY_PATH
+# (/tmp/wrp-site, ../shared/gpu).
+#   tools/gpu/start_phases.sh [ROUNDS]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export LD_LIBRARY_PATH=/tmp/wrp-site/warp/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+python3 - "${1:-7}" <<'PY'
+import json, statistics, subprocess, sys
+rounds = int(sys.argv[1])
+for bundle in (".gpubench/sim_recorded_wrp", ".gpubench/cloth_wrp"):
+    for flags in ([], ["--warm-runtime"]):
+        runs = []
+        for _ in range(rounds):
+            out = subprocess.run([".gpubench/start_bench", "--bundle", bundle, *flags], check=True,
+                                 capture_output=True, text=True).stdout
+            runs.append(json.loads(out.strip().splitlines()[-1]))
+        med = lambda key: statistics.median(r[key] for r in runs)
+        phases = {k: round(statistics.median(r["load_phases"][k] for r in runs), 3) for k in runs[0]["load_phases"]}
+        print(json.dumps({"bundle": bundle, "flags": flags, "context_ms": med("context_ms"),
+                          "open_verify_ms": med("open_verify_ms"), "load_ms": med("load_ms"),
+                          "first_replay_ms": med("first_replay_ms"), "load_phases": phases}))
+PY
