@@ -44,9 +44,10 @@ def timed(module, name, key):
 L = wrpkg.load
 timed(L, "read_manifest_and_hash", "manifest_ms")
 timed(L, "check_device", "check_device_ms")
-timed(L, "read_verified", "wrp_read_verify_ms")
 timed(L, "_read_view", "view_ms")
+timed(L, "read_listed", "wrp_read_ms")
 timed(L, "device_view", "view_images_ms")
+timed(L, "check_digests", "hash_ms")
 t1 = time.perf_counter()
 _, view = L.prepare_cuda_load(sys.argv[1], "cuda:0", "NVIDIA H200", int(sys.argv[2]), (13, 0))
 times["prepare_ms"] = (time.perf_counter() - t1) * 1e3
