@@ -8,6 +8,7 @@ CASE is MODEL:ROAD:HOW:PATH, e.g. sim:sass:wrpkg:.gpucarry/sim_recorded_wrp, whe
   wrpkg-noview wrpkg.load.load(per_device_view=False): verify, then wp.capture_load
   cpp          start_bench (C++: open + verify, wrp::Graph::Load, per-device view when SASS fits)
   cpp-noview   start_bench --no-device-view (C++, the whole fatbins from memory)
+  cpp-cold-runtime  start_bench --cold-runtime (C++, the CUDA runtime starts inside the load)
 Each load runs in a fresh process (Warp caches modules per process) on a fresh copy of PATH
 (Warp caches source-fallback cubins next to the modules), with the driver's JIT cache off and
 an empty Warp kernel cache: every run is a first load. Phases are timed apart: Warp init,
@@ -72,13 +73,17 @@ wp.synchronize_device(device)
 t3 = time.perf_counter()
 # What wrpkg.load adds around Warp's own call (read, verify, arch check, per-device view).
 own_ms = None if how == "stock" else (t3 - t2 - sum(views) - sum(warp_s)) * 1e3
+# Warp rebuilds and instantiates the loaded graph (what capture_launch does first), timed apart.
+wp._src.context.runtime.core.wp_apic_get_cuda_graph_exec(graph._native_graph)
+t3b = time.perf_counter()
 wp.capture_launch(graph)
 wp.synchronize_device(device)
 t4 = time.perf_counter()
 guest = sorted(p.name for p in path.parent.rglob("apic_guest_*"))
 print(json.dumps({"init_ms": (t1 - t0) * 1e3, "context_ms": (t_import - t1) * 1e3, "import_ms": import_ms,
                   "load_ms": (t3 - t2) * 1e3, **({"wrpkg_own_ms": own_ms} if own_ms is not None else {}),
-                  "first_replay_ms": (t4 - t3) * 1e3, "road": road, "guest_compiled": len(guest)}))
+                  "first_replay_ms": (t4 - t3) * 1e3, "instantiate_ms": (t3b - t3) * 1e3, "road": road,
+                  "guest_compiled": len(guest)}))
 """
 
 PHASES = (
@@ -89,6 +94,7 @@ PHASES = (
     "load_ms",
     "wrpkg_own_ms",
     "first_replay_ms",
+    "instantiate_ms",
 )
 
 
@@ -109,9 +115,8 @@ def run_once(how: str, path: Path, start_bench: Path | None) -> dict:
         if how.startswith("cpp"):
             if start_bench is None:
                 raise SystemExit("load_bench: a cpp case needs --start-bench")
-            cmd = [str(start_bench), "--bundle", str(copy)] + (
-                ["--no-device-view"] if how == "cpp-noview" else []
-            )
+            flags = {"cpp": [], "cpp-noview": ["--no-device-view"], "cpp-cold-runtime": ["--cold-runtime"]}
+            cmd = [str(start_bench), "--bundle", str(copy), *flags[how]]
         else:
             cmd = [sys.executable, "-c", _CHILD, how, str(copy)]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -134,7 +139,7 @@ def main() -> int:
     cases = []
     for text in args.cases:
         model, road, how, path = text.split(":", 3)
-        if how not in ("stock", "wrpkg", "wrpkg-noview", "cpp", "cpp-noview"):
+        if how not in ("stock", "wrpkg", "wrpkg-noview", "cpp", "cpp-noview", "cpp-cold-runtime"):
             parser.error(f"unknown HOW {how!r} in {text}")
         cases.append({"model": model, "road": road, "how": how, "path": path, "runs": []})
     for _ in range(args.repeat):

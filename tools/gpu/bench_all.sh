@@ -11,17 +11,19 @@ c=.gpubench
 out=${OUT:-/tmp/wrp-bench}
 repeat=${REPEAT:-7}
 full=${FULL:-0}
-mkdir -p "$out"
+work=$(mktemp -d)
+# Results gather here and reach $OUT as one results.tar: the device tool returns at most 8 files.
+res=$work/results
+mkdir -p "$out" "$res"
 export PYTHONPATH=/tmp/wrp-site:$PWD PYTHONUNBUFFERED=1
 export LD_LIBRARY_PATH=/tmp/wrp-site/warp/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-work=$(mktemp -d)
 status=0
 step() { echo; echo "== $* ($(date -u +%H:%M:%S))"; }
 check() { "$@" || { echo "!! FAILED: $*"; status=1; }; }
 started=$(date +%s)
 
 step "machine"
-python3 - "$out/machine.json" <<'PY'
+python3 - "$res/machine.json" <<'PY'
 import json, os, platform, subprocess, sys
 gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,compute_cap,memory.total",
                       "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
@@ -37,8 +39,8 @@ PY
 step "capture models/cloth.py on this GPU (Warp's own single-arch .wrp; raw capture returned for recording)"
 check python3 -m wrpkg.capture --script models/cloth.py --device cuda --out-dir "$work/cloth_cuda" --stem cloth \
   --label //models:cloth_wrp
-tar -C "$work" -cf "$out/cloth_cuda_capture.tar" cloth_cuda
-sha256sum models/cloth.py models/cloth_kernels.py models/cloth_tiles.py > "$out/cloth_cuda_sm90.sources.sha256"
+tar -C "$work" -cf "$res/cloth_cuda_capture.tar" cloth_cuda
+sha256sum models/cloth.py models/cloth_kernels.py models/cloth_tiles.py > "$res/cloth_cuda_sm90.sources.sha256"
 # Warp's source fallback from the same capture: its packaged cubins removed, as on a GPU they do not fit.
 cp -r "$work/cloth_cuda" "$work/cloth_source_fallback"
 rm -f "$work"/cloth_source_fallback/cloth_modules/*.cubin
@@ -49,6 +51,7 @@ cases=(
   sim:sass:wrpkg:$c/sim_recorded_wrp
   sim:sass:cpp:$c/sim_recorded_wrp
   sim:sass:cpp-noview:$c/sim_recorded_wrp
+  sim:sass:cpp-cold-runtime:$c/sim_recorded_wrp
   sim:ptx:stock:$c/sim_ptx_only_wrp
   sim:source:stock:$c/sim_source_only_wrp
   cloth:native:stock:$work/cloth_cuda
@@ -60,6 +63,7 @@ if [ -d "$c/cloth_wrp" ]; then
     cloth:sass:wrpkg:$c/cloth_wrp
     cloth:sass:cpp:$c/cloth_wrp
     cloth:sass:cpp-noview:$c/cloth_wrp
+    cloth:sass:cpp-cold-runtime:$c/cloth_wrp
     cloth:ptx:stock:$c/cloth_ptx_only_wrp
   )
 fi
@@ -73,13 +77,13 @@ for case in "${cases[@]}"; do
 done
 cases=("${present[@]}")
 step "cold loads, every road, fresh processes, $repeat rounds interleaved"
-check python3 tools/bench/load_bench.py --out "$out/load.json" --repeat "$repeat" --start-bench $c/start_bench "${cases[@]}"
+check python3 tools/bench/load_bench.py --out "$res/load.json" --repeat "$repeat" --start-bench $c/start_bench "${cases[@]}"
 
 step "wrpkg.load's own steps before Warp's call, on this machine's CPU (fresh processes)"
 profiled=("$c/sim_recorded_wrp")
 [ -d "$c/cloth_wrp" ] && profiled+=("$c/cloth_wrp")
 python3 tools/bench/load_profile.py --repeat "$repeat" "${profiled[@]}" | tee "$work/load_profile.txt" || status=1
-tail -1 "$work/load_profile.txt" > "$out/load_profile.json"
+tail -1 "$work/load_profile.txt" > "$res/load_profile.json"
 
 step "replay throughput and host time per launch (medians of many rounds)"
 for model in sim cloth; do
@@ -88,17 +92,17 @@ for model in sim cloth; do
   [ -d "$bundle" ] || bundle=""
   python_input=${bundle:-$work/cloth_cuda}
   python3 tools/bench/python_replay_bench.py "$python_input" | tee "$work/py_$model.txt" || status=1
-  tail -1 "$work/py_$model.txt" > "$out/replay_python_$model.json"
+  tail -1 "$work/py_$model.txt" > "$res/replay_python_$model.json"
   if [ -n "$bundle" ]; then
     $c/replay_bench --bundle "$bundle" | tee "$work/cpp_$model.txt" || status=1
-    tail -1 "$work/cpp_$model.txt" > "$out/replay_cpp_$model.json"
+    tail -1 "$work/cpp_$model.txt" > "$res/replay_cpp_$model.json"
   fi
 done
 
 step "C++ verification speed on this machine's CPU (-c opt)"
 bundles=()
 for b in $c/*_wrp; do bundles+=("$b"); done
-$c/verify_bench "${bundles[@]}" | tee "$out/verify.json" || status=1
+$c/verify_bench "${bundles[@]}" | tee "$res/verify.json" || status=1
 
 step "the per-device view replays bit-exactly (golden outputs), Python and C++; stock wp.capture_load too"
 for b in $c/*_recorded_wrp; do
@@ -112,9 +116,9 @@ if [ -d "$c/cloth_wrp" ]; then
   check $c/replay --bundle "$c/cloth_wrp"
 fi
 
-# One file to fetch (the device tool returns at most 8): every result, console log aside.
-tar -C "$out" -cf "$work/results.tar" --exclude=results.tar . && mv "$work/results.tar" "$out/results.tar"
+# One file to fetch: every result, console log aside.
+tar -C "$res" -cf "$out/results.tar" .
 echo
-echo "bench_all: $(( $(date +%s) - started )) s; results in $out (all of them in results.tar):"; ls -la "$out"
+echo "bench_all: $(( $(date +%s) - started )) s; results in $out/results.tar:"; tar -tvf "$out/results.tar"
 [ "$status" -eq 0 ] && echo "bench_all: all ran" || echo "bench_all: FAILURES above"
 exit "$status"

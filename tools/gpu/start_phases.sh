@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Where a cold C++ load's time goes, on a GPU machine: tools/bench:start_bench (-c opt, staged in .gpubench/ by
-# tools/gpu/stage_bench.sh) in fresh processes, with and without the CUDA runtime initialized before the load,
+# tools/gpu/stage_bench.sh) in fresh processes, with and without the CUDA runtime initialized before the load
+# (--cold-runtime),
 # medians of each of wrp::Graph::Load's steps (LoadOptions::phases). Needs warp.so on LD_LIBRARY_PATH
 # (/tmp/wrp-site, ../shared/gpu).
 #   tools/gpu/start_phases.sh [ROUNDS]
@@ -11,7 +12,7 @@ python3 - "${1:-7}" <<'PY'
 import json, statistics, subprocess, sys
 rounds = int(sys.argv[1])
 for bundle in (".gpubench/sim_recorded_wrp", ".gpubench/cloth_wrp"):
-    for flags in ([], ["--warm-runtime"]):
+    for flags in ([], ["--cold-runtime"]):
         runs = []
         for _ in range(rounds):
             out = subprocess.run([".gpubench/start_bench", "--bundle", bundle, *flags], check=True,
@@ -21,5 +22,6 @@ for bundle in (".gpubench/sim_recorded_wrp", ".gpubench/cloth_wrp"):
         phases = {k: round(statistics.median(r["load_phases"][k] for r in runs), 3) for k in runs[0]["load_phases"]}
         print(json.dumps({"bundle": bundle, "flags": flags, "context_ms": med("context_ms"),
                           "open_verify_ms": med("open_verify_ms"), "load_ms": med("load_ms"),
-                          "first_replay_ms": med("first_replay_ms"), "load_phases": phases}))
+                          "first_replay_ms": med("first_replay_ms"), "instantiate_ms": med("instantiate_ms"),
+                          "load_phases": phases}))
 PY
