@@ -324,17 +324,18 @@ void Bundle::Verify(const std::map<std::string, ByteView>& present, const Bundle
     for (size_t i = 0; i < record.chunk_sha256.size(); ++i) {
       const uint64_t offset = i * manifest_.chunk_bytes;
       pieces.push_back({&record, offset, &record.chunk_sha256[i]});
-      contents.push_back(ByteView{bytes.data + offset, std::min<uint64_t>(manifest_.chunk_bytes, bytes.size - offset)});
+      contents.push_back(
+          ByteView{bytes.data + offset, std::min<uint64_t>(manifest_.chunk_bytes, bytes.size - offset)});
     }
   }
   const std::vector<std::string> digests = HexDigests(contents);
   for (size_t i = 0; i < pieces.size(); ++i) {
     const Piece& piece = pieces[i];
     if (digests[i] != *piece.expected) {
-      const std::string range =
-          piece.record->chunk_sha256.empty()
-              ? ""
-              : " (bytes " + std::to_string(piece.offset) + " to " + std::to_string(piece.offset + contents[i].size) + ")";
+      const std::string range = piece.record->chunk_sha256.empty()
+                                    ? ""
+                                    : " (bytes " + std::to_string(piece.offset) + " to " +
+                                          std::to_string(piece.offset + contents[i].size) + ")";
       throw Error(Describe(piece.record->path) + range + ": sha256 is " + digests[i] + " but " +
                   manifest_.ListerOf(piece.record->path) + " records " + *piece.expected + fix);
     }

@@ -194,7 +194,7 @@ APICGraph* LoadFromMemory(void* cuda_context, const VerifiedInputs& inputs, int 
     modules.push_back(APICModuleBytes{entry.first.c_str(), entry.second.data, entry.second.size});
   }
   return wp_apic_load_graph_from_bytes(cuda_context, inputs.wrp.data, inputs.wrp.size, modules.data(),
-                                        static_cast<uint32_t>(modules.size()), device_type);
+                                       static_cast<uint32_t>(modules.size()), device_type);
 }
 
 }  // namespace
@@ -226,8 +226,8 @@ void Graph::Impl::LoadCuda(const Bundle& bundle, const LoadOptions& options, boo
     load_source = "private cache " + wrp_path.substr(0, wrp_path.rfind('/'));
     apic_graph = wp_apic_load_graph_ex(cuda_context, wrp_path.c_str(), APIC_DEVICE_CUDA, include_dir.c_str());
   } else if (from_directory) {
-    apic_graph = wp_apic_load_graph_ex(cuda_context, bundle.Describe(manifest.wrp).c_str(), APIC_DEVICE_CUDA,
-                                  nullptr);
+    apic_graph =
+        wp_apic_load_graph_ex(cuda_context, bundle.Describe(manifest.wrp).c_str(), APIC_DEVICE_CUDA, nullptr);
   } else {
     std::optional<DeviceView> view;
     if (options.device_view) view = MakeDeviceView(bundle, decision);
@@ -259,13 +259,13 @@ void Graph::Impl::LoadCuda(const Bundle& bundle, const LoadOptions& options, boo
 void Graph::Impl::LoadCpu(const Bundle& bundle, bool from_directory, PhaseClock* clock) {
   const Manifest& manifest = bundle.manifest();
   const VerifiedInputs inputs = GatherInputs(bundle);
-  APICGraph* apic_graph = from_directory
-                         ? wp_apic_load_graph(nullptr, bundle.Describe(manifest.wrp).c_str(), APIC_DEVICE_CPU)
-                         : wp_apic_load_graph_from_bytes(nullptr, inputs.wrp.data, inputs.wrp.size, nullptr, 0,
-                                                         APIC_DEVICE_CPU);
+  APICGraph* apic_graph =
+      from_directory ? wp_apic_load_graph(nullptr, bundle.Describe(manifest.wrp).c_str(), APIC_DEVICE_CPU)
+                     : wp_apic_load_graph_from_bytes(nullptr, inputs.wrp.data, inputs.wrp.size, nullptr, 0,
+                                                     APIC_DEVICE_CPU);
   if (!apic_graph) {
-    throw Error(title + ": Warp could not load " + bundle.Describe(manifest.wrp) + ": " +
-                WarpErrorString() + "\nfix: " + rebuild_hint);
+    throw Error(title + ": Warp could not load " + bundle.Describe(manifest.wrp) + ": " + WarpErrorString() +
+                "\nfix: " + rebuild_hint);
   }
   graph.reset(apic_graph);
   clock->Mark("warp load");
@@ -292,9 +292,8 @@ void Graph::Impl::LoadCpu(const Bundle& bundle, bool from_directory, PhaseClock*
       }
       std::string name = "wrp_" + std::to_string(load_id) + "_" + file.substr(0, file.rfind('.'));
       if (clang.load_obj_from_bytes(bytes->second.data, bytes->second.size, name.c_str(), false) != 0) {
-        throw Error(title + ": warp-clang could not load " +
-                    bundle.Describe(inputs.modules_prefix + file) + ": " + WarpErrorString() + "\nfix: " +
-                    rebuild_hint + " on this CPU architecture");
+        throw Error(title + ": warp-clang could not load " + bundle.Describe(inputs.modules_prefix + file) +
+                    ": " + WarpErrorString() + "\nfix: " + rebuild_hint + " on this CPU architecture");
       }
       cpu_objects.push_back(std::make_unique<CpuObject>(&clang, name));
       loaded = objects.emplace(file, cpu_objects.back().get()).first;
@@ -305,7 +304,8 @@ void Graph::Impl::LoadCpu(const Bundle& bundle, bool from_directory, PhaseClock*
       throw Error(title + ": kernel entry point " + forward_name + " is missing from " +
                   bundle.Describe(inputs.modules_prefix + file) + "; fix: " + rebuild_hint);
     }
-    uint64_t backward = (backward_name && *backward_name) ? clang.lookup(object_name.c_str(), backward_name) : 0;
+    uint64_t backward =
+        (backward_name && *backward_name) ? clang.lookup(object_name.c_str(), backward_name) : 0;
     wp_apic_register_loaded_cpu_kernel(apic_graph, key, module_hash, reinterpret_cast<void*>(forward),
                                        reinterpret_cast<void*>(backward));
   }
@@ -335,8 +335,8 @@ void Graph::Impl::CheckBindings(const Manifest& manifest) const {
     size_t warp_size = wp_apic_get_param_size(graph.get(), binding.name.c_str());
     if (warp_size != binding.bytes) {
       throw Error(title + ": parameter \"" + binding.name + "\" is " + std::to_string(warp_size) +
-                  " bytes in the .wrp but " + std::to_string(binding.bytes) + " in manifest.json; fix: " +
-                  rebuild_hint);
+                  " bytes in the .wrp but " + std::to_string(binding.bytes) +
+                  " in manifest.json; fix: " + rebuild_hint);
     }
   }
 }

@@ -234,8 +234,9 @@ class ManifestReader {
       const std::vector<Value>& chunks = Array(item, "chunk_sha256", p);
       const uint64_t expected = f.size <= m.chunk_bytes ? 0 : (f.size + m.chunk_bytes - 1) / m.chunk_bytes;
       if (chunks.size() != expected) {
-        Fail(p + "chunk_sha256", "a file of " + std::to_string(f.size) + " bytes has " + std::to_string(expected) +
-                                     " chunk digests of " + std::to_string(m.chunk_bytes) + " bytes, not " +
+        Fail(p + "chunk_sha256", "a file of " + std::to_string(f.size) + " bytes has " +
+                                     std::to_string(expected) + " chunk digests of " +
+                                     std::to_string(m.chunk_bytes) + " bytes, not " +
                                      std::to_string(chunks.size()));
       }
       for (size_t i = 0; i < chunks.size(); ++i) {

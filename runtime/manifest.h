@@ -67,8 +67,8 @@ struct FileRecord {
   std::string path;
   uint64_t size = 0;
   std::string sha256;
-  // sha256 of each consecutive Manifest::chunk_bytes piece; empty when the file is one piece or less. A loader
-  // checks these, on several threads (SHA-256 of one file is sequential), instead of `sha256`.
+  // sha256 of each consecutive Manifest::chunk_bytes piece; empty when the file is one piece or less. A
+  // loader checks these, on several threads (SHA-256 of one file is sequential), instead of `sha256`.
   std::vector<std::string> chunk_sha256;
 };
 

@@ -83,6 +83,24 @@ WRP_TEST(ParsesTheBundlerSchema) {
   CHECK(!wrp::ParseManifest(ManifestText("\"13.4\"", "null"), "m").ptx_min_driver);
 }
 
+WRP_TEST(ChunkDigestsMustFitTheFileSize) {
+  // A file larger than one chunk lists one digest per chunk, in order.
+  const std::string one_piece =
+      std::string(R"({"path": "sim.wrp", "size": 1, "sha256": ")") + kDigest + R"(", "chunk_sha256": []})";
+  const std::string two_pieces = std::string(R"({"path": "sim.wrp", "size": 262145, "sha256": ")") + kDigest +
+                                 R"(", "chunk_sha256": [")" + kDigest + R"(", ")" + kDigest + R"("]})";
+  wrp::Manifest m = wrp::ParseManifest(ManifestText(one_piece, two_pieces), "m.json");
+  CHECK_EQ(m.chunk_bytes, uint64_t(262144));
+  CHECK_EQ(m.FindFile("sim.wrp")->chunk_sha256.size(), size_t(2));
+  CHECK_THROWS_WITH(wrp::ParseManifest(ManifestText(R"({"path": "sim.wrp", "size": 1,)",
+                                                    R"({"path": "sim.wrp", "size": 262145,)"),
+                                       "m.json"),
+                    "files[0].chunk_sha256", "2 chunk digests");
+  CHECK_THROWS_WITH(
+      wrp::ParseManifest(ManifestText(R"("chunk_bytes": 262144)", R"("chunk_bytes": 16)"), "m.json"),
+      "field \"chunk_bytes\"");
+}
+
 WRP_TEST(ErrorsNameTheFieldAndTheTarget) {
   CHECK_THROWS_WITH(
       wrp::ParseManifest(ManifestText("\"13.4\"", "\"new\""), "m.json", wrp::GoldenLabelHint(GoldenText())),

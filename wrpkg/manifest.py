@@ -203,8 +203,12 @@ def file_entry(root: str | os.PathLike, relpath: str, chunk_bytes: int = CHUNK_B
     view = memoryview(data)
     chunks = []
     if chunk_count(len(data), chunk_bytes):
-        chunks = [hashlib.sha256(view[at : at + chunk_bytes]).hexdigest() for at in range(0, len(data), chunk_bytes)]
-    return FileEntry(path=relpath, size=len(data), sha256=hashlib.sha256(data).hexdigest(), chunk_sha256=chunks)
+        chunks = [
+            hashlib.sha256(view[at : at + chunk_bytes]).hexdigest() for at in range(0, len(data), chunk_bytes)
+        ]
+    return FileEntry(
+        path=relpath, size=len(data), sha256=hashlib.sha256(data).hexdigest(), chunk_sha256=chunks
+    )
 
 
 def to_dict(manifest: Manifest) -> dict:

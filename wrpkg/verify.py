@@ -69,12 +69,18 @@ def digest_checks(where: str, data: bytes | bytearray | memoryview, entry: FileE
         return [(where, data, entry.sha256)]
     view = memoryview(data)
     return [
-        (f"{where} (bytes {i * chunk_bytes} to {min((i + 1) * chunk_bytes, len(data))})", view[i * chunk_bytes : (i + 1) * chunk_bytes], expected)
+        (
+            f"{where} (bytes {i * chunk_bytes} to {min((i + 1) * chunk_bytes, len(data))})",
+            view[i * chunk_bytes : (i + 1) * chunk_bytes],
+            expected,
+        )
         for i, expected in enumerate(entry.chunk_sha256)
     ]
 
 
-def check_digests(checks: Sequence[tuple[str, bytes | bytearray | memoryview, str]], lister: str, fix: str) -> None:
+def check_digests(
+    checks: Sequence[tuple[str, bytes | bytearray | memoryview, str]], lister: str, fix: str
+) -> None:
     """Hashes every piece (in parallel) and raises a VerifyError naming the first that differs."""
     digests = sha256_each([piece for _, piece, _ in checks])
     for (what, _, expected), digest in zip(checks, digests, strict=True):
@@ -83,7 +89,14 @@ def check_digests(checks: Sequence[tuple[str, bytes | bytearray | memoryview, st
 
 
 def check_content(
-    where: str, content, entry: FileEntry, lister: str, chunk_bytes: int, fix: str, *, whole_digests: bool = True
+    where: str,
+    content,
+    entry: FileEntry,
+    lister: str,
+    chunk_bytes: int,
+    fix: str,
+    *,
+    whole_digests: bool = True,
 ) -> None:
     """A listed file's bytes against its size and digests: the chunk digests, and with
     `whole_digests` the whole sha256 too (the two agree in a bundle as built; `wrpkg verify`
@@ -141,7 +154,13 @@ def verify_files(bundle_dir: Path, manifest: Manifest, *, whole_digests: bool = 
         if size != entry.size:
             raise VerifyError(f"{path}: {size} bytes, {lister} says {entry.size}", fix=fix)
         check_content(
-            str(path), path.read_bytes(), entry, lister, manifest.chunk_bytes, fix, whole_digests=whole_digests
+            str(path),
+            path.read_bytes(),
+            entry,
+            lister,
+            manifest.chunk_bytes,
+            fix,
+            whole_digests=whole_digests,
         )
 
 

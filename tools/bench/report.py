@@ -339,7 +339,7 @@ def main() -> int:
             "outside Warp's own call (manifest, arch check, reading and verifying what Warp is given).",
             "",
             "| model | road | how | Warp init | context | import wrpkg | open + verify | load | wrpkg own | "
-            "first replay | to first replay | taken |",
+            "first replay (instantiate) | to first replay | taken |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for c in load["cases"]:
@@ -347,7 +347,7 @@ def main() -> int:
             lines.append(
                 f"| {c['model']} | {c['road']} | {c['how']} | {fmt(m.get('init_ms'))} | {fmt(m.get('context_ms'))} | "
                 f"{fmt(m.get('import_ms'))} | {fmt(m.get('open_verify_ms'))} | {fmt(m['load_ms'])} | "
-                f"{fmt(m.get('wrpkg_own_ms'))} | {fmt(m['first_replay_ms'])} | "
+                f"{fmt(m.get('wrpkg_own_ms'))} | {fmt(m['first_replay_ms'])} ({fmt(m.get('instantiate_ms'))}) | "
                 f"{fmt(m['to_first_replay_ms'])} | {', '.join(c['road_taken'])} |"
             )
     if replays:

@@ -102,8 +102,8 @@ int main(int argc, char** argv) {
         "{\"init_ms\": %.3f, \"context_ms\": %.3f, \"open_verify_ms\": %.3f, \"load_ms\": %.3f, "
         "\"first_replay_ms\": %.3f, \"instantiate_ms\": %.3f, \"bundle_bytes\": %zu, \"road\": \"%s\", "
         "\"load_phases\": {%s}}\n",
-        Ms(t0, t1), Ms(t1, t2), Ms(t2, t3), Ms(t3, t4), Ms(t4, t5), Ms(t4, t4b), bytes, graph.load_source().c_str(),
-        load_phases.c_str());
+        Ms(t0, t1), Ms(t1, t2), Ms(t2, t3), Ms(t3, t4), Ms(t4, t5), Ms(t4, t4b), bytes,
+        graph.load_source().c_str(), load_phases.c_str());
     if (stream) wp_cuda_stream_destroy(context, stream);
     return 0;
   } catch (const std::exception& e) {

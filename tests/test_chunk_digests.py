@@ -1,0 +1,104 @@
+"""Chunk digests (manifest/4): a large bundle file is also recorded as the sha256 of each 256 KiB
+piece, which loads check on several threads at once. Checked on a multi-arch CUDA bundle built
+here by the real pipeline (//models:sim_recorded_wrp); no GPU needed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from wrpkg.errors import VerifyError
+from wrpkg.load import prepare_cuda_load
+from wrpkg.manifest import CHUNK_BYTES, chunk_count, from_json_bytes
+from wrpkg.verify import read_verified, sha256_each, verify_bundle
+
+BUNDLE = Path(os.environ["WRP_SIM_BUNDLE"])
+
+
+def _copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "copy" / BUNDLE.name
+    shutil.copytree(BUNDLE, copy)
+    for path in copy.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return copy
+
+
+def test_large_files_carry_the_digest_of_every_chunk():
+    manifest = verify_bundle(BUNDLE)
+    assert manifest.chunk_bytes == CHUNK_BYTES
+    chunked = [e for e in manifest.files if e.size > CHUNK_BYTES]
+    # The .wrp (2 chunks) and both multi-arch fatbins: the files a load hashes most.
+    assert manifest.wrp in {e.path for e in chunked} and len(chunked) >= 3
+    for entry in manifest.files:
+        data = (BUNDLE / entry.path).read_bytes()
+        expected = [
+            hashlib.sha256(data[at : at + CHUNK_BYTES]).hexdigest() for at in range(0, len(data), CHUNK_BYTES)
+        ]
+        assert entry.chunk_sha256 == (expected if len(expected) > 1 else [])
+        assert len(entry.chunk_sha256) == chunk_count(entry.size, CHUNK_BYTES)
+
+
+def test_a_changed_byte_is_named_with_its_chunk(tmp_path):
+    """Loads check chunks, not whole files: the error names the file and the bytes that differ."""
+    manifest = verify_bundle(BUNDLE)
+    copy = _copy(tmp_path)
+    wrp = bytearray((copy / manifest.wrp).read_bytes())
+    wrp[CHUNK_BYTES + 5] ^= 0x40  # inside the second chunk, past the module records
+    (copy / manifest.wrp).write_bytes(wrp)
+    second = f"(bytes {CHUNK_BYTES} to {len(wrp)})"
+    for check in (
+        lambda: read_verified(copy, manifest, manifest.wrp),
+        lambda: prepare_cuda_load(copy, "cuda:0", "NVIDIA H200", 90, (13, 0)),
+        lambda: verify_bundle(copy),
+    ):
+        with pytest.raises(VerifyError, match="sha256") as err:
+            check()
+        assert f"{manifest.wrp} {second}" in str(err.value)
+
+
+def test_wrpkg_verify_also_checks_the_whole_file_digest(tmp_path):
+    """A manifest whose chunk digests are right but whose whole-file sha256 is not is refused by
+    `wrpkg verify` (the two must agree in a bundle as built), while a load, which checks chunks,
+    accepts the bytes."""
+    copy = _copy(tmp_path)
+    (copy.parent / f"{copy.name}.sha256").unlink(missing_ok=True)
+    raw = json.loads((copy / "manifest.json").read_bytes())
+    (entry,) = [f for f in raw["files"] if f["path"] == raw["wrp"]]
+    entry["sha256"] = "0" * 64
+    text = json.dumps(raw, sort_keys=True, indent=1, ensure_ascii=True) + "\n"
+    (copy / "manifest.json").write_text(text)
+    golden = json.loads((copy / "golden.json").read_bytes())
+    golden["content_hash"] = hashlib.sha256(text.encode()).hexdigest()
+    (copy / "golden.json").write_text(json.dumps(golden, sort_keys=True, indent=1, ensure_ascii=True) + "\n")
+    with pytest.raises(VerifyError, match=f"{raw['wrp']}: sha256 [0-9a-f]{{64}}, manifest.json says 0000"):
+        verify_bundle(copy)
+    _, view = prepare_cuda_load(copy, "cuda:0", "NVIDIA H200", 90, (13, 0))
+    assert view is not None
+
+
+def test_chunk_lists_must_fit_the_file_size():
+    raw = json.loads((BUNDLE / "manifest.json").read_bytes())
+    (entry,) = [f for f in raw["files"] if f["path"] == raw["wrp"]]
+    entry["chunk_sha256"] = entry["chunk_sha256"][:-1]
+    data = (json.dumps(raw, sort_keys=True, indent=1, ensure_ascii=True) + "\n").encode()
+    with pytest.raises(VerifyError, match="chunk digests"):
+        from_json_bytes(data)
+    raw["chunk_bytes"] = 0
+    data = (json.dumps(raw, sort_keys=True, indent=1, ensure_ascii=True) + "\n").encode()
+    with pytest.raises(VerifyError, match="chunk_bytes is 0"):
+        from_json_bytes(data)
+
+
+def test_parallel_hashing_gives_each_piece_its_own_digest():
+    rng = random.Random(7)
+    pieces = [rng.randbytes(n) for n in (0, 1, 4095, CHUNK_BYTES, 3 * CHUNK_BYTES + 17, 100_000)]
+    view = memoryview(pieces[4])
+    pieces += [view[: CHUNK_BYTES // 2], view[CHUNK_BYTES:]]
+    assert sha256_each(pieces) == [hashlib.sha256(p).hexdigest() for p in pieces]
+    assert sha256_each([]) == []
