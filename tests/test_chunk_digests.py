@@ -9,6 +9,7 @@ import json
 import os
 import random
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,21 @@ def test_parallel_hashing_gives_each_piece_its_own_digest():
     pieces += [view[: CHUNK_BYTES // 2], view[CHUNK_BYTES:]]
     assert sha256_each(pieces) == [hashlib.sha256(p).hexdigest() for p in pieces]
     assert sha256_each([]) == []
+
+
+def test_the_cpp_runtime_checks_chunks_too(tmp_path):
+    """wrp::Bundle verifies chunked files piece by piece: a changed byte is named with its chunk,
+    and the untouched bundle passes verification (this machine may have no GPU: it then stops at
+    the device, after verification)."""
+    manifest = verify_bundle(BUNDLE)
+    replay = os.environ["WRP_REPLAY"]
+    good = subprocess.run([replay, "--bundle", str(BUNDLE)], capture_output=True, text=True)
+    assert "sha256" not in good.stderr, good.stderr
+    copy = _copy(tmp_path)
+    wrp = bytearray((copy / manifest.wrp).read_bytes())
+    wrp[-1] ^= 0x01
+    (copy / manifest.wrp).write_bytes(wrp)
+    bad = subprocess.run([replay, "--bundle", str(copy)], capture_output=True, text=True)
+    assert bad.returncode == 2, bad.stderr
+    assert f"{manifest.wrp} (bytes {CHUNK_BYTES} to {len(wrp)}): sha256 is" in bad.stderr, bad.stderr
+    assert "rebuild //models:sim_recorded_wrp" in bad.stderr
