@@ -121,3 +121,46 @@ def test_the_cpp_runtime_checks_chunks_too(tmp_path):
     assert bad.returncode == 2, bad.stderr
     assert f"{manifest.wrp} (bytes {CHUNK_BYTES} to {len(wrp)}): sha256 is" in bad.stderr, bad.stderr
     assert "rebuild //models:sim_recorded_wrp" in bad.stderr
+
+
+class _FakeWarp:
+    """Stands in for warp in wrpkg.load's from-bytes call: records what it is given, and fails
+    the way Warp does on malformed bytes when asked to."""
+
+    def __init__(self, fail: bool = False):
+        self.fail = fail
+        self.given = None
+
+    def capture_load_from_bytes(self, wrp, modules, device=None):
+        self.given = (bytes(wrp), dict(modules))
+        if self.fail:
+            raise RuntimeError("Failed to load APIC graph from bytes: Warp APIC error: bad section")
+        return object()
+
+
+def test_load_hashes_while_warp_parses_and_returns_only_verified_graphs(tmp_path):
+    """wrpkg.load hands Warp the view and hashes it on another thread meanwhile: a graph comes
+    back only when every digest matched; a tampered .wrp is a VerifyError naming the file,
+    whether Warp accepted the bytes or refused them."""
+    from wrpkg.load import _load_view_while_verifying
+
+    _, view = prepare_cuda_load(BUNDLE, "cuda:0", "NVIDIA H200", 90, (13, 0), verify=False)
+    warp = _FakeWarp()
+    assert _load_view_while_verifying(warp, view, "cuda:0") is not None
+    assert warp.given[0] == bytes(view.wrp) and set(warp.given[1]) == set(view.modules)
+
+    copy = _copy(tmp_path)
+    manifest = verify_bundle(BUNDLE)
+    wrp = bytearray((copy / manifest.wrp).read_bytes())
+    wrp[-3] ^= 0x10
+    (copy / manifest.wrp).write_bytes(wrp)
+    for fail in (False, True):
+        _, tampered = prepare_cuda_load(copy, "cuda:0", "NVIDIA H200", 90, (13, 0), verify=False)
+        with pytest.raises(VerifyError, match="sha256") as err:
+            _load_view_while_verifying(_FakeWarp(fail=fail), tampered, "cuda:0")
+        assert manifest.wrp in str(err.value)
+        assert isinstance(err.value.__cause__, RuntimeError) == fail
+    # Warp's own refusal of intact bytes is Warp's error, unchanged.
+    _, intact = prepare_cuda_load(BUNDLE, "cuda:0", "NVIDIA H200", 90, (13, 0), verify=False)
+    with pytest.raises(RuntimeError, match="bad section"):
+        _load_view_while_verifying(_FakeWarp(fail=True), intact, "cuda:0")

@@ -116,8 +116,8 @@ def test_no_view_unless_every_module_runs_sass(bundle):
 
 
 def test_view_verifies_the_image_it_hands_over(bundle, tmp_path):
-    """A changed byte in the device's image is refused, naming the file; a changed byte in
-    another SM's image does not matter to this device (it is never read by Warp)."""
+    """A changed byte in the device's image is refused by the view's checks, naming the file; a
+    changed byte in another SM's image does not matter to this device (Warp never reads it)."""
     manifest, files = bundle
     fit = device_fit(manifest, 90, (13, 0))
     module = manifest.modules[0]
@@ -132,10 +132,10 @@ def test_view_verifies_the_image_it_hands_over(bundle, tmp_path):
         (copy / module.binary).write_bytes(damaged)
         if refused:
             with pytest.raises(VerifyError, match="sm_90 image") as err:
-                _read_view(copy, manifest, fit)
+                _read_view(copy, manifest, fit).verify()
             assert module.binary in str(err.value)
         else:
-            assert _read_view(copy, manifest, fit) is not None
+            _read_view(copy, manifest, fit).verify()
     # The .wrp itself is checked against its sha256.
     copy = tmp_path / "wrp" / BUNDLE.name
     shutil.copytree(BUNDLE, copy)
@@ -144,7 +144,7 @@ def test_view_verifies_the_image_it_hands_over(bundle, tmp_path):
     wrp[-1] ^= 1
     (copy / manifest.wrp).write_bytes(wrp)
     with pytest.raises(VerifyError, match="sha256"):
-        _read_view(copy, manifest, fit)
+        _read_view(copy, manifest, fit).verify()
 
 
 def _copy(tmp_path, name="copy"):

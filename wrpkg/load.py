@@ -20,6 +20,7 @@ import contextlib
 import mmap
 import os
 import struct
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -214,10 +215,23 @@ def check_device(
 @dataclass
 class DeviceView:
     """What `wp.capture_load_from_bytes` is given: the .wrp with each module's binary digest
-    pointing at the device's image, and those images by their recorded filenames."""
+    pointing at the device's image, and those images by their recorded filenames. `checks`:
+    what proves them (the .wrp's digests, taken on the bytes as read, and each image's), hashed
+    by `verify()`."""
 
     wrp: bytearray
-    modules: dict[str, bytes]  # each module's verified image (a copy: the file may change)
+    modules: dict[str, bytes]  # each module's image (a copy: the file may change)
+    checks: list[DigestCheck]
+    label: str = ""
+
+    def verify(self) -> None:
+        """Hashes every check; VerifyError naming the first that differs."""
+        check_digests(
+            self.checks,
+            MANIFEST_NAME,
+            f"rebuild {self.label} (bazel build {self.label}); do not edit bundle files",
+            parallel=False,
+        )
 
 
 # The .wrp's header and section table (Warp 1.19, format 18), just enough to find METADATA, the
@@ -265,22 +279,21 @@ def device_view(
     wrp_checks: Sequence[DigestCheck] = (),
 ) -> DeviceView | None:
     """The per-device view of a CUDA bundle whose every module has SASS for the device
-    (`fit.how == "sass"`). `wrp`: the .wrp (a bytearray is patched in place, else copied);
-    `fatbins`: each module binary's bytes by manifest path, not yet verified: the image taken
-    out of each is copied, and the copy is checked against the manifest's size and sha256 for
-    that SM (VerifyError when it differs), so what Warp gets is what was checked even if the
-    file changes meanwhile. `wrp_checks` (digest_checks of the .wrp) are hashed together with
-    the images, on several threads, before any digest is patched. None when some module's
-    image cannot be taken out on its own (no exact uncompressed entry, or its digest is not
-    where expected): then load the bundle as it is.
+    (`fit.how == "sass"`), not yet verified. `wrp`: the .wrp as read (left as it is: `wrp_checks`,
+    its digest checks, hash it); `fatbins`: each module binary's bytes by manifest path: the image
+    taken out of each is copied, so what Warp gets is what `DeviceView.verify()` checks against
+    the manifest's size and sha256 for that SM, even if the file changes meanwhile. The view's
+    .wrp is a copy whose module digests are the manifest's for those images (Warp checks each
+    image against them too). None when some module's image cannot be taken out on its own (no
+    exact uncompressed entry, or its digest is not where expected): then load the bundle as it is.
 
     The view loads without source fallback (Warp's from-bytes loader has none), which is why
     it is only made when native code fits every module."""
     if fit.how != "sass" or len(fit.modules) != len(manifest.modules):
         return None
     digests = {entry.path: entry.sha256 for entry in manifest.files}
-    fix = f"rebuild {manifest.label} (bazel build {manifest.label}); do not edit bundle files"
-    images = []
+    patched = bytearray(wrp)
+    modules, checks = {}, list(wrp_checks)
     for module, choice in zip(manifest.modules, fit.modules, strict=True):
         # A bundle made from a single-arch capture keeps Warp's own cubin: it loads as it is.
         if not is_fatbin(fatbins[module.binary]):
@@ -294,21 +307,13 @@ def device_view(
         if len(image) != record.size:
             raise VerifyError(
                 f"{module.binary}: its {choice.arch} image is {len(image)} bytes; manifest.json says {record.size}",
-                fix=fix,
+                fix=f"rebuild {manifest.label} (bazel build {manifest.label}); do not edit bundle files",
             )
-        images.append((module, record, image))
-    check_digests(
-        [*wrp_checks, *((f"{m.binary}: its {r.arch} image", image, r.sha256) for m, r, image in images)],
-        MANIFEST_NAME,
-        fix,
-    )
-    patched = wrp if isinstance(wrp, bytearray) else bytearray(wrp)
-    modules = {}
-    for module, record, image in images:
         if not _patch_digest(patched, digests[module.binary], record.sha256):
             return None
+        checks.append((f"{module.binary}: its {choice.arch} image", image, record.sha256))
         modules[module.binary.rsplit("/", 1)[-1]] = image
-    return DeviceView(patched, modules)
+    return DeviceView(patched, modules, checks, manifest.label)
 
 
 @contextlib.contextmanager
@@ -348,8 +353,8 @@ def _mapped(bundle_dir: Path, manifest: Manifest, path: str) -> Iterator[memoryv
 
 
 def _read_view(bundle_dir: Path, manifest: Manifest, fit: DeviceFit) -> DeviceView | None:
-    """Reads and verifies what the per-device view hands Warp, and nothing else: the .wrp (its
-    chunk digests) and each module's image (its SM's sha256 in the manifest), all hashed at once."""
+    """Reads what the per-device view hands Warp, and nothing else: the .wrp and each module's
+    image, with the checks that prove them (the .wrp's digests, each image's SM sha256)."""
     wrp = read_listed(bundle_dir, manifest, manifest.wrp)
     (entry,) = [e for e in manifest.files if e.path == manifest.wrp]
     wrp_checks = digest_checks(str(bundle_dir / manifest.wrp), wrp, entry, manifest.chunk_bytes)
@@ -358,7 +363,7 @@ def _read_view(bundle_dir: Path, manifest: Manifest, fit: DeviceFit) -> DeviceVi
             module.binary: stack.enter_context(_mapped(bundle_dir, manifest, module.binary))
             for module in manifest.modules
         }
-        # None: nothing was hashed, and load() verifies every file instead.
+        # None: load() verifies every file instead.
         return device_view(manifest, fit, wrp, fatbins, wrp_checks)
 
 
@@ -370,12 +375,13 @@ def prepare_cuda_load(
     driver_version: tuple[int, int] | None,
     *,
     per_device_view: bool = True,
+    verify: bool = True,
 ) -> tuple[Manifest, DeviceView | None]:
     """Everything `load` does on a CUDA device before Warp is called (no GPU needed): reads
     the manifest (checked against the content hash when one is known), checks the device can
-    run every module, and, when SASS fits every module (and `per_device_view`), reads and
-    verifies the per-device view. A None view means: verify every file and let Warp load the
-    directory."""
+    run every module, and, when SASS fits every module (and `per_device_view`), reads the
+    per-device view and (with `verify`) verifies it. A None view means: verify every file and
+    let Warp load the directory."""
     bundle_dir = Path(bundle_dir)
     manifest, content_hash = read_manifest_and_hash(bundle_dir)
     if manifest.device != "cuda":
@@ -385,7 +391,40 @@ def prepare_cuda_load(
         )
     fit = check_device(manifest, content_hash, device_alias, device_name, device_sm, driver_version)
     view = _read_view(bundle_dir, manifest, fit) if per_device_view and fit.how == "sass" else None
+    if view is not None and verify:
+        view.verify()
     return manifest, view
+
+
+def _load_view_while_verifying(wp, view: DeviceView, device):
+    """Warp's load of the view, with the view's digests hashed on another thread meanwhile (Warp's
+    call and hashlib both let go of the GIL): the hash of a multi-megabyte .wrp, a third of a
+    native load on its own, then costs no wall time. The graph is returned only when every digest
+    matched; otherwise it is dropped, unlaunched, and the VerifyError names the file. Warp itself
+    refuses malformed bytes (a RuntimeError, reported as the verification failure behind it) and
+    checks each image against the manifest digest the view's .wrp carries."""
+    failure: list[BaseException] = []
+
+    def verify() -> None:
+        try:
+            view.verify()
+        except BaseException as exc:  # noqa: BLE001 - handed to the loading thread
+            failure.append(exc)
+
+    hasher = threading.Thread(target=verify, name="wrpkg-verify", daemon=True)
+    hasher.start()
+    try:
+        graph = wp.capture_load_from_bytes(view.wrp, view.modules, device=device)
+    except RuntimeError as warp_error:
+        hasher.join()
+        if failure:
+            raise failure[0] from warp_error
+        raise
+    hasher.join()
+    if failure:
+        del graph
+        raise failure[0]
+    return graph
 
 
 def load(bundle_dir: str | os.PathLike, device=None, *, per_device_view: bool = True):
@@ -393,7 +432,8 @@ def load(bundle_dir: str | os.PathLike, device=None, *, per_device_view: bool = 
 
     When every module has SASS for the device (and `per_device_view`), Warp gets the device
     view (`device_view`) through `wp.capture_load_from_bytes`, and exactly the bytes it gets
-    are verified: the .wrp and each module's image. Otherwise every bundle file is verified
+    are verified, while Warp parses them, before the graph is returned: the .wrp and each
+    module's image (`_load_view_while_verifying`). Otherwise every bundle file is verified
     and `wp.capture_load` loads the directory (PTX JIT and source fallback need it).
 
     Why that is enough: the content hash is the sha256 of manifest.json, and manifest.json
@@ -417,9 +457,10 @@ def load(bundle_dir: str | os.PathLike, device=None, *, per_device_view: bool = 
             dev.arch,
             wp.get_cuda_driver_version(),
             per_device_view=per_device_view,
+            verify=False,
         )
         if view is not None:
-            return wp.capture_load_from_bytes(view.wrp, view.modules, device=dev), manifest
+            return _load_view_while_verifying(wp, view, dev), manifest
     else:
         manifest = read_manifest(bundle_dir)
         if manifest.device != "cpu":
