@@ -12,7 +12,7 @@ and a CUDA run name the same program the same way.
     python3 tools/apic_corpus.py native --out DIR [-k SUBSTR ...]     # their cuda:0 variants (GPU)
     python3 tools/apic_corpus.py compare RETARGETED NATIVE --report OUT.json
 
-`retarget` runs the CPU variant (`test_x_cpu`) of every test with wrpkg's retarget
+`retarget` runs the CPU variant (`test_x_cpu`) of every test with wrpkg's
 RetargetRecorder active during each APIC capture and rewrites each saved copy into the CUDA
 capture for sm_90 (`wrpkg.retarget.retarget`): per program `retargeted`, or `refused` with
 the refusal message (also when the refusal stopped the test inside its capture), or
