@@ -1,4 +1,9 @@
-"""Kernels of the first Warp module used by the test captures (a @wp.struct argument, adjoint)."""
+"""Kernels of the first Warp module used by the test captures (a @wp.struct argument, adjoint).
+
+They are the particle program's one definition: runtime/testdata/particles.py launches them
+too. tests/fixtures/cuda-sm90-particles/capture_fixture.py keeps its own copy because it is
+the record of how that fixture was made (its module hash comes from `__main__`'s kernels).
+"""
 
 import warp as wp
 
