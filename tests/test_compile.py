@@ -10,12 +10,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from wrp_testing import run_python
 
 from wrpkg import archs, cuda_tools
 from wrpkg.archs import Arch, parse_arch
@@ -307,16 +307,7 @@ def test_the_target_picks_the_output_kind():
 
 
 def _run_cli(*args) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run(
-        [sys.executable, "-m", "wrpkg.compile", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return run_python("-m", "wrpkg.compile", *args)
 
 
 def _cli_args(out_dir, arch="sm_90"):
