@@ -14,24 +14,18 @@ import warp as wp
 from wrpkg.capture import CaptureSpec
 from wrpkg.golden import Tolerance
 
-# The particle kernels are the test programs' (one definition). The capture puts only this
+# The particle program is the test programs' (one definition). The capture puts only this
 # file's folder on the path; theirs is tests/programs (absolute(), not resolve(): inside
 # Bazel's sandbox the declared input is the one to import, not the file it links to).
 sys.path.insert(0, str(Path(__file__).absolute().parents[2] / "tests" / "programs"))
-from prog_physics import Params, integrate, kinetic_energy  # noqa: E402
+from prog_physics import initial_state, integrate, kinetic_energy  # noqa: E402
 
 N = 64
 STEPS = 5
 
 
 def build(device: str) -> CaptureSpec:
-    rng = np.random.default_rng(0)
-    x = wp.array(rng.standard_normal((N, 3)).astype(np.float32), dtype=wp.vec3, device=device)
-    v = wp.array(rng.standard_normal((N, 3)).astype(np.float32), dtype=wp.vec3, device=device)
-    e = wp.zeros(1, dtype=float, device=device)
-    p = Params()
-    p.gravity = wp.vec3(0.0, -9.8, 0.0)
-    p.damping = 0.99
+    x, v, e, p = initial_state(N, device, np.random.default_rng(0))
 
     def step():
         e.zero_()
