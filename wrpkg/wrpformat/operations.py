@@ -326,25 +326,16 @@ class Memtile:
         )
 
 
-_ALLOC = struct.Struct("<iIQ")
-
-
 @dataclass
-class Alloc:
+class Alloc(_FlatOp):
     region_id: int
+    pad: int
     size: int
-    pad: int = 0
     tail: bytes = b""
 
     op_type = OpType.ALLOC
-
-    @classmethod
-    def read(cls, op: _OpReader) -> Alloc:
-        region_id, pad, size = op.cur.unpack(_ALLOC, "operation alloc record")
-        return cls(region_id, size, pad, op.tail())
-
-    def write(self) -> bytes:
-        return _ALLOC.pack(self.region_id, self.pad, self.size) + self.tail
+    layout = struct.Struct("<iIQ")
+    what = "alloc"
 
 
 @dataclass
