@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from wrp_testing import run_python
 
 REPO = Path(__file__).resolve().parent.parent
 SIM = REPO / "models" / "sim.py"
@@ -22,11 +23,9 @@ def run_capture(
     script: Path, out_dir: Path, *, device="cpu", stem="sim", label=LABEL, cwd=None, env_extra=None
 ):
     """Runs `python -m wrpkg.capture` as the Bazel action does, in a fresh process."""
-    env = dict(os.environ, **(env_extra or {}))
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    cmd = [sys.executable, "-m", "wrpkg.capture", "--script", str(script), "--device", device]
-    cmd += ["--out-dir", str(out_dir), "--stem", stem, "--label", label]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd or REPO, timeout=300)
+    args = ["--script", str(script), "--device", device, "--out-dir", str(out_dir)]
+    args += ["--stem", stem, "--label", label]
+    return run_python("-m", "wrpkg.capture", *args, env_extra=env_extra, cwd=cwd or REPO)
 
 
 def assert_no_output(out_dir: Path) -> None:

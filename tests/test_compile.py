@@ -10,12 +10,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from wrp_testing import run_python
 
 from wrpkg import archs, cuda_tools
 from wrpkg.archs import Arch, parse_arch
@@ -106,10 +106,9 @@ def test_every_listed_suffix_variant_is_accepted_by_nvrtc():
     recipe = CompileRecipe()
     for name in archs.supported_archs():
         arch = parse_arch(name)
-        compile_fn = cuda_tools.compile_ptx if arch.is_ptx else cuda_tools.compile_cubin
         if arch.suffix == "a" and arch.is_ptx:
             continue  # accepted by NVRTC, refused by the recipe rules (see test below)
-        assert compile_fn(tiny, recipe, arch), name
+        assert cuda_tools.compile_module(tiny, recipe, arch), name
 
 
 # --- recipes -----------------------------------------------------------------------------
@@ -235,7 +234,7 @@ def test_sm90_cubin_equals_warps_packaged_cubin(module_record, source):
     packaged = (MODULES / module_record.binary_filename).read_bytes()
     assert hashlib.sha256(packaged).hexdigest() == module_record.binary_sha256
     recipe = CompileRecipe.from_bytes(module_record.compile_recipe)
-    ours = cuda_tools.compile_cubin(
+    ours = cuda_tools.compile_module(
         source,
         recipe,
         "sm_90",
@@ -245,7 +244,7 @@ def test_sm90_cubin_equals_warps_packaged_cubin(module_record, source):
     assert ours == packaged
     # Why the program name matters: NVRTC embeds it. Warp's APIC source fallback names the
     # program after the retained `.sm90.cu` and so gets a different (equivalent) cubin.
-    renamed = cuda_tools.compile_cubin(source, recipe, "sm_90", program_name=module_record.source_filename)
+    renamed = cuda_tools.compile_module(source, recipe, "sm_90", program_name=module_record.source_filename)
     assert renamed != packaged
 
 
@@ -283,39 +282,32 @@ def test_same_bytes_as_warps_own_nvrtc_build(tmp_path, source, recipe, arch):
         arch_suffix=target.suffix,
         use_precompiled_headers=True,  # Warp's default; -pch does not change the output
     )
-    compile_fn = cuda_tools.compile_ptx if target.is_ptx else cuda_tools.compile_cubin
-    ours = compile_fn(source, recipe, target, program_name=cu_path.name)
+    ours = cuda_tools.compile_module(source, recipe, target, program_name=cu_path.name)
     assert ours == out.read_bytes()
 
 
 def test_nvrtc_error_names_the_module_and_carries_the_log():
     broken = b"__global__ void k() { this_is_not_defined(); }\n"
     with pytest.raises(CompileError) as err:
-        cuda_tools.compile_cubin(broken, CompileRecipe(), "sm_80", module="my_module", program_name="b.cu")
+        cuda_tools.compile_module(broken, CompileRecipe(), "sm_80", module="my_module", program_name="b.cu")
     message = str(err.value)
     assert "my_module" in message and "sm_80" in message
     assert "this_is_not_defined" in message  # from NVRTC's log
 
 
-def test_compile_cubin_refuses_a_ptx_target(source):
-    with pytest.raises(CompileError, match="PTX target"):
-        cuda_tools.compile_cubin(source, CompileRecipe(), "compute_75")
+def test_the_target_picks_the_output_kind():
+    tiny = b'extern "C" __global__ void k(float* x) { x[0] = 1.0f; }'
+    cubin = cuda_tools.compile_module(tiny, CompileRecipe(), "sm_80")
+    ptx = cuda_tools.compile_module(tiny, CompileRecipe(), "compute_80")
+    assert cubin.startswith(b"\x7fELF")
+    assert b".target sm_80" in ptx and ptx.endswith(b"\0")
 
 
 # --- the CLI -----------------------------------------------------------------------------
 
 
 def _run_cli(*args) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run(
-        [sys.executable, "-m", "wrpkg.compile", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return run_python("-m", "wrpkg.compile", *args)
 
 
 def _cli_args(out_dir, arch="sm_90"):

@@ -25,9 +25,9 @@ def fixture_binaries():
     recipe = CompileRecipe.from_bytes(module.compile_recipe)
     name = nvrtc_program_name(module.source_filename)
     return {
-        "sm_75": cuda_tools.compile_cubin(source, recipe, "sm_75", program_name=name),
+        "sm_75": cuda_tools.compile_module(source, recipe, "sm_75", program_name=name),
         "sm_90": (FIXTURE / "sim_modules" / module.binary_filename).read_bytes(),
-        "compute_75": cuda_tools.compile_ptx(source, recipe, "compute_75", program_name=name),
+        "compute_75": cuda_tools.compile_module(source, recipe, "compute_75", program_name=name),
     }
 
 
@@ -67,8 +67,8 @@ def test_sass_only_and_ptx_only_fatbins(fixture_binaries):
 
 def test_suffixed_targets_keep_their_suffix():
     recipe = CompileRecipe()
-    cubins = {arch: cuda_tools.compile_cubin(TINY, recipe, arch) for arch in ("sm_120", "sm_90a", "sm_100f")}
-    ptx = cuda_tools.compile_ptx(TINY, CompileRecipe(arch_suffix="f"), "compute_100")
+    cubins = {arch: cuda_tools.compile_module(TINY, recipe, arch) for arch in ("sm_120", "sm_90a", "sm_100f")}
+    ptx = cuda_tools.compile_module(TINY, CompileRecipe(arch_suffix="f"), "compute_100")
     fatbin = cuda_tools.pack_fatbin(cubins, ("compute_100f", ptx))
     assert cuda_tools.fatbin_contents(fatbin) == ["sm_90a", "sm_100f", "sm_120", "compute_100f"]
     # `wrpkg inspect` reads fatbins through the same pinned cuobjdump: suffixes stay exact.

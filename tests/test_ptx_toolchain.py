@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from wrp_testing import run_python
 
 from wrpkg import archs
 from wrpkg.cuda_tools import ptx_isa_version
@@ -49,15 +50,7 @@ def _run_ptx_python(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONHASHSEED": "0",
     }
-    return subprocess.run(
-        [str(_ptx_python()), *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    return run_python(*args, python=_ptx_python(), env=env, cwd=cwd, timeout=600)
 
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,26 @@ def kernel_cache_dir(base: Path) -> Path:
     return path
 
 
+def run_python(
+    *argv: str,
+    python: str | Path = sys.executable,
+    env: dict[str, str] | None = None,
+    env_extra: dict[str, str] | None = None,
+    cwd: str | Path = REPO_ROOT,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess:
+    """`python ARGV...` in a fresh process, its output kept as text, its exit status not checked.
+
+    `env` is the whole environment when given (a hermetic one, as an action has); otherwise
+    this process's, plus `env_extra`, with this checkout first on PYTHONPATH."""
+    if env is None:
+        env = dict(os.environ, **(env_extra or {}))
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return subprocess.run(
+        [str(python), *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
 def capture_cpu(
     program: str | Path, out_dir: str | Path, *, cache_dir: str | Path, timeout: float = 300
 ) -> Path:
@@ -37,16 +57,12 @@ def capture_cpu(
     if not script.is_absolute():
         script = PROGRAMS_DIR / (script.name if script.suffix else f"{script.name}.py")
     out_dir = Path(out_dir)
-    env = dict(os.environ)
-    env["WARP_CACHE_PATH"] = str(cache_dir)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    result = subprocess.run(
-        [sys.executable, str(script), str(out_dir)],
-        env=env,
-        capture_output=True,
-        text=True,
+    result = run_python(
+        str(script),
+        str(out_dir),
+        env_extra={"WARP_CACHE_PATH": str(cache_dir)},
+        cwd=os.getcwd(),
         timeout=timeout,
-        check=False,
     )
     if result.returncode != 0:
         raise AssertionError(

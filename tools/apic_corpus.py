@@ -12,8 +12,8 @@ and a CUDA run name the same program the same way.
     python3 tools/apic_corpus.py native --out DIR [-k SUBSTR ...]     # their cuda:0 variants (GPU)
     python3 tools/apic_corpus.py compare RETARGETED NATIVE --report OUT.json
 
-`retarget` runs the CPU variant (`test_x_cpu`) of every test with wrpkg's retarget
-LaunchRecorder active during each APIC capture and rewrites each saved copy into the CUDA
+`retarget` runs the CPU variant (`test_x_cpu`) of every test with wrpkg's
+RetargetRecorder active during each APIC capture and rewrites each saved copy into the CUDA
 capture for sm_90 (`wrpkg.retarget.retarget`): per program `retargeted`, or `refused` with
 the refusal message (also when the refusal stopped the test inside its capture), or
 `save_failed` when Warp itself cannot save the graph. `native` runs the `test_x_cuda_0`
@@ -106,7 +106,7 @@ class CorpusShim:
 
             shim = self
 
-            class Recorder(retarget.LaunchRecorder):
+            class Recorder(retarget.RetargetRecorder):
                 def refuse(self, what, where, fix=None):
                     error = super().refuse(what, where, fix)
                     shim.pending_refusal = str(error)

@@ -39,7 +39,8 @@ from wrpkg import atomic
 from wrpkg.errors import CaptureError
 from wrpkg.golden import as_tolerance
 from wrpkg.interface import INTERFACE_SCHEMA
-from wrpkg.stale_pointers import LaunchRecorder, check_launches
+from wrpkg.launch_recorder import LaunchRecorder
+from wrpkg.stale_pointers import check_launches
 from wrpkg.warp_init import init_warp
 
 CAPTURE_MODES = ("gpu", "retarget", "auto")
@@ -378,10 +379,11 @@ def _capture_into(
     device = _require_device(wp, device_name, target)
     spec, bindings = _build_spec(wp, script, device, target)
 
-    recorder = None
     if mode == "retarget":
         user_dirs = {os.path.abspath(script.parent) + os.sep, os.path.realpath(script.parent) + os.sep}
-        recorder = retarget.LaunchRecorder(user_dirs=tuple(sorted(user_dirs)), target=target)
+        recorder = retarget.RetargetRecorder(user_dirs=tuple(sorted(user_dirs)), target=target)
+    else:
+        recorder = LaunchRecorder(target=target)
     graph = _record_step(wp, spec, device, script, target, recorder)
     try:
         wp.capture_save(
@@ -406,7 +408,7 @@ def _capture_into(
     )
 
     golden_device = "cuda" if device.is_cuda else "cpu"
-    if recorder is not None:
+    if mode == "retarget":
         arch = cuda_arch or retarget.DEFAULT_CUDA_ARCH
         paths = source_paths.relocate(wp, script.parent)
         retarget.retarget(wrp_path, modules_dir, recorder, arch)
@@ -478,10 +480,7 @@ def _record_step(wp, spec, device, script: Path, target: str, recorder):
 
     wp.capture_begin(device=device, apic=True)
     try:
-        with (
-            LaunchRecorder() as launches,
-            recorder.recording(device) if recorder else contextlib.nullcontext(),
-        ):
+        with recorder.recording(device):
             spec.step()
     except retarget.RetargetError:
         with contextlib.suppress(Exception):
@@ -497,7 +496,7 @@ def _record_step(wp, spec, device, script: Path, target: str, recorder):
         ) from exc
     graph = wp.capture_end(device=device)
     _check_bindings_captured(graph, spec, target)
-    check_launches(wp, launches, [*spec.inputs.values(), *spec.outputs.values(), *spec.keep_alive], target)
+    check_launches(wp, recorder, [*spec.inputs.values(), *spec.outputs.values(), *spec.keep_alive], target)
     return graph
 
 

@@ -101,9 +101,8 @@ def compile_wrp(wrp_path, modules_dir, arch: Arch | str, out_dir, *, include_dir
         recipe = CompileRecipe.from_bytes(module.compile_recipe, path=wrp_path)
         target = recipe.target_arch(arch, module=label)
         program_name = nvrtc_program_name(module.source_filename)
-        compile_fn = cuda_tools.compile_ptx if target.is_ptx else cuda_tools.compile_cubin
         started = time.perf_counter()
-        data = compile_fn(
+        data = cuda_tools.compile_module(
             source, recipe, target, module=label, program_name=program_name, include_dir=include_dir
         )
         seconds = time.perf_counter() - started

@@ -1,6 +1,6 @@
 """Retarget a CPU capture to the CUDA `.wrp` Warp would have written on a GPU.
 
-A capture script runs on the CPU under APIC while `LaunchRecorder` watches the Warp launch
+A capture script runs on the CPU under APIC while `RetargetRecorder` watches the Warp launch
 API (`wp.launch`, `wp.launch_tiled`): the CPU records do not keep what a CUDA launch needs
 (a launch's `block_dim` is recorded as 0, a tiled launch's lane dimension as 1), so the
 launch configuration is taken from the calls themselves. `retarget()` then rewrites the
@@ -39,6 +39,7 @@ from pathlib import Path
 
 from wrpkg import wrpformat
 from wrpkg.errors import CaptureError
+from wrpkg.launch_recorder import LaunchRecorder
 
 # Warp's CUDA default when a launch gives no positive block_dim (context.py
 # _resolve_launch_block_dim, and wp_cuda_launch_kernel in warp.cu).
@@ -89,14 +90,14 @@ class _LineMark:
 
 
 @dataclass
-class LaunchRecorder:
-    """Hooks Warp's launch API and conditional nodes while a CPU capture records.
+class RetargetRecorder(LaunchRecorder):
+    """The capture's recorder with hooks on Warp's launch API and conditional nodes, for a
+    CPU capture that is retargeted.
 
     `user_dirs`: folders whose frames count as the capture script's (named in errors).
     """
 
-    user_dirs: tuple[str, ...]
-    target: str
+    user_dirs: tuple[str, ...] = ()
     calls: list[LaunchCall] = field(default_factory=list)
     lines: list[_LineMark] = field(default_factory=list)
     _tiled_block_dim: list = field(default_factory=list)
@@ -105,7 +106,6 @@ class LaunchRecorder:
     allocated: list = field(default_factory=list)
     # Launches that raised while recording, (kernel key, line).
     raised: list = field(default_factory=list)
-    capture: object = None
 
     # --- where in the script --------------------------------------------------------------
 
@@ -141,15 +141,13 @@ class LaunchRecorder:
 
     # --- hooks ----------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def recording(self, device):
+    def _patches(self, device) -> list[tuple[object, str, object]]:
         import warp as wp  # noqa: PLC0415
         import warp._src.context as ctx  # noqa: PLC0415
 
-        capture = ctx._get_apic_capture_for_device(device)
+        capture = self.capture
         if capture is None:
             raise CaptureError(f"{self.target}: retarget hooks installed outside an APIC capture")
-        self.capture = capture
         import warp._src.types as wptypes  # noqa: PLC0415
 
         original = {
@@ -241,15 +239,7 @@ class LaunchRecorder:
 
             return refuse
 
-        def tracer(frame, event, arg):
-            if event == "call":
-                return tracer if recorder._is_user_file(frame.f_code.co_filename) else None
-            if event == "line":
-                where = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
-                recorder.lines.append(_LineMark(capture.operation_count, where))
-            return tracer
-
-        patches = [
+        return [
             (ctx, "launch", launch),
             (wp, "launch", launch),
             (ctx, "launch_tiled", launch_tiled),
@@ -261,7 +251,21 @@ class LaunchRecorder:
             (wptypes.array, "_init_new", allocating_init_new),
             (ctx.Launch, "launch", launch_command),
         ]
-        saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
+
+    @contextlib.contextmanager
+    def _tracing(self):
+        """Marks which script line is running as operations are recorded (`where_op`)."""
+        recorder = self
+        capture = self.capture
+
+        def tracer(frame, event, arg):
+            if event == "call":
+                return tracer if recorder._is_user_file(frame.f_code.co_filename) else None
+            if event == "line":
+                where = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+                recorder.lines.append(_LineMark(capture.operation_count, where))
+            return tracer
+
         previous_trace = sys.gettrace()
         # sys.settrace reaches only frames entered from now on: the script's frames already
         # running (a capture begun inside the function that issues the step) are traced too.
@@ -272,18 +276,14 @@ class LaunchRecorder:
                 running.append((frame, frame.f_trace))
             frame = frame.f_back
         try:
-            for obj, name, value in patches:
-                setattr(obj, name, value)
             sys.settrace(tracer)
             for frame, _ in running:
                 frame.f_trace = tracer
-            yield self
+            yield
         finally:
             sys.settrace(previous_trace)
             for frame, trace in running:
                 frame.f_trace = trace
-            for obj, name, value in saved:
-                setattr(obj, name, value)
 
     def transient_region_ids(self) -> set[int]:
         """Regions whose base array was allocated during the capture: Warp saves them on
@@ -386,7 +386,7 @@ def _build_cuda_module(
 
 
 def retarget(
-    wrp_path: Path, modules_dir: Path, recorder: LaunchRecorder, arch: int = DEFAULT_CUDA_ARCH
+    wrp_path: Path, modules_dir: Path, recorder: RetargetRecorder, arch: int = DEFAULT_CUDA_ARCH
 ) -> None:
     """Rewrites the CPU capture `wrp_path` (+ `modules_dir`) into the CUDA capture for `arch`."""
     cpu = wrpformat.read_wrp(wrp_path)

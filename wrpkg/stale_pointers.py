@@ -4,11 +4,9 @@ APIC relocates only what a kernel declares as a pointer: array arguments and `wp
 ids. A mesh id passed to a `wp.uint64` parameter (or an `arr.ptr` passed as an integer)
 is copied into the .wrp verbatim; the replaying process has no object at that address and
 dies with SIGSEGV. Warp accepts this silently, so the capture harness records every
-launch's argument bytes and, once the step has run, compares each 8-byte slot that APIC did
-not relocate with the ids and data ranges of the Warp objects alive in the capture.
-
-It reads APICapture's private launch packing (pinned with the Warp version, like
-capture.py's region check).
+launch's argument bytes (`wrpkg.launch_recorder`) and, once the step has run, compares
+each 8-byte slot that APIC did not relocate with the ids and data ranges of the Warp
+objects alive in the capture.
 """
 
 from __future__ import annotations
@@ -20,18 +18,10 @@ import struct
 from dataclasses import dataclass
 
 from wrpkg.errors import CaptureError
+from wrpkg.launch_recorder import LaunchRecorder
 
 _SLOT = 8
 _ARRAY = "wp.array data"
-
-
-@dataclass
-class _PackedParam:
-    kernel: str
-    param: str
-    adjoint: bool
-    blob: bytes
-    relocated: frozenset[int]  # byte offsets inside blob that APIC patches at replay
 
 
 @dataclass
@@ -39,59 +29,6 @@ class _LiveObject:
     kind: str  # "wp.Mesh", "wp.array data", ...
     start: int
     end: int  # exclusive; start + 1 for ids
-
-
-class LaunchRecorder:
-    """Context manager: while active, every captured launch's parameter bytes are kept."""
-
-    def __init__(self) -> None:
-        self.params: list[_PackedParam] = []
-        self._patched = []
-
-    def __enter__(self) -> LaunchRecorder:
-        from warp._src.apic.capture import APICapture  # noqa: PLC0415 - Warp is imported lazily
-
-        recorder = self
-        original_build = APICapture.build_launch_info
-        original_pack = APICapture._pack_param_record
-        current_kernel: list[str] = []
-
-        def build_launch_info(self, kernel, *args, **kwargs):
-            current_kernel.append(str(kernel.key))
-            try:
-                return original_build(self, kernel, *args, **kwargs)
-            finally:
-                current_kernel.pop()
-
-        def pack_param_record(
-            self, rec, arg, original_value, packed_value, value_data_buf, relocs_buf, adjoint=False
-        ):
-            first_reloc = len(relocs_buf)
-            original_pack(self, rec, arg, original_value, packed_value, value_data_buf, relocs_buf, adjoint)
-            start, size = rec.value_offset, rec.value_size
-            relocated = frozenset(int(r.value_byte_offset) for r in relocs_buf[first_reloc:])
-            recorder.params.append(
-                _PackedParam(
-                    kernel=current_kernel[-1] if current_kernel else "?",
-                    param=str(arg.label),
-                    adjoint=bool(adjoint),
-                    blob=bytes(value_data_buf[start : start + size]),
-                    relocated=relocated,
-                )
-            )
-
-        APICapture.build_launch_info = build_launch_info
-        APICapture._pack_param_record = pack_param_record
-        self._patched = [
-            (APICapture, "build_launch_info", original_build),
-            (APICapture, "_pack_param_record", original_pack),
-        ]
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for owner, name, original in self._patched:
-            setattr(owner, name, original)
-        self._patched = []
 
 
 def _live_objects(wp, extra: list) -> list[_LiveObject]:

@@ -5,49 +5,33 @@ binding rule bundle_test checks), and every region's size is known: x, v hold 64
 (768 bytes), e one float (4 bytes).
 """
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import warp as wp
 
 from wrpkg.capture import CaptureSpec
 from wrpkg.golden import Tolerance
 
+# The particle program is the test programs' (one definition). The capture puts only this
+# file's folder on the path; theirs is tests/programs (absolute(), not resolve(): inside
+# Bazel's sandbox the declared input is the one to import, not the file it links to).
+sys.path.insert(0, str(Path(__file__).absolute().parents[2] / "tests" / "programs"))
+from prog_physics import initial_state, integrate, kinetic_energy  # noqa: E402
+
 N = 64
 STEPS = 5
 
 
-@wp.struct
-class Params:
-    g: wp.vec3
-    damping: float
-
-
-@wp.kernel
-def integrate(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), p: Params, dt: float):
-    i = wp.tid()
-    v[i] = v[i] * p.damping + p.g * dt
-    x[i] = x[i] + v[i] * dt
-
-
-@wp.kernel
-def energy(v: wp.array(dtype=wp.vec3), e: wp.array(dtype=float)):
-    i = wp.tid()
-    wp.atomic_add(e, 0, 0.5 * wp.dot(v[i], v[i]))
-
-
 def build(device: str) -> CaptureSpec:
-    rng = np.random.default_rng(0)
-    x = wp.array(rng.standard_normal((N, 3)).astype(np.float32), dtype=wp.vec3, device=device)
-    v = wp.array(rng.standard_normal((N, 3)).astype(np.float32), dtype=wp.vec3, device=device)
-    e = wp.zeros(1, dtype=float, device=device)
-    p = Params()
-    p.g = wp.vec3(0.0, -9.8, 0.0)
-    p.damping = 0.99
+    x, v, e, p = initial_state(N, device, np.random.default_rng(0))
 
     def step():
         e.zero_()
         for _ in range(STEPS):
             wp.launch(integrate, dim=N, inputs=[x, v, p, 1.0 / 60.0], device=device)
-        wp.launch(energy, dim=N, inputs=[v, e], device=device)
+        wp.launch(kinetic_energy, dim=N, inputs=[v, e], device=device)
 
     # e sums with a float atomic: order-dependent on CUDA, hence the tolerance.
     return CaptureSpec(

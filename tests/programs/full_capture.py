@@ -28,9 +28,7 @@ DEVICE = "cpu"
 def build():
     rng = np.random.default_rng(0)
     s = {}
-    s["x"] = wp.array(rng.standard_normal((N, 3)).astype(np.float32), dtype=wp.vec3, device=DEVICE)
-    s["v"] = wp.array(rng.standard_normal((N, 3)).astype(np.float32), dtype=wp.vec3, device=DEVICE)
-    s["e"] = wp.zeros(1, dtype=float, device=DEVICE)
+    s["x"], s["v"], s["e"], s["params"] = prog_physics.initial_state(N, DEVICE, rng)
     s["d"] = wp.zeros(N, dtype=float, device=DEVICE)
     s["x_copy"] = wp.zeros(N, dtype=wp.vec3, device=DEVICE)
     s["a"] = wp.array(
@@ -46,10 +44,6 @@ def build():
     s["mesh_indices"] = wp.array(tris, dtype=wp.int32, device=DEVICE)
     s["mesh"] = wp.Mesh(points=s["mesh_points"], indices=s["mesh_indices"])
     s["mesh_ids"] = wp.array([s["mesh"].id], dtype=wp.handle, device=DEVICE)
-    p = prog_physics.Params()
-    p.gravity = wp.vec3(0.0, -9.8, 0.0)
-    p.damping = 0.99
-    s["params"] = p
     return s
 
 

@@ -18,8 +18,7 @@ The hermetic CUDA toolchain of rules_warp: no host CUDA, no nvcc, no driver need
 from wrpkg.cuda_tools.cuobjdump import FatbinEntry, cuobjdump_path, fatbin_contents, fatbin_entries
 from wrpkg.cuda_tools.nvfatbin import pack_fatbin
 from wrpkg.cuda_tools.nvrtc import (
-    compile_cubin,
-    compile_ptx,
+    compile_module,
     nvrtc_supported_sms,
     nvrtc_versions,
     ptx_isa_version,
@@ -35,8 +34,7 @@ from wrpkg.cuda_tools.versions import toolchain_library_paths, toolchain_version
 __all__ = [
     "FatbinEntry",
     "PinnedLibrary",
-    "compile_cubin",
-    "compile_ptx",
+    "compile_module",
     "cuobjdump_path",
     "fatbin_contents",
     "fatbin_entries",

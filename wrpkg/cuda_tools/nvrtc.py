@@ -108,22 +108,26 @@ def _warp_distribution():
     return dist
 
 
-def _compile(
+def compile_module(
     source: bytes,
     recipe: CompileRecipe,
     arch: Arch | str,
-    want_ptx: bool,
     *,
-    module: str,
-    program_name: str,
-    include_dir: str | None,
+    module: str = "<module>",
+    program_name: str = "module.cu",
+    include_dir: str | None = None,
 ) -> bytes:
+    """What Warp 1.19.0 would build from `source` and `recipe` for `arch` (with NVRTC
+    13.4.92, Warp's own; another pinned NVRTC gives its own bytes): a cubin for a SASS
+    target (`sm_90`), PTX for a virtual one (`compute_75`), NUL-terminated as NVRTC returns
+    it and as Warp writes and loads its `.ptx` files. The PTX ISA (`.version`) is the
+    loaded NVRTC's: 9.0 for 13.0.88, 9.4 for 13.4.92; only drivers at least that new can
+    JIT it.
+
+    `program_name` must be Warp's (`recipe.nvrtc_program_name(source_filename)`) for the
+    bytes to equal Warp's: NVRTC embeds it.
+    """
     arch = parse_arch(arch)
-    if arch.is_ptx != want_ptx:
-        raise CompileError(
-            f"module {module}: {arch.name} is {'a PTX' if arch.is_ptx else 'a SASS'} target",
-            fix=f"use {'compile_ptx' if arch.is_ptx else 'compile_cubin'} or {arch.as_ptx().name if want_ptx else arch.as_sass().name}",
-        )
     options = recipe.nvrtc_options(
         arch, include_dir or warp_include_dir(), cuda_version=nvrtc_cuda_version(), module=module
     )
@@ -145,7 +149,7 @@ def _compile(
                 fix="the retained .cu or its recipe does not compile with the pinned NVRTC; re-capture it",
             )
         _verify_builtins_once()
-        if want_ptx:
+        if arch.is_ptx:
             size = _check(nvrtc, nvrtc.nvrtcGetPTXSize(program), "nvrtcGetPTXSize")
             out = b" " * size
             _check(nvrtc, nvrtc.nvrtcGetPTX(program, out), "nvrtcGetPTX")
@@ -162,43 +166,6 @@ def _compile(
 def _verify_builtins_once() -> None:
     """libnvrtc dlopens libnvrtc-builtins at its first compile: it must come from the wheel too."""
     _refuse_foreign_copies("nvrtc", _load_pinned("nvrtc").path.parent)
-
-
-def compile_cubin(
-    source: bytes,
-    recipe: CompileRecipe,
-    arch: Arch | str,
-    *,
-    module: str = "<module>",
-    program_name: str = "module.cu",
-    include_dir: str | None = None,
-) -> bytes:
-    """SASS for one SM, exactly as Warp 1.19.0 would build it from `source` and `recipe`
-    (with NVRTC 13.4.92, Warp's own; another pinned NVRTC gives its own cubins).
-
-    `program_name` must be Warp's (`recipe.nvrtc_program_name(source_filename)`) for the
-    bytes to equal Warp's cubin: NVRTC embeds it.
-    """
-    return _compile(
-        source, recipe, arch, False, module=module, program_name=program_name, include_dir=include_dir
-    )
-
-
-def compile_ptx(
-    source: bytes,
-    recipe: CompileRecipe,
-    arch: Arch | str,
-    *,
-    module: str = "<module>",
-    program_name: str = "module.cu",
-    include_dir: str | None = None,
-) -> bytes:
-    """PTX for a virtual architecture (`compute_75`), NUL-terminated as NVRTC returns it and
-    as Warp writes and loads its `.ptx` files. Its ISA (`.version`) is the loaded NVRTC's:
-    9.0 for 13.0.88, 9.4 for 13.4.92; only drivers at least that new can JIT it."""
-    return _compile(
-        source, recipe, arch, True, module=module, program_name=program_name, include_dir=include_dir
-    )
 
 
 def ptx_isa_version(ptx: bytes) -> str | None:

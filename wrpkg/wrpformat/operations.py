@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from wrpkg.errors import WrpFormatError
 from wrpkg.wrpformat.cursor import _Cursor
@@ -249,12 +249,21 @@ class MemcpyH2D:
         )
 
 
-_D2D = struct.Struct("<iiQQQ")
-assert _D2D.size + 8 == 40
+class _FlatOp:
+    """A record whose fields are its layout's, in order, then the tail: one reader and one
+    writer serve every such record."""
+
+    @classmethod
+    def read(cls, op: _OpReader):
+        return cls(*op.cur.unpack(cls.layout, f"operation {cls.what} record"), tail=op.tail())
+
+    def write(self) -> bytes:
+        values = [getattr(self, f.name) for f in fields(self) if f.name != "tail"]
+        return self.layout.pack(*values) + self.tail
 
 
 @dataclass
-class MemcpyD2D:
+class MemcpyD2D(_FlatOp):
     dst_region_id: int
     src_region_id: int
     dst_offset: int
@@ -263,21 +272,15 @@ class MemcpyD2D:
     tail: bytes = b""
 
     op_type = OpType.MEMCPY_D2D
-
-    @classmethod
-    def read(cls, op: _OpReader) -> MemcpyD2D:
-        return cls(*op.cur.unpack(_D2D, "operation D2D record"), tail=op.tail())
-
-    def write(self) -> bytes:
-        fields = (self.dst_region_id, self.src_region_id, self.dst_offset, self.src_offset, self.size)
-        return _D2D.pack(*fields) + self.tail
+    layout = struct.Struct("<iiQQQ")
+    what = "D2D"
 
 
-_MEMSET = struct.Struct("<iiQQ")
+assert MemcpyD2D.layout.size + 8 == 40
 
 
 @dataclass
-class Memset:
+class Memset(_FlatOp):
     region_id: int
     value: int
     offset: int
@@ -285,13 +288,8 @@ class Memset:
     tail: bytes = b""
 
     op_type = OpType.MEMSET
-
-    @classmethod
-    def read(cls, op: _OpReader) -> Memset:
-        return cls(*op.cur.unpack(_MEMSET, "operation memset record"), tail=op.tail())
-
-    def write(self) -> bytes:
-        return _MEMSET.pack(self.region_id, self.value, self.offset, self.size) + self.tail
+    layout = struct.Struct("<iiQQ")
+    what = "memset"
 
 
 _MEMTILE = struct.Struct("<iIQQ")
@@ -328,25 +326,16 @@ class Memtile:
         )
 
 
-_ALLOC = struct.Struct("<iIQ")
-
-
 @dataclass
-class Alloc:
+class Alloc(_FlatOp):
     region_id: int
+    pad: int
     size: int
-    pad: int = 0
     tail: bytes = b""
 
     op_type = OpType.ALLOC
-
-    @classmethod
-    def read(cls, op: _OpReader) -> Alloc:
-        region_id, pad, size = op.cur.unpack(_ALLOC, "operation alloc record")
-        return cls(region_id, size, pad, op.tail())
-
-    def write(self) -> bytes:
-        return _ALLOC.pack(self.region_id, self.pad, self.size) + self.tail
+    layout = struct.Struct("<iIQ")
+    what = "alloc"
 
 
 @dataclass

@@ -8,20 +8,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wrpkg import WARP_VERSION, atomic
+from wrpkg import atomic
 from wrpkg.errors import WrpFormatError
 from wrpkg.wrpformat.cursor import _Cursor
 from wrpkg.wrpformat.enums import (
-    FORMAT_VERSION,
     HEADER_SIZE,
-    INT32_MAX,
-    MAGIC,
-    MAX_SECTIONS,
     SECTION_ENTRY_SIZE,
     DeviceType,
     SectionType,
 )
-from wrpkg.wrpformat.header import _HEADER, _SECTION, FileHeader, SectionEntry
+from wrpkg.wrpformat.header import _SECTION, FileHeader, SectionEntry
 from wrpkg.wrpformat.memory import MemorySection, _parse_memory, _write_memory
 from wrpkg.wrpformat.metadata import Metadata, _parse_metadata, _write_metadata
 from wrpkg.wrpformat.operations import OpStream, _parse_stream, _write_stream_body, iter_ops, op_type_name
@@ -99,43 +95,8 @@ def read_wrp(path_or_bytes, *, path: str | os.PathLike | None = None, operations
 
 def _parse(data: memoryview, path: str | None, with_operations: bool = True) -> WrpFile:
     size = len(data)
-    cur = _Cursor(data, 0, size, path, "header")
-    if size < HEADER_SIZE:
-        raise cur.fail(f"file is {size} bytes, smaller than the {HEADER_SIZE}-byte header")
-    (magic, version, flags, num_sections, table_offset, device_type, reserved_dt, target_arch, reserved) = (
-        _HEADER.unpack_from(data, 0)
-    )
-    if magic != MAGIC:
-        raise cur.fail(f"bad magic {magic!r}, expected {MAGIC!r}: not a .wrp file")
-    if version != FORMAT_VERSION:
-        raise cur.fail(
-            f"unsupported format version {version}, expected {FORMAT_VERSION}",
-            4,
-            fix=f"recapture with warp-lang {WARP_VERSION}",
-        )
-    if device_type not in (DeviceType.CUDA, DeviceType.CPU):
-        raise cur.fail(f"unknown device type {device_type}", 24)
-    if (
-        (device_type == DeviceType.CUDA and target_arch == 0)
-        or (device_type == DeviceType.CPU and target_arch != 0)
-        or target_arch > INT32_MAX
-    ):
-        raise cur.fail(f"device type {device_type} and target architecture {target_arch} disagree", 28)
-    if num_sections == 0 or num_sections > MAX_SECTIONS:
-        raise cur.fail(f"section count {num_sections} is not in 1..{MAX_SECTIONS}", 12)
-    if table_offset > size or num_sections > (size - table_offset) // SECTION_ENTRY_SIZE:
-        raise cur.fail(f"section table ({num_sections} entries at byte {table_offset}) overruns the file", 16)
-
-    header = FileHeader(
-        version=version,
-        flags=flags,
-        device_type=device_type,
-        target_arch=target_arch,
-        num_sections=num_sections,
-        section_table_offset=table_offset,
-        reserved_after_device_type=reserved_dt,
-        reserved=reserved,
-    )
+    header = FileHeader.read(_Cursor(data, 0, size, path, "header"))
+    num_sections, table_offset = header.num_sections, header.section_table_offset
 
     entries: list[SectionEntry] = []
     layout: list = []
@@ -245,20 +206,7 @@ def _write(wrp: WrpFile) -> bytes:
         elif slot == SectionType.OPERATIONS:
             ops = struct.pack("<I", len(wrp.operations.ops)) + _write_stream_body(wrp.operations)
             payloads.append((slot, wrp.section_flags.get(slot, 0), ops))
-    h = wrp.header
-    out = bytearray(
-        _HEADER.pack(
-            MAGIC,
-            h.version,
-            h.flags,
-            len(payloads),
-            HEADER_SIZE,
-            h.device_type,
-            h.reserved_after_device_type,
-            h.target_arch,
-            h.reserved,
-        )
-    )
+    out = bytearray(wrp.header.write(len(payloads)))
     offset = HEADER_SIZE + SECTION_ENTRY_SIZE * len(payloads)
     for section_type, flags, data in payloads:
         out += _SECTION.pack(int(section_type), flags, offset, len(data), len(data))

@@ -1,0 +1,97 @@
+"""The hook on Warp while a capture's step records: one install, one restore.
+
+Every capture keeps each launch parameter's packed bytes, as APIC stores them, for the
+stale-pointer check (`wrpkg.stale_pointers`). The retarget mode's recorder
+(`wrpkg.retarget.RetargetRecorder`) extends this one with hooks on the launch API; a
+capture runs one recorder, so Warp is patched and restored in one place.
+
+It reads APICapture's private launch packing (pinned with the Warp version, like
+capture.py's region check).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+
+
+@dataclass
+class PackedParam:
+    kernel: str
+    param: str
+    adjoint: bool
+    blob: bytes
+    relocated: frozenset[int]  # byte offsets inside blob that APIC patches at replay
+
+
+@dataclass
+class LaunchRecorder:
+    """Records, while `recording(device)` is active, every captured launch's parameter bytes.
+
+    `target` names the capture in errors."""
+
+    target: str
+    params: list[PackedParam] = field(default_factory=list)
+    # Warp's APICapture of the device being recorded.
+    capture: object = None
+
+    @contextlib.contextmanager
+    def recording(self, device):
+        import warp._src.context as ctx  # noqa: PLC0415 - Warp is imported lazily
+
+        self.capture = ctx._get_apic_capture_for_device(device)
+        patches = self._packing_patches() + self._patches(device)
+        saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
+        try:
+            for owner, name, value in patches:
+                setattr(owner, name, value)
+            with self._tracing():
+                yield self
+        finally:
+            for owner, name, value in saved:
+                setattr(owner, name, value)
+
+    def _patches(self, device) -> list[tuple[object, str, object]]:
+        """More (owner, attribute, replacement) hooks, for a recorder that needs them."""
+        return []
+
+    def _tracing(self):
+        """A context active while the step runs, inside the hooks."""
+        return contextlib.nullcontext()
+
+    def _packing_patches(self) -> list[tuple[object, str, object]]:
+        from warp._src.apic.capture import APICapture  # noqa: PLC0415
+
+        recorder = self
+        original_build = APICapture.build_launch_info
+        original_pack = APICapture._pack_param_record
+        current_kernel: list[str] = []
+
+        def build_launch_info(self, kernel, *args, **kwargs):
+            current_kernel.append(str(kernel.key))
+            try:
+                return original_build(self, kernel, *args, **kwargs)
+            finally:
+                current_kernel.pop()
+
+        def pack_param_record(
+            self, rec, arg, original_value, packed_value, value_data_buf, relocs_buf, adjoint=False
+        ):
+            first_reloc = len(relocs_buf)
+            original_pack(self, rec, arg, original_value, packed_value, value_data_buf, relocs_buf, adjoint)
+            start, size = rec.value_offset, rec.value_size
+            relocated = frozenset(int(r.value_byte_offset) for r in relocs_buf[first_reloc:])
+            recorder.params.append(
+                PackedParam(
+                    kernel=current_kernel[-1] if current_kernel else "?",
+                    param=str(arg.label),
+                    adjoint=bool(adjoint),
+                    blob=bytes(value_data_buf[start : start + size]),
+                    relocated=relocated,
+                )
+            )
+
+        return [
+            (APICapture, "build_launch_info", build_launch_info),
+            (APICapture, "_pack_param_record", pack_param_record),
+        ]
