@@ -7,7 +7,8 @@
 rules_warp_dependencies() declares the two hash-locked venv repositories and a small
 repository of toolchains over them; rules_warp_register_toolchains() registers those.
 Every repository name is a parameter, and the rules find the venvs only through
-toolchain types, so the names are the workspace's to choose.
+toolchain types, so the names are the workspace's to choose. On a machine without
+network, rules_warp_offline_stand_ins() comes first.
 """
 
 load("//toolchains:repository_exec.bzl", "execute_or_fail")
@@ -151,3 +152,16 @@ def rules_warp_register_toolchains(toolchains_name = "rules_warp_toolchains", py
     if python:
         toolchains.append("py3_toolchain")
     native.register_toolchains(*["@{}//:{}".format(toolchains_name, t) for t in toolchains])
+
+def rules_warp_offline_stand_ins(third_party = "third_party"):
+    """Declares rules_warp's local stand-ins for rules_cc, rules_java and remote_coverage_tools.
+
+    Bazel 4.2's WORKSPACE suffix downloads these three the first time anything refers to
+    them (@bazel_tools does, for ordinary C++ and test rules). Declared first, the stand-ins
+    win over the suffix, and nothing downloads (third_party/README.md).
+
+    Args:
+      third_party: rules_warp's third_party folder, relative to the workspace root.
+    """
+    for name in ["rules_cc", "rules_java", "remote_coverage_tools"]:
+        native.local_repository(name = name, path = "{}/{}".format(third_party, name))

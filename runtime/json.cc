@@ -135,18 +135,36 @@ class Parser {
     Fail(std::string("unexpected character '") + c + "'");
   }
 
-  Value ParseObject(int depth) {
-    ++pos_;  // '{'
-    std::vector<std::pair<std::string, Value>> members;
-    std::set<std::string> keys;
+  bool At(char c) const { return pos_ < text_.size() && text_[pos_] == c; }
+
+  bool ConsumeChar(char c) {
+    if (!At(c)) return false;
+    ++pos_;
+    return true;
+  }
+
+  // An array's or object's elements, from its opening bracket through `close`: comma-separated,
+  // each read by parse_element, white space around each.
+  template <typename ParseElement>
+  void ParseElements(char close, const char* container, ParseElement parse_element) {
+    ++pos_;  // the opening bracket
     SkipWhitespace();
-    if (pos_ < text_.size() && text_[pos_] == '}') {
-      ++pos_;
-      return Value::Object(std::move(members));
-    }
+    if (ConsumeChar(close)) return;
     while (true) {
       SkipWhitespace();
-      if (pos_ >= text_.size() || text_[pos_] != '"') Fail("expected a string key");
+      parse_element();
+      SkipWhitespace();
+      if (ConsumeChar(',')) continue;
+      if (ConsumeChar(close)) return;
+      Fail(std::string("expected ',' or '") + close + "' in " + container);
+    }
+  }
+
+  Value ParseObject(int depth) {
+    std::vector<std::pair<std::string, Value>> members;
+    std::set<std::string> keys;
+    ParseElements('}', "an object", [&] {
+      if (!At('"')) Fail("expected a string key");
       size_t key_pos = pos_;
       std::string key = ParseString();
       if (!keys.insert(key).second) {
@@ -154,46 +172,18 @@ class Parser {
         Fail("duplicate key \"" + key + "\"");
       }
       SkipWhitespace();
-      if (pos_ >= text_.size() || text_[pos_] != ':') Fail("expected ':' after a key");
-      ++pos_;
+      if (!ConsumeChar(':')) Fail("expected ':' after a key");
       SkipWhitespace();
       Value value = ParseValue(depth + 1);
       members.emplace_back(std::move(key), std::move(value));
-      SkipWhitespace();
-      if (pos_ < text_.size() && text_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < text_.size() && text_[pos_] == '}') {
-        ++pos_;
-        return Value::Object(std::move(members));
-      }
-      Fail("expected ',' or '}' in an object");
-    }
+    });
+    return Value::Object(std::move(members));
   }
 
   Value ParseArray(int depth) {
-    ++pos_;  // '['
     std::vector<Value> items;
-    SkipWhitespace();
-    if (pos_ < text_.size() && text_[pos_] == ']') {
-      ++pos_;
-      return Value::Array(std::move(items));
-    }
-    while (true) {
-      SkipWhitespace();
-      items.push_back(ParseValue(depth + 1));
-      SkipWhitespace();
-      if (pos_ < text_.size() && text_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < text_.size() && text_[pos_] == ']') {
-        ++pos_;
-        return Value::Array(std::move(items));
-      }
-      Fail("expected ',' or ']' in an array");
-    }
+    ParseElements(']', "an array", [&] { items.push_back(ParseValue(depth + 1)); });
+    return Value::Array(std::move(items));
   }
 
   unsigned ParseHex4() {

@@ -25,6 +25,14 @@ WRP_TEST(ParsesScalarsAndStructure) {
   CHECK_EQ(v.object_members()[0].first, "a");  // document order
 }
 
+WRP_TEST(EmptyContainers) {
+  Value v = Parse(" [ [ ], { }, [ [] ] ] ", "t");
+  CHECK_EQ(v.array_items().size(), 3u);
+  CHECK(v.array_items()[0].is_array() && v.array_items()[0].array_items().empty());
+  CHECK(v.array_items()[1].is_object() && v.array_items()[1].object_members().empty());
+  CHECK_EQ(v.array_items()[2].array_items().size(), 1u);
+}
+
 WRP_TEST(StringEscapes) {
   Value v = Parse(R"(["a\"b\\c\/d\n\t", "\u00e9\u20ac", "\ud83d\ude00"])", "t");
   CHECK_EQ(v.array_items()[0].string_value(), "a\"b\\c/d\n\t");
@@ -34,7 +42,12 @@ WRP_TEST(StringEscapes) {
 
 WRP_TEST(ErrorsNameOriginLineAndColumn) {
   CHECK_THROWS_WITH(Parse("{\n  \"a\": 1,\n  \"a\": 2}", "m.json"), "m.json:3:3", "duplicate key \"a\"");
-  CHECK_THROWS_WITH(Parse("[1, 2", "m.json"), "m.json:1:6", "expected ',' or ']'");
+  CHECK_THROWS_WITH(Parse("[1, 2", "m.json"), "m.json:1:6", "expected ',' or ']' in an array");
+  CHECK_THROWS_WITH(Parse("[1,]", "m.json"), "m.json:1:4", "unexpected character ']'");
+  CHECK_THROWS_WITH(Parse("{\"a\": 1 \"b\": 2}", "m.json"), "m.json:1:9", "expected ',' or '}' in an object");
+  CHECK_THROWS_WITH(Parse("{\"a\" 1}", "m.json"), "m.json:1:6", "expected ':' after a key");
+  CHECK_THROWS_WITH(Parse("{ 1: 2}", "m.json"), "m.json:1:3", "expected a string key");
+  CHECK_THROWS_WITH(Parse("{\"a\": 1,}", "m.json"), "m.json:1:9", "expected a string key");
   CHECK_THROWS_WITH(Parse("{\"a\": 01}", "m.json"), "m.json");
   CHECK_THROWS_WITH(Parse("[1] x", "m.json"), "unexpected content after");
   CHECK_THROWS_WITH(Parse("\"abc", "m.json"), "unterminated string");
