@@ -212,26 +212,46 @@ def check_device(
     return fit
 
 
+class BackgroundDigests:
+    """Digest checks hashed on another thread, started at once: hashlib lets go of the GIL, so
+    the hash of a multi-megabyte .wrp (a third of a native load on its own) runs while the
+    loading thread takes images out of fatbins and Warp parses. A fresh process pays about
+    0.3 ms to start the thread, more than splitting the hash over several threads saves."""
+
+    def __init__(self, checks: Sequence[DigestCheck], fix: str):
+        self._failure: VerifyError | None = None
+        self._thread = threading.Thread(
+            target=self._run, args=(checks, fix), name="wrpkg-verify", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, checks: Sequence[DigestCheck], fix: str) -> None:
+        try:
+            check_digests(checks, MANIFEST_NAME, fix, parallel=False)
+        except VerifyError as exc:
+            self._failure = exc
+
+    def wait(self) -> VerifyError | None:
+        """Waits for the hash; the VerifyError naming the first piece that differs, or None."""
+        self._thread.join()
+        return self._failure
+
+
 @dataclass
 class DeviceView:
     """What `wp.capture_load_from_bytes` is given: the .wrp with each module's binary digest
-    pointing at the device's image, and those images by their recorded filenames. `checks`:
-    what proves them (the .wrp's digests, taken on the bytes as read, and each image's), hashed
-    by `verify()`."""
+    pointing at the device's image, and those images (verified) by their recorded filenames.
+    `pending`: the .wrp's own digest checks, when they are still being hashed (`verify()`)."""
 
     wrp: bytearray
     modules: dict[str, bytes]  # each module's image (a copy: the file may change)
-    checks: list[DigestCheck]
-    label: str = ""
+    pending: BackgroundDigests | None = None
 
     def verify(self) -> None:
-        """Hashes every check; VerifyError naming the first that differs."""
-        check_digests(
-            self.checks,
-            MANIFEST_NAME,
-            f"rebuild {self.label} (bazel build {self.label}); do not edit bundle files",
-            parallel=False,
-        )
+        """Waits for the .wrp's digests; VerifyError when one differs."""
+        failure = self.pending.wait() if self.pending is not None else None
+        if failure is not None:
+            raise failure
 
 
 # The .wrp's header and section table (Warp 1.19, format 18), just enough to find METADATA, the
@@ -272,28 +292,24 @@ def _patch_digest(wrp: bytearray, old: str, new: str) -> bool:
 
 
 def device_view(
-    manifest: Manifest,
-    fit: DeviceFit,
-    wrp: bytes,
-    fatbins: Mapping[str, bytes | memoryview],
-    wrp_checks: Sequence[DigestCheck] = (),
+    manifest: Manifest, fit: DeviceFit, wrp: bytes, fatbins: Mapping[str, bytes | memoryview]
 ) -> DeviceView | None:
     """The per-device view of a CUDA bundle whose every module has SASS for the device
-    (`fit.how == "sass"`), not yet verified. `wrp`: the .wrp as read (left as it is: `wrp_checks`,
-    its digest checks, hash it); `fatbins`: each module binary's bytes by manifest path: the image
-    taken out of each is copied, so what Warp gets is what `DeviceView.verify()` checks against
-    the manifest's size and sha256 for that SM, even if the file changes meanwhile. The view's
-    .wrp is a copy whose module digests are the manifest's for those images (Warp checks each
-    image against them too). None when some module's image cannot be taken out on its own (no
-    exact uncompressed entry, or its digest is not where expected): then load the bundle as it is.
+    (`fit.how == "sass"`). `wrp`: the .wrp (a bytearray is patched in place, else copied; its
+    own digests are the caller's to check); `fatbins`: each module binary's bytes by manifest
+    path, not yet verified: the image taken out of each is copied, and the copy is checked
+    against the manifest's size and sha256 for that SM (VerifyError when it differs), so what
+    Warp gets is what was checked even if the file changes meanwhile. None when some module's
+    image cannot be taken out on its own (no exact uncompressed entry, or its digest is not
+    where expected): then load the bundle as it is.
 
     The view loads without source fallback (Warp's from-bytes loader has none), which is why
     it is only made when native code fits every module."""
     if fit.how != "sass" or len(fit.modules) != len(manifest.modules):
         return None
     digests = {entry.path: entry.sha256 for entry in manifest.files}
-    patched = bytearray(wrp)
-    modules, checks = {}, list(wrp_checks)
+    fix = f"rebuild {manifest.label} (bazel build {manifest.label}); do not edit bundle files"
+    images, checks = [], []
     for module, choice in zip(manifest.modules, fit.modules, strict=True):
         # A bundle made from a single-arch capture keeps Warp's own cubin: it loads as it is.
         if not is_fatbin(fatbins[module.binary]):
@@ -307,13 +323,18 @@ def device_view(
         if len(image) != record.size:
             raise VerifyError(
                 f"{module.binary}: its {choice.arch} image is {len(image)} bytes; manifest.json says {record.size}",
-                fix=f"rebuild {manifest.label} (bazel build {manifest.label}); do not edit bundle files",
+                fix=fix,
             )
+        images.append((module, record, image))
+        checks.append((f"{module.binary}: its {choice.arch} image", image, record.sha256))
+    check_digests(checks, MANIFEST_NAME, fix, parallel=False)
+    patched = wrp if isinstance(wrp, bytearray) else bytearray(wrp)
+    modules = {}
+    for module, record, image in images:
         if not _patch_digest(patched, digests[module.binary], record.sha256):
             return None
-        checks.append((f"{module.binary}: its {choice.arch} image", image, record.sha256))
         modules[module.binary.rsplit("/", 1)[-1]] = image
-    return DeviceView(patched, modules, checks, manifest.label)
+    return DeviceView(patched, modules)
 
 
 @contextlib.contextmanager
@@ -353,18 +374,53 @@ def _mapped(bundle_dir: Path, manifest: Manifest, path: str) -> Iterator[memoryv
 
 
 def _read_view(bundle_dir: Path, manifest: Manifest, fit: DeviceFit) -> DeviceView | None:
-    """Reads what the per-device view hands Warp, and nothing else: the .wrp and each module's
-    image, with the checks that prove them (the .wrp's digests, each image's SM sha256)."""
+    """Reads what the per-device view hands Warp, and nothing else: the .wrp, whose digests are
+    hashed on another thread from here on (`DeviceView.pending`), and each module's image,
+    checked against its SM's sha256 meanwhile. The view patches the .wrp's module digests in
+    place: the pieces holding them are hashed from a copy taken first (with chunk digests, one
+    256 KiB chunk rather than the whole .wrp, which a fresh process would pay ~1 ms to copy)."""
     wrp = read_listed(bundle_dir, manifest, manifest.wrp)
+    span = _metadata_span(wrp)
+    if span is None:
+        return None
     (entry,) = [e for e in manifest.files if e.path == manifest.wrp]
-    wrp_checks = digest_checks(str(bundle_dir / manifest.wrp), wrp, entry, manifest.chunk_bytes)
+    checks = _stable_against_patch(
+        digest_checks(str(bundle_dir / manifest.wrp), wrp, entry, manifest.chunk_bytes),
+        span,
+        manifest.chunk_bytes if entry.chunk_sha256 else len(wrp),
+    )
+    pending = BackgroundDigests(
+        checks, f"rebuild {manifest.label} (bazel build {manifest.label}); do not edit bundle files"
+    )
     with contextlib.ExitStack() as stack:
         fatbins = {
             module.binary: stack.enter_context(_mapped(bundle_dir, manifest, module.binary))
             for module in manifest.modules
         }
-        # None: load() verifies every file instead.
-        return device_view(manifest, fit, wrp, fatbins, wrp_checks)
+        try:
+            view = device_view(manifest, fit, wrp, fatbins)
+        except VerifyError:
+            pending.wait()
+            raise
+    if view is None:  # load() verifies every file instead
+        pending.wait()
+        return None
+    view.pending = pending
+    return view
+
+
+def _stable_against_patch(
+    checks: list[DigestCheck], span: tuple[int, int], piece_bytes: int
+) -> list[DigestCheck]:
+    """`checks` (consecutive pieces of the .wrp, `piece_bytes` each) with every piece that overlaps
+    `span` (the METADATA section, which the view patches) replaced by a copy of its bytes now."""
+    start, end = span
+    stable = []
+    for i, (what, piece, expected) in enumerate(checks):
+        lo = i * piece_bytes
+        hi = lo + len(piece)
+        stable.append((what, bytes(piece) if lo < end and start < hi else piece, expected))
+    return stable
 
 
 def prepare_cuda_load(
@@ -397,33 +453,23 @@ def prepare_cuda_load(
 
 
 def _load_view_while_verifying(wp, view: DeviceView, device):
-    """Warp's load of the view, with the view's digests hashed on another thread meanwhile (Warp's
-    call and hashlib both let go of the GIL): the hash of a multi-megabyte .wrp, a third of a
-    native load on its own, then costs no wall time. The graph is returned only when every digest
-    matched; otherwise it is dropped, unlaunched, and the VerifyError names the file. Warp itself
-    refuses malformed bytes (a RuntimeError, reported as the verification failure behind it) and
-    checks each image against the manifest digest the view's .wrp carries."""
-    failure: list[BaseException] = []
-
-    def verify() -> None:
-        try:
-            view.verify()
-        except BaseException as exc:  # noqa: BLE001 - handed to the loading thread
-            failure.append(exc)
-
-    hasher = threading.Thread(target=verify, name="wrpkg-verify", daemon=True)
-    hasher.start()
+    """Warp's load of the view while its .wrp digests are still being hashed on another thread
+    (Warp's call lets go of the GIL too). The graph is returned only when every digest matched;
+    otherwise it is dropped, unlaunched, and the VerifyError names the file. Warp itself refuses
+    malformed bytes (a RuntimeError, reported as the verification failure behind it) and checks
+    each image against the manifest digest the view's .wrp carries."""
     try:
         graph = wp.capture_load_from_bytes(view.wrp, view.modules, device=device)
     except RuntimeError as warp_error:
-        hasher.join()
-        if failure:
-            raise failure[0] from warp_error
+        failure = view.pending.wait() if view.pending is not None else None
+        if failure is not None:
+            raise failure from warp_error
         raise
-    hasher.join()
-    if failure:
+    try:
+        view.verify()
+    except VerifyError:
         del graph
-        raise failure[0]
+        raise
     return graph
 
 
