@@ -57,7 +57,9 @@ def _binding_data(wrp, name):
 def test_two_processes_differ_raw_but_match_canonical(captures):
     forward, reverse = (read_wrp(captures[order]) for order in ("forward", "reverse"))
     # the two saves numbered the mesh regions differently
-    mesh_regions = [[(m.num_points, m.points_region_id) for m in w.metadata.meshes] for w in (forward, reverse)]
+    mesh_regions = [
+        [(m.num_points, m.points_region_id) for m in w.metadata.meshes] for w in (forward, reverse)
+    ]
     assert sorted(mesh_regions[0]) != sorted(mesh_regions[1])
     canonical = canonicalize(forward).to_bytes()
     assert canonical == canonicalize(reverse).to_bytes()
@@ -72,12 +74,15 @@ def test_meshes_are_numbered_by_first_use_and_own_their_regions_in_that_order(ca
     assert [(m.original_ptr, m.num_points, m.num_tris) for m in meshes] == [(1, 8, 12), (2, 4, 4), (3, 3, 1)]
     owned = [region for m in meshes for region in (m.points_region_id, m.indices_region_id)]
     assert owned == sorted(owned)
-    assert sorted(owned) == sorted(r for m in raw.metadata.meshes for r in (m.points_region_id, m.indices_region_id))
+    assert sorted(owned) == sorted(
+        r for m in raw.metadata.meshes for r in (m.points_region_id, m.indices_region_id)
+    )
     for mesh in meshes:
         points = canon.memory.region(mesh.points_region_id)
         assert points.size == mesh.num_points * 12 and points.element_size == 12
         assert canon.memory.region(mesh.indices_region_id).size == mesh.num_tris * 12
-    handle_relocs = [r.region_offset for op in canon.iter_ops() if isinstance(op, KernelLaunch) for r in op.relocs if r.kind == RelocKind.HANDLE]  # fmt: skip
+    launches = [op for op in canon.iter_ops() if isinstance(op, KernelLaunch)]
+    handle_relocs = [r.region_offset for op in launches for r in op.relocs if r.kind == RelocKind.HANDLE]
     assert handle_relocs == [1, 2]
 
 
@@ -95,9 +100,12 @@ def test_dangling_handles_become_zero_and_plain_ids_the_mesh_number(captures):
     assert _words(_binding_data(canon, "refs")) == (2, 2, 1, 1)
     # distance_to_two(mesh_a, mesh_b, a_tag: uint64 = cube id, ...): handles zeroed as every
     # relocated slot is, the uint64 word holds the cube's number
-    launch = next(op for op in canon.iter_ops() if isinstance(op, KernelLaunch) and "distance_to_two" in op.kernel_key)
+    launch = next(
+        op for op in canon.iter_ops() if isinstance(op, KernelLaunch) and "distance_to_two" in op.kernel_key
+    )
     tag = launch.params[2]
-    assert tag.value_size == 8 and launch.value_data[tag.value_offset : tag.value_offset + 8] == struct.pack("<Q", 1)
+    assert tag.value_size == 8
+    assert launch.value_data[tag.value_offset : tag.value_offset + 8] == struct.pack("<Q", 1)
 
 
 def test_canonical_file_replays_like_the_original(captures, tmp_path, tmp_path_factory):

@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
-
 import warp as wp
 import warp._src.context as warp_context
+
 from wrpkg.warp_init import init_warp
 
 
@@ -47,7 +47,9 @@ def distance_to_two(
 
 
 @wp.kernel
-def distance_through_refs(refs: wp.array(dtype=MeshRef), x: wp.array(dtype=wp.vec3), d: wp.array2d(dtype=float)):
+def distance_through_refs(
+    refs: wp.array(dtype=MeshRef), x: wp.array(dtype=wp.vec3), d: wp.array2d(dtype=float)
+):
     i, j = wp.tid()
     mesh = refs[j].mesh
     q = wp.mesh_query_point_no_sign(mesh, x[i], 100.0)
@@ -55,7 +57,9 @@ def distance_through_refs(refs: wp.array(dtype=MeshRef), x: wp.array(dtype=wp.ve
 
 
 @wp.kernel
-def distance_through_handles(handles: wp.array(dtype=wp.handle), x: wp.array(dtype=wp.vec3), d: wp.array(dtype=float)):
+def distance_through_handles(
+    handles: wp.array(dtype=wp.handle), x: wp.array(dtype=wp.vec3), d: wp.array(dtype=float)
+):
     # Only handles[0] is read: the other slots hold dangling values.
     i = wp.tid()
     mesh = handles[0]
@@ -111,7 +115,9 @@ def main(out_dir: Path, order: str) -> None:
 
     wp.load_module(device=device)
     with wp.ScopedCapture(device=device, apic=True, force_module_load=False) as capture:
-        wp.launch(distance_to_two, dim=n, inputs=[cube.id, tetra.id, wp.uint64(cube.id), x, d_a, d_b], device=device)
+        wp.launch(
+            distance_to_two, dim=n, inputs=[cube.id, tetra.id, wp.uint64(cube.id), x, d_a, d_b], device=device
+        )
         wp.launch(distance_through_refs, dim=(n, 2), inputs=[refs, x, d_refs], device=device)
         wp.launch(distance_through_handles, dim=n, inputs=[handles, x, d_handles], device=device)
     wp.capture_launch(capture.graph)

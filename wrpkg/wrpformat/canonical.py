@@ -108,7 +108,9 @@ def _canonicalize_meshes(wrp: WrpFile) -> None:
     """
     meta = wrp.metadata
     regions = {region.region_id: region for region in wrp.memory.regions}
-    original = {rid: region.initial_data for rid, region in regions.items() if region.initial_data is not None}
+    original = {
+        rid: region.initial_data for rid, region in regions.items() if region.initial_data is not None
+    }
     # Warp writes pointer locations in hash-map order; first use must not follow it.
     meta.ptr_locations.sort(key=_ptr_location_key)
     slots: dict[int, set[int]] = {}
