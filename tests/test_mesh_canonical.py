@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from wrp_testing import REPO_ROOT, TESTS_DIR, kernel_cache_dir, place_wrp, replay_cpu
 
-from wrpkg.wrpformat import KernelLaunch, RelocKind, canonicalize, read_wrp
+from wrpkg.wrpformat import BindingRecord, KernelLaunch, RelocKind, canonicalize, read_wrp
 
 PROGRAM = TESTS_DIR / "programs_mesh" / "three_meshes.py"
 OUTPUTS = ("d_a", "d_b", "d_refs", "d_handles")
@@ -124,3 +124,17 @@ def test_canonical_file_replays_like_the_original(captures, tmp_path, tmp_path_f
     assert expected["d_a"][0] == pytest.approx(0.5, abs=1e-6)
     assert expected["d_handles"][0] == pytest.approx(2.0, abs=1e-6)
     assert expected["d_refs"][0, 0] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_mesh_region_named_elsewhere_keeps_its_id(captures):
+    raw = read_wrp(captures["reverse"])
+    cube = next(m for m in raw.metadata.meshes if m.num_points == 8)
+    raw.metadata.bindings.append(BindingRecord("cube_points", cube.points_region_id))
+    canon = canonicalize(raw)
+    canon_cube = next(m for m in canon.metadata.meshes if m.num_points == 8)
+    assert canon_cube.points_region_id == cube.points_region_id
+    assert canon.memory.region(cube.points_region_id).size == 8 * 12
+    # the regions only meshes name still take their ids in canonical order
+    owned = [r for m in canon.metadata.meshes for r in (m.points_region_id, m.indices_region_id)]
+    owned.remove(cube.points_region_id)
+    assert owned == sorted(owned)
