@@ -19,7 +19,8 @@ the refusal message (also when the refusal stopped the test inside its capture),
 `save_failed` when Warp itself cannot save the graph. `native` runs the `test_x_cuda_0`
 variants and keeps the saves (`saved`). Both apply rules_warp's source-path canonicalization
 (`wrpkg.source_paths`). `compare` compares every program both runs saved in canonical form
-(`wrpkg.retarget.compare_captures`: .wrp, .cu and .cubin bytes) and prints a table.
+(`wrpkg.retarget.compare_captures`: .wrp, .cu and .cubin bytes) and prints a table; its two
+runs may also be of one mode (two native runs: is a program's content hash stable?).
 `OUT/corpus.json` lists every test (its unittest outcome; `no_variant` when it has no variant
 for the device run, e.g. a CUDA-only test) and program (status, message, operation counts).
 
@@ -299,6 +300,11 @@ def run_corpus(mode: str, out: Path, tests: list[str], only: list[str], arch: in
     return corpus
 
 
+# Statuses of a program that left a capture to compare (either mode's run may be either side,
+# e.g. two native runs of one program).
+_SAVED = ("retargeted", "saved")
+
+
 def compare(retargeted: Path, native: Path) -> list[dict]:
     from wrpkg.retarget import compare_captures  # noqa: PLC0415
 
@@ -312,7 +318,7 @@ def compare(retargeted: Path, native: Path) -> list[dict]:
             "native": n.get(program, {}).get("status", "absent"),
             "message": r.get(program, {}).get("message"),
         }
-        if row["retarget"] == "retargeted" and row["native"] == "saved":
+        if row["retarget"] in _SAVED and row["native"] in _SAVED:
             differences = compare_captures(retargeted / program, native / program, STEM)
             row["byte_identical"] = not differences
             row["differences"] = differences
