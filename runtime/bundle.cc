@@ -60,7 +60,7 @@ std::vector<std::string> HexDigests(const std::vector<ByteView>& contents) {
 // Reads a whole regular file (symlinks followed) of exactly `expected_size` bytes with one read into an
 // uninitialized buffer. Returns an empty string on success, else what is wrong. The size is checked before
 // reading, so an oversized file costs nothing.
-std::string ReadListedFile(const std::string& path, uint64_t expected_size, std::unique_ptr<uint8_t[]>* out) {
+std::string ReadListedFile(const std::string& path, uint64_t expected_size, Buffer* out) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::string("cannot be read (") + std::strerror(errno) + ")";
   struct FdCloser {
@@ -75,10 +75,10 @@ std::string ReadListedFile(const std::string& path, uint64_t expected_size, std:
            std::to_string(expected_size) +
            (static_cast<uint64_t>(st.st_size) < expected_size ? " (truncated)" : "");
   }
-  out->reset(new uint8_t[expected_size + 1]);  // one byte more: room to notice a file that grew
+  *out = Buffer(expected_size + 1);  // one byte more: room to notice a file that grew
   size_t done = 0;
   while (done <= expected_size) {
-    const ssize_t n = read(fd, out->get() + done, expected_size + 1 - done);
+    const ssize_t n = read(fd, out->data() + done, expected_size + 1 - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return std::string("cannot be read (") + std::strerror(errno) + ")";
     if (n == 0) break;
@@ -155,7 +155,7 @@ Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& option
   bundle.origin_ = dir;
   bundle.directory_ = dir;
   bundle.from_directory_ = true;
-  bundle.storage_ = std::make_shared<std::vector<std::unique_ptr<uint8_t[]>>>();
+  bundle.storage_ = std::make_shared<std::vector<Buffer>>();
 
   const std::string manifest_path = Join(dir, "manifest.json");
   std::vector<uint8_t> manifest_bytes;
@@ -206,14 +206,14 @@ Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& option
   std::map<std::string, ByteView> present;
   bundle.storage_->reserve(listed_files.size());
   for (const FileRecord& record : listed_files) {
-    std::unique_ptr<uint8_t[]> bytes;
+    Buffer bytes;
     const std::string path = Join(dir, record.path);
     std::string problem = ReadListedFile(path, record.size, &bytes);
     if (!problem.empty()) {
       throw Error(path + ": listed in " + bundle.manifest_.ListerOf(record.path) + " but " + problem +
                   "; fix: " + bundle.manifest_.RebuildHint() + " and copy the whole bundle directory");
     }
-    present[record.path] = ByteView{bytes.get(), record.size};
+    present[record.path] = ByteView{bytes.data(), record.size};
     bundle.storage_->push_back(std::move(bytes));
   }
   bundle.Verify(present, options, /*extras_allowed=*/false);

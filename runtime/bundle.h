@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/buffer.h"
 #include "runtime/manifest.h"
 
 namespace wrp {
@@ -66,7 +67,7 @@ class Bundle {
   bool from_directory_ = false;
   std::map<std::string, ByteView> files_;
   // Owns the file contents of a directory bundle; shared so that Bundle copies stay valid.
-  std::shared_ptr<std::vector<std::unique_ptr<uint8_t[]>>> storage_;
+  std::shared_ptr<std::vector<Buffer>> storage_;
 };
 
 // Throws wrp::Error unless the linked Warp's version equals the one the bundle was captured with (the .wrp

@@ -12,7 +12,7 @@ namespace {
 // section table Warp 1.19 writes (format 18): magic "WRP1", u32 version, u32 flags, u32 section count, u64
 // table offset; 32-byte entries of u32 type, u32 flags, u64 offset, u64 size, u64 uncompressed size. False
 // when the header is not that.
-bool MetadataSpan(const std::vector<uint8_t>& wrp, size_t* begin, size_t* end) {
+bool MetadataSpan(const Buffer& wrp, size_t* begin, size_t* end) {
   constexpr uint32_t kMetadata = 1;
   constexpr size_t kHeader = 24, kEntry = 32;
   if (wrp.size() < kHeader || std::memcmp(wrp.data(), "WRP1", 4) != 0) return false;
@@ -40,7 +40,7 @@ bool MetadataSpan(const std::vector<uint8_t>& wrp, size_t* begin, size_t* end) {
 // Replaces the u32-length-prefixed string `from` by `to` (same length: no offset in the file moves). False
 // unless `from` occurs exactly once in METADATA: the module records are there, and searching only there
 // spares scanning megabytes of launches.
-bool ReplaceDigestOnce(std::vector<uint8_t>* wrp, const std::string& from, const std::string& to) {
+bool ReplaceDigestOnce(Buffer* wrp, const std::string& from, const std::string& to) {
   size_t begin, end;
   if (from.size() != to.size() || !MetadataSpan(*wrp, &begin, &end)) return false;
   std::string needle(4, '\0');
@@ -66,7 +66,8 @@ std::optional<DeviceView> MakeDeviceView(const Bundle& bundle, const ArchDecisio
   if (!decision.fits || decision.modules.size() != manifest.modules.size()) return std::nullopt;
   const ByteView wrp = bundle.File(manifest.wrp);
   DeviceView view;
-  view.wrp.assign(wrp.data, wrp.data + wrp.size);
+  view.wrp = Buffer(wrp.size);
+  std::memcpy(view.wrp.data(), wrp.data, wrp.size);
   for (size_t i = 0; i < manifest.modules.size(); ++i) {
     const ModuleRecord& module = manifest.modules[i];
     const ModuleChoice& choice = decision.modules[i];

@@ -10,12 +10,13 @@
 #include <vector>
 
 #include "runtime/arch.h"
+#include "runtime/buffer.h"
 #include "runtime/bundle.h"
 
 namespace wrp {
 
 struct DeviceView {
-  std::vector<uint8_t> wrp;            // the bundle's .wrp with each module's binary digest replaced
+  Buffer wrp;                          // the bundle's .wrp with each module's binary digest replaced
   std::vector<std::string> filenames;  // the module filenames the .wrp records, one per module
   std::vector<ByteView> images;        // each module's cubin, a view into the bundle's verified bytes
 };

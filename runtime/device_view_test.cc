@@ -19,7 +19,7 @@ wrp::ArchDecision Decide(const wrp::Bundle& bundle, int sm) {
   return wrp::DecideCudaCode(bundle.manifest(), bundle.Title(), device, /*source_allowed=*/true);
 }
 
-size_t Count(const std::vector<uint8_t>& haystack, const std::string& needle) {
+size_t Count(const wrp::Buffer& haystack, const std::string& needle) {
   size_t n = 0;
   std::string_view h(reinterpret_cast<const char*>(haystack.data()), haystack.size());
   for (size_t at = h.find(needle); at != std::string_view::npos; at = h.find(needle, at + 1)) ++n;
@@ -85,7 +85,7 @@ WRP_TEST(ViewForSm90PointsEveryModuleAtItsCubin) {
   wrp::ByteView original = bundle.File(manifest.wrp);
   CHECK_EQ(view->wrp.size(), original.size);
   size_t changed = 0;
-  for (size_t i = 0; i < original.size; ++i) changed += view->wrp[i] != original.data[i];
+  for (size_t i = 0; i < original.size; ++i) changed += view->wrp.data()[i] != original.data[i];
   CHECK(changed > 0);
   CHECK(changed <= 64 * manifest.modules.size());
   CHECK_EQ(view->images.size(), manifest.modules.size());
