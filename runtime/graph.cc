@@ -382,25 +382,28 @@ Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions&
   return Graph(std::move(impl));
 }
 
-void Graph::SetParam(const std::string& name, const void* data, size_t size) {
+// SetParam and GetParam: the name must be a binding and `size` its region's whole capacity; Warp copies on
+// the legacy default stream, so the graph's last launch (possibly on a caller's non-blocking stream) is
+// waited for first.
+template <typename Copy>
+void Graph::CopyParam(const char* verb, const std::string& name, const void* data, size_t size, Copy copy) {
   const BindingRecord& binding = impl_->Binding(name);
-  impl_->CheckSize("SetParam", binding, size);
-  if (!data) throw Error(impl_->title + ": SetParam \"" + name + "\" with a null pointer");
-  // Warp copies on the legacy default stream; a caller's non-blocking stream may still be running the graph.
+  impl_->CheckSize(verb, binding, size);
+  if (!data) throw Error(impl_->title + ": " + verb + " \"" + name + "\" with a null pointer");
   Synchronize();
-  if (!wp_apic_set_param(impl_->graph.get(), name.c_str(), data, size)) {
-    throw Error(impl_->title + ": SetParam \"" + name + "\" failed: " + WarpErrorString());
+  if (!copy(impl_->graph.get(), name.c_str())) {
+    throw Error(impl_->title + ": " + verb + " \"" + name + "\" failed: " + WarpErrorString());
   }
 }
 
+void Graph::SetParam(const std::string& name, const void* data, size_t size) {
+  CopyParam("SetParam", name, data, size,
+            [&](APICGraph* graph, const char* n) { return wp_apic_set_param(graph, n, data, size); });
+}
+
 void Graph::GetParam(const std::string& name, void* data, size_t size) {
-  const BindingRecord& binding = impl_->Binding(name);
-  impl_->CheckSize("GetParam", binding, size);
-  if (!data) throw Error(impl_->title + ": GetParam \"" + name + "\" with a null pointer");
-  Synchronize();
-  if (!wp_apic_get_param(impl_->graph.get(), name.c_str(), data, size)) {
-    throw Error(impl_->title + ": GetParam \"" + name + "\" failed: " + WarpErrorString());
-  }
+  CopyParam("GetParam", name, data, size,
+            [&](APICGraph* graph, const char* n) { return wp_apic_get_param(graph, n, data, size); });
 }
 
 size_t Graph::ParamSize(const std::string& name) const { return impl_->Binding(name).bytes; }

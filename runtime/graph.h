@@ -93,6 +93,8 @@ class Graph {
  private:
   struct Impl;
   explicit Graph(std::unique_ptr<Impl> impl);
+  template <typename Copy>
+  void CopyParam(const char* verb, const std::string& name, const void* data, size_t size, Copy copy);
   std::unique_ptr<Impl> impl_;
 };
 

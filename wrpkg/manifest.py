@@ -258,21 +258,29 @@ def _require(cond: bool, path, what: str) -> None:
         )
 
 
+def _json_object(data: bytes, path, schema: str, file_name: str) -> dict:
+    """`data` parsed as one JSON object whose "schema" is `schema`; a VerifyError naming `path`
+    otherwise (both manifests are read this way)."""
+    fix = f"rebuild the bundle's wrp_artifact target; do not edit {file_name} by hand"
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise VerifyError(f"{path}: not valid JSON ({exc})", fix=fix) from exc
+    kind = "manifest" if schema == MANIFEST_SCHEMA else "test manifest"
+    if not isinstance(raw, dict):
+        raise VerifyError(f"{path}: not a valid {schema} {kind}: the top level is not an object", fix=fix)
+    if raw.get("schema") != schema:
+        raise VerifyError(f"{path}: not a valid {schema} {kind}: schema is {raw.get('schema')!r}", fix=fix)
+    return raw
+
+
 def from_json_bytes(
     data: bytes, path: str | os.PathLike = MANIFEST_NAME, *, canonical_check: bool = True
 ) -> Manifest:
     """Parses and shape-checks a manifest; any deviation is a VerifyError naming the file.
     `canonical_check=False` skips re-serializing it, for bytes already matched against the
     bundle's content hash (so they are the bundler's own)."""
-    try:
-        raw = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise VerifyError(
-            f"{path}: not valid JSON ({exc})",
-            fix="rebuild the bundle's wrp_artifact target; do not edit manifest.json by hand",
-        ) from exc
-    _require(isinstance(raw, dict), path, "the top level is not an object")
-    _require(raw.get("schema") == MANIFEST_SCHEMA, path, f"schema is {raw.get('schema')!r}")
+    raw = _json_object(data, path, MANIFEST_SCHEMA, MANIFEST_NAME)
     try:
         modules = []
         for m in raw["modules"]:
@@ -371,15 +379,7 @@ def attach_golden(
     manifest whose bytes hash to `content_hash`, list each golden file once under a safe path
     that manifest.json does not list, and be in canonical form; any deviation is a VerifyError
     naming the file. The golden files' bytes are checked by wrpkg.verify."""
-    try:
-        raw = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise VerifyError(
-            f"{path}: not valid JSON ({exc})",
-            fix="rebuild the bundle's wrp_artifact target; do not edit golden.json by hand",
-        ) from exc
-    _require_golden(isinstance(raw, dict), path, "the top level is not an object")
-    _require_golden(raw.get("schema") == GOLDEN_SCHEMA, path, f"schema is {raw.get('schema')!r}")
+    raw = _json_object(data, path, GOLDEN_SCHEMA, GOLDEN_NAME)
     try:
         name, label, owner = raw["name"], raw["label"], raw["content_hash"]
         golden_device = raw["golden_device"]

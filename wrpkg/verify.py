@@ -142,16 +142,19 @@ def listed_files(manifest: Manifest) -> list[tuple[FileEntry, str]]:
     return listed
 
 
+def _refuse_unlisted(present, listed: list[tuple[FileEntry, str]], where: str, fix: str) -> None:
+    """Nothing may be in a bundle that neither manifest lists (capture.json aside)."""
+    paths = {entry.path for entry, _ in listed}
+    for rel in sorted(present):
+        if rel not in paths and rel not in UNHASHED_FILES:
+            raise VerifyError(f"{where}{rel}: file not listed in {MANIFEST_NAME} or {GOLDEN_NAME}", fix=fix)
+
+
 def verify_files(bundle_dir: Path, manifest: Manifest, *, whole_digests: bool = True) -> None:
     """Every listed file, and nothing else, is there with its size and digests (check_content)."""
     fix = _fix(manifest)
     listed = listed_files(manifest)
-    paths = {entry.path for entry, _ in listed}
-    for rel in relative_files(bundle_dir):
-        if rel not in paths and rel not in UNHASHED_FILES:
-            raise VerifyError(
-                f"{bundle_dir / rel}: file not listed in {MANIFEST_NAME} or {GOLDEN_NAME}", fix=fix
-            )
+    _refuse_unlisted(relative_files(bundle_dir), listed, f"{bundle_dir}/", fix)
     for entry, lister in listed:
         path = bundle_dir / entry.path
         # A symlink to a file is fine (Bazel's runfiles are symlinks): its content is what is hashed.
@@ -454,12 +457,7 @@ def verify_tar(tar_path: str | os.PathLike, expected_hash: str | None = None) ->
         if rel != MANIFEST_NAME:
             files[rel] = content
     listed = listed_files(manifest)
-    paths = {entry.path for entry, _ in listed}
-    for rel in sorted(files):
-        if rel not in paths and rel not in UNHASHED_FILES:
-            raise VerifyError(
-                f"{tar_path}:{prefix}{rel}: not listed in {MANIFEST_NAME} or {GOLDEN_NAME}", fix=fix
-            )
+    _refuse_unlisted(files, listed, f"{tar_path}:{prefix}", fix)
     for entry, lister in listed:
         where = f"{tar_path}:{prefix}{entry.path}"
         if entry.path not in files:

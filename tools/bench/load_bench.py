@@ -51,22 +51,17 @@ if how == "stock":
     wrp = path if path.suffix == ".wrp" else next(path.glob("*.wrp"))
     graph = wp.capture_load(str(wrp), device=device)
 else:
-    views = []
-    from_bytes, from_dir = wp.capture_load_from_bytes, wp.capture_load
-    def counted(*args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return from_bytes(*args, **kwargs)
-        finally:
-            views.append(time.perf_counter() - start)
-    def timed(*args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return from_dir(*args, **kwargs)
-        finally:
-            warp_s.append(time.perf_counter() - start)
-    warp_s = []
-    wp.capture_load_from_bytes, wp.capture_load = counted, timed
+    def timing(inner, log):
+        def wrapper(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                log.append(time.perf_counter() - start)
+        return wrapper
+    views, warp_s = [], []
+    wp.capture_load_from_bytes = timing(wp.capture_load_from_bytes, views)
+    wp.capture_load = timing(wp.capture_load, warp_s)
     graph, _ = wrpkg.load.load(path, device, per_device_view=(how == "wrpkg"))
     road = "device view" if views else "directory"
 wp.synchronize_device(device)
