@@ -45,32 +45,20 @@ sha256sum models/cloth.py models/cloth_kernels.py models/cloth_tiles.py > "$res/
 cp -r "$work/cloth_cuda" "$work/cloth_source_fallback"
 rm -f "$work"/cloth_source_fallback/cloth_modules/*.cubin
 
+# Every way of loading a multi-arch bundle's SASS, for each model (FULL=1: also wrpkg.load without the view).
+sass_hows=(stock wrpkg cpp cpp-noview cpp-cold-runtime)
+[ "$full" = 1 ] && sass_hows+=(wrpkg-noview)
 cases=(
   sim:native:stock:models/recorded/sim_cuda_sm90
-  sim:sass:stock:$c/sim_recorded_wrp
-  sim:sass:wrpkg:$c/sim_recorded_wrp
-  sim:sass:cpp:$c/sim_recorded_wrp
-  sim:sass:cpp-noview:$c/sim_recorded_wrp
-  sim:sass:cpp-cold-runtime:$c/sim_recorded_wrp
   sim:ptx:stock:$c/sim_ptx_only_wrp
   sim:source:stock:$c/sim_source_only_wrp
   cloth:native:stock:$work/cloth_cuda
   cloth:source:stock:$work/cloth_source_fallback
+  cloth:ptx:stock:$c/cloth_ptx_only_wrp
 )
-if [ -d "$c/cloth_wrp" ]; then
-  cases+=(
-    cloth:sass:stock:$c/cloth_wrp
-    cloth:sass:wrpkg:$c/cloth_wrp
-    cloth:sass:cpp:$c/cloth_wrp
-    cloth:sass:cpp-noview:$c/cloth_wrp
-    cloth:sass:cpp-cold-runtime:$c/cloth_wrp
-    cloth:ptx:stock:$c/cloth_ptx_only_wrp
-  )
-fi
-if [ "$full" = 1 ]; then
-  cases+=(sim:sass:wrpkg-noview:$c/sim_recorded_wrp)
-  [ -d "$c/cloth_wrp" ] && cases+=(cloth:sass:wrpkg-noview:$c/cloth_wrp)
-fi
+for how in "${sass_hows[@]}"; do
+  cases+=(sim:sass:$how:$c/sim_recorded_wrp cloth:sass:$how:$c/cloth_wrp)
+done
 present=()
 for case in "${cases[@]}"; do
   if [ -e "${case#*:*:*:}" ]; then present+=("$case"); else echo "!! skipped $case: not staged"; status=1; fi
