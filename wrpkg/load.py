@@ -473,8 +473,11 @@ def _load_view_while_verifying(wp, view: DeviceView, device):
     return graph
 
 
-def load(bundle_dir: str | os.PathLike, device=None, *, per_device_view: bool = True):
+def load(
+    bundle_dir: str | os.PathLike, device=None, *, per_device_view: bool = True, hash_during_load: bool = True
+):
     """Checks the bundle and the device, and returns `(graph, manifest)`.
+    `hash_during_load=False` waits for the view's hash before Warp's call (for comparison).
 
     When every module has SASS for the device (and `per_device_view`), Warp gets the device
     view (`device_view`) through `wp.capture_load_from_bytes`, and exactly the bytes it gets
@@ -506,6 +509,8 @@ def load(bundle_dir: str | os.PathLike, device=None, *, per_device_view: bool = 
             verify=False,
         )
         if view is not None:
+            if not hash_during_load:
+                view.verify()
             return _load_view_while_verifying(wp, view, dev), manifest
     else:
         manifest = read_manifest(bundle_dir)

@@ -6,6 +6,7 @@ CASE is MODEL:ROAD:HOW:PATH, e.g. sim:sass:wrpkg:.gpucarry/sim_recorded_wrp, whe
   stock        wp.capture_load on the .wrp (Warp's own loader; PATH a bundle or a raw capture)
   wrpkg        wrpkg.load.load (verify, arch check, per-device view when SASS fits)
   wrpkg-noview wrpkg.load.load(per_device_view=False): verify, then wp.capture_load
+  wrpkg-serial wrpkg.load.load(hash_during_load=False): the view's hash finishes before Warp's call
   cpp          start_bench (C++: open + verify, wrp::Graph::Load, per-device view when SASS fits)
   cpp-noview   start_bench --no-device-view (C++, the whole fatbins from memory)
   cpp-cold-runtime  start_bench --cold-runtime (C++, the CUDA runtime starts inside the load)
@@ -62,7 +63,8 @@ else:
     views, warp_s = [], []
     wp.capture_load_from_bytes = timing(wp.capture_load_from_bytes, views)
     wp.capture_load = timing(wp.capture_load, warp_s)
-    graph, _ = wrpkg.load.load(path, device, per_device_view=(how == "wrpkg"))
+    graph, _ = wrpkg.load.load(path, device, per_device_view=(how != "wrpkg-noview"),
+                               hash_during_load=(how != "wrpkg-serial"))
     road = "device view" if views else "directory"
 wp.synchronize_device(device)
 t3 = time.perf_counter()
@@ -134,7 +136,15 @@ def main() -> int:
     cases = []
     for text in args.cases:
         model, road, how, path = text.split(":", 3)
-        if how not in ("stock", "wrpkg", "wrpkg-noview", "cpp", "cpp-noview", "cpp-cold-runtime"):
+        if how not in (
+            "stock",
+            "wrpkg",
+            "wrpkg-noview",
+            "wrpkg-serial",
+            "cpp",
+            "cpp-noview",
+            "cpp-cold-runtime",
+        ):
             parser.error(f"unknown HOW {how!r} in {text}")
         cases.append({"model": model, "road": road, "how": how, "path": path, "runs": []})
     for _ in range(args.repeat):
