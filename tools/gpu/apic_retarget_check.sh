@@ -17,13 +17,7 @@
 # Prints the comparison tables; exits 1 when any compared program or model differs.
 # Extra arguments are passed to both corpus runs (e.g. -k test_apic_mesh for a subset).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-out=${OUT:-/tmp/apic-retarget-out}
-work=$(mktemp -d /tmp/apic-retarget.XXXXXX)
-mkdir -p "$out/logs"
-python3 -c 'import warp as wp; wp.config.quiet = True; wp.init(); d = wp.get_cuda_device(0); print("device:", d.name, "sm", d.arch, "warp", wp.config.version)'
-start=$(date +%s)
+source "$(dirname "$0")/corpus_env.sh" apic-retarget
 
 # The four runs are independent processes: run them side by side.
 python3 tools/apic_corpus.py native --out "$work/native" "$@" >"$out/logs/native.log" 2>&1 &

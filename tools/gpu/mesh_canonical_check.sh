@@ -18,14 +18,8 @@
 # differs), logs/*.log. Prints the tables; exits 1 when a compared program differs.
 # Extra arguments are passed to the three corpus runs (default: -k test_apic_mesh).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-out=${OUT:-/tmp/mesh-canonical-out}
-work=$(mktemp -d /tmp/mesh-canonical.XXXXXX)
-mkdir -p "$out/logs"
 [ $# -gt 0 ] || set -- -k test_apic_mesh
-python3 -c 'import warp as wp; wp.config.quiet = True; wp.init(); d = wp.get_cuda_device(0); print("device:", d.name, "sm", d.arch, "warp", wp.config.version)' || exit 1
-start=$(date +%s)
+source "$(dirname "$0")/corpus_env.sh" mesh-canonical
 
 pids=()
 for run in native_a native_b; do
