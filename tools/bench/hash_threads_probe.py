@@ -47,7 +47,9 @@ def main() -> int:
     args = parser.parse_args()
     runs = []
     for _ in range(args.repeat):
-        out = subprocess.run([sys.executable, "-c", _CHILD, args.bundle], check=True, capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, "-c", _CHILD, args.bundle], check=True, capture_output=True, text=True
+        )
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     print(json.dumps({k: round(statistics.median(r[k] for r in runs), 3) for k in runs[0]}))
     return 0

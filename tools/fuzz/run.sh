@@ -41,7 +41,7 @@ mkdir -p "$work/obj"
 flags=(-std=c++17 -O1 -gline-tables-only -I"$repo" -fsanitize=address,undefined -fno-sanitize-recover=undefined
   -fno-omit-frame-pointer)
 objs=()
-for src in bundle json manifest sha256 ustar; do
+for src in buffer bundle json manifest sha256 ustar; do
   "$clangxx" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$repo/runtime/$src.cc" -o "$work/obj/$src.o" &
   objs+=("$work/obj/$src.o")
 done
