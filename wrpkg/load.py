@@ -439,7 +439,7 @@ def prepare_cuda_load(
     per-device view and (with `verify`) verifies it. A None view means: verify every file and
     let Warp load the directory."""
     bundle_dir = Path(bundle_dir)
-    manifest, content_hash = read_manifest_and_hash(bundle_dir)
+    manifest, content_hash = read_manifest_and_hash(bundle_dir, golden_canonical_check=False)
     if manifest.device != "cuda":
         raise ArchMismatchError(
             f"bundle {manifest.label} was captured for {manifest.device}, but the load device is {device_alias}",
