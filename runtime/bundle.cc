@@ -24,9 +24,9 @@ namespace {
 // Below this many bytes in all, hashing on one thread beats starting others.
 constexpr size_t kParallelHashBytes = 512 << 10;
 
-// sha256 (hex) of each of `contents`. SHA-256 of one file is sequential, but files are independent: a
-// bundle's files are hashed on several threads at once, largest first, so verification runs at a multiple
-// of one core's hashing speed.
+// sha256 (hex) of each of `contents`. SHA-256 of one piece is sequential, but pieces are independent: a
+// bundle's files and chunks are hashed on several threads at once, largest first, so verification runs at a
+// multiple of one core's hashing speed.
 std::vector<std::string> HexDigests(const std::vector<ByteView>& contents) {
   std::vector<std::string> digests(contents.size());
   size_t total = 0;

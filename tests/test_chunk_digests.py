@@ -96,7 +96,7 @@ def test_chunk_lists_must_fit_the_file_size():
         from_json_bytes(data)
 
 
-def test_parallel_hashing_gives_each_piece_its_own_digest():
+def test_sha256_each_gives_each_piece_its_own_digest():
     rng = random.Random(7)
     pieces = [rng.randbytes(n) for n in (0, 1, 4095, CHUNK_BYTES, 3 * CHUNK_BYTES + 17, 100_000)]
     view = memoryview(pieces[4])

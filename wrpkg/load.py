@@ -30,15 +30,15 @@ from wrpkg.errors import ArchMismatchError, VerifyError
 from wrpkg.fatbin import is_fatbin, sass_image
 from wrpkg.manifest import MANIFEST_NAME, Manifest
 from wrpkg.verify import (
+    DigestCheck,
     check_digests,
     digest_checks,
     read_listed,
     read_manifest,
     read_manifest_and_hash,
+    rebuild_fix,
     verify_files,
 )
-
-DigestCheck = tuple[str, bytes | bytearray | memoryview, str]
 
 
 @dataclass
@@ -227,7 +227,7 @@ class BackgroundDigests:
 
     def _run(self, checks: Sequence[DigestCheck], fix: str) -> None:
         try:
-            check_digests(checks, MANIFEST_NAME, fix, parallel=False)
+            check_digests(checks, MANIFEST_NAME, fix)
         except VerifyError as exc:
             self._failure = exc
 
@@ -247,9 +247,13 @@ class DeviceView:
     modules: dict[str, bytes]  # each module's image (a copy: the file may change)
     pending: BackgroundDigests | None = None
 
+    def failure(self) -> VerifyError | None:
+        """Waits for the .wrp's digests; the VerifyError naming one that differs, or None."""
+        return self.pending.wait() if self.pending is not None else None
+
     def verify(self) -> None:
-        """Waits for the .wrp's digests; VerifyError when one differs."""
-        failure = self.pending.wait() if self.pending is not None else None
+        """Waits for the .wrp's digests; raises the VerifyError when one differs."""
+        failure = self.failure()
         if failure is not None:
             raise failure
 
@@ -308,7 +312,7 @@ def device_view(
     if fit.how != "sass" or len(fit.modules) != len(manifest.modules):
         return None
     digests = {entry.path: entry.sha256 for entry in manifest.files}
-    fix = f"rebuild {manifest.label} (bazel build {manifest.label}); do not edit bundle files"
+    fix = rebuild_fix(manifest)
     images, checks = [], []
     for module, choice in zip(manifest.modules, fit.modules, strict=True):
         # A bundle made from a single-arch capture keeps Warp's own cubin: it loads as it is.
@@ -327,7 +331,7 @@ def device_view(
             )
         images.append((module, record, image))
         checks.append((f"{module.binary}: its {choice.arch} image", image, record.sha256))
-    check_digests(checks, MANIFEST_NAME, fix, parallel=False)
+    check_digests(checks, MANIFEST_NAME, fix)
     patched = wrp if isinstance(wrp, bytearray) else bytearray(wrp)
     modules = {}
     for module, record, image in images:
@@ -356,7 +360,7 @@ def _mapped(bundle_dir: Path, manifest: Manifest, path: str) -> Iterator[memoryv
         if size != expected:
             raise VerifyError(
                 f"{full}: {size} bytes, manifest.json says {expected}",
-                fix=f"rebuild {manifest.label} (bazel build {manifest.label}); do not edit bundle files",
+                fix=rebuild_fix(manifest),
             )
         if size == 0:
             yield memoryview(b"")
@@ -389,9 +393,7 @@ def _read_view(bundle_dir: Path, manifest: Manifest, fit: DeviceFit) -> DeviceVi
         span,
         manifest.chunk_bytes if entry.chunk_sha256 else len(wrp),
     )
-    pending = BackgroundDigests(
-        checks, f"rebuild {manifest.label} (bazel build {manifest.label}); do not edit bundle files"
-    )
+    pending = BackgroundDigests(checks, rebuild_fix(manifest))
     with contextlib.ExitStack() as stack:
         fatbins = {
             module.binary: stack.enter_context(_mapped(bundle_dir, manifest, module.binary))
@@ -461,7 +463,7 @@ def _load_view_while_verifying(wp, view: DeviceView, device):
     try:
         graph = wp.capture_load_from_bytes(view.wrp, view.modules, device=device)
     except RuntimeError as warp_error:
-        failure = view.pending.wait() if view.pending is not None else None
+        failure = view.failure()
         if failure is not None:
             raise failure from warp_error
         raise

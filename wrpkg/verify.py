@@ -12,9 +12,7 @@ that names the file and says which target to rebuild.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -31,41 +29,23 @@ from wrpkg.manifest import (
     from_json_bytes,
 )
 
-# Below this many bytes in all, hashing on one thread beats starting others.
-_PARALLEL_HASH_BYTES = 512 << 10
-# Starting a thread costs a fresh process about as much as hashing a 256 KiB chunk.
-_HASH_THREADS = 4
+# (what, bytes, expected sha256): one piece of a listed file and the digest the manifest records.
+DigestCheck = tuple[str, bytes | bytearray | memoryview, str]
 
 
 def sha256_each(pieces: Sequence[bytes | bytearray | memoryview]) -> list[str]:
-    """Lowercase hex sha256 of each piece. hashlib lets go of the GIL while it hashes, so
-    pieces are hashed on several threads at once: verification runs at a multiple of one
-    core's speed (runtime/bundle.cc does the same)."""
-    digests = [""] * len(pieces)
-    order = sorted(range(len(pieces)), key=lambda i: -len(pieces[i]))
-    claim = itertools.count()  # next() on a count is atomic under the GIL
-
-    def work() -> None:
-        for k in claim:
-            if k >= len(order):
-                return
-            digests[order[k]] = hashlib.sha256(pieces[order[k]]).hexdigest()
-
-    threads = 1
-    if sum(len(p) for p in pieces) >= _PARALLEL_HASH_BYTES:
-        threads = min(len(pieces), os.cpu_count() or 1, _HASH_THREADS)
-    helpers = [threading.Thread(target=work, daemon=True) for _ in range(threads - 1)]
-    for helper in helpers:
-        helper.start()
-    work()
-    for helper in helpers:
-        helper.join()
-    return digests
+    """Lowercase hex sha256 of each piece, on the calling thread: in a fresh process, starting a
+    thread costs about as much as hashing a 256 KiB chunk, so splitting a bundle's hash over
+    threads gained nothing measurable (tools/bench/hash_threads_probe.py). wrpkg.load overlaps
+    the hash with Warp's load instead; the C++ runtime does use threads."""
+    return [hashlib.sha256(piece).hexdigest() for piece in pieces]
 
 
-def digest_checks(where: str, data: bytes | bytearray | memoryview, entry: FileEntry, chunk_bytes: int):
-    """What proves `data` is the listed file: its chunk digests when the manifest has them (they
-    hash in parallel), else its whole sha256. Yields (what, piece, expected sha256)."""
+def digest_checks(
+    where: str, data: bytes | bytearray | memoryview, entry: FileEntry, chunk_bytes: int
+) -> list[DigestCheck]:
+    """What proves `data` is the listed file: its chunk digests when the manifest has them (an
+    error then names the bytes that differ), else its whole sha256."""
     if not entry.chunk_sha256:
         return [(where, data, entry.sha256)]
     view = memoryview(data)
@@ -79,17 +59,9 @@ def digest_checks(where: str, data: bytes | bytearray | memoryview, entry: FileE
     ]
 
 
-def check_digests(
-    checks: Sequence[tuple[str, bytes | bytearray | memoryview, str]],
-    lister: str,
-    fix: str,
-    *,
-    parallel: bool = True,
-) -> None:
-    """Hashes every piece (on several threads unless not `parallel`) and raises a VerifyError
-    naming the first that differs."""
-    pieces = [piece for _, piece, _ in checks]
-    digests = sha256_each(pieces) if parallel else [hashlib.sha256(p).hexdigest() for p in pieces]
+def check_digests(checks: Sequence[DigestCheck], lister: str, fix: str) -> None:
+    """Hashes every piece and raises a VerifyError naming the first that differs."""
+    digests = sha256_each([piece for _, piece, _ in checks])
     for (what, _, expected), digest in zip(checks, digests, strict=True):
         if digest != expected:
             raise VerifyError(f"{what}: sha256 {digest}, {lister} says {expected}", fix=fix)
@@ -128,7 +100,8 @@ def bundle_content_hash(bundle_dir: str | os.PathLike) -> str:
         ) from exc
 
 
-def _fix(manifest: Manifest | None) -> str:
+def rebuild_fix(manifest: Manifest | None) -> str:
+    """The fix a VerifyError names: rebuild the bundle's target."""
     if manifest is None:
         return "rebuild the wrp_artifact target that produced this bundle"
     return f"rebuild {manifest.label} (bazel build {manifest.label}); do not edit bundle files"
@@ -152,7 +125,7 @@ def _refuse_unlisted(present, listed: list[tuple[FileEntry, str]], where: str, f
 
 def verify_files(bundle_dir: Path, manifest: Manifest, *, whole_digests: bool = True) -> None:
     """Every listed file, and nothing else, is there with its size and digests (check_content)."""
-    fix = _fix(manifest)
+    fix = rebuild_fix(manifest)
     listed = listed_files(manifest)
     _refuse_unlisted(relative_files(bundle_dir), listed, f"{bundle_dir}/", fix)
     for entry, lister in listed:
@@ -181,7 +154,7 @@ def verify_against_wrp(bundle_dir: Path, manifest: Manifest, wrp_bytes: bytes | 
     # Imported here: wrpkg.load imports this module, and a .wrp parser is no part of a load.
     from wrpkg import wrpformat  # noqa: PLC0415
 
-    fix = _fix(manifest)
+    fix = rebuild_fix(manifest)
     wrp_path = bundle_dir / manifest.wrp
     try:
         wrp = wrpformat.read_wrp(wrp_bytes if wrp_bytes else wrp_path, path=wrp_path, operations=False)
@@ -264,7 +237,7 @@ def read_hash_file(path: str | os.PathLike) -> str:
         raise VerifyError(f"{path}: cannot read the content-hash file ({exc})") from exc
     token = text.split()[0] if text.split() else ""
     if len(token) != 64 or any(ch not in "0123456789abcdef" for ch in token):
-        raise VerifyError(f"{path}: does not start with a lowercase sha256", fix=_fix(None))
+        raise VerifyError(f"{path}: does not start with a lowercase sha256", fix=rebuild_fix(None))
     return token
 
 
@@ -291,7 +264,7 @@ def read_manifest_and_hash(
     try:
         data = manifest_path.read_bytes()
     except OSError as exc:
-        raise VerifyError(f"{manifest_path}: cannot read ({exc.strerror})", fix=_fix(None)) from exc
+        raise VerifyError(f"{manifest_path}: cannot read ({exc.strerror})", fix=rebuild_fix(None)) from exc
     sibling = bundle_dir.parent / f"{bundle_dir.name}.sha256"
     if expected_hash is None and sibling.is_file():
         expected_hash = read_hash_file(sibling)
@@ -299,7 +272,7 @@ def read_manifest_and_hash(
     if expected_hash is not None and content_hash != expected_hash:
         raise VerifyError(
             f"{manifest_path}: content hash {content_hash} differs from the expected {expected_hash}",
-            fix=_fix(None) + "; the manifest was changed after the build",
+            fix=rebuild_fix(None) + "; the manifest was changed after the build",
         )
     manifest = from_json_bytes(data, manifest_path, canonical_check=expected_hash is None)
     golden_path = bundle_dir / GOLDEN_NAME
@@ -308,7 +281,7 @@ def read_manifest_and_hash(
     except OSError as exc:
         raise VerifyError(
             f"{golden_path}: cannot read the test manifest ({exc.strerror})",
-            fix=_fix(None) + " and copy the whole bundle directory",
+            fix=rebuild_fix(None) + " and copy the whole bundle directory",
         ) from exc
     manifest = attach_golden(
         manifest, golden_bytes, content_hash, golden_path, canonical_check=golden_canonical_check
@@ -322,7 +295,7 @@ def read_listed(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) ->
     entry = next((e for e, _ in listed_files(manifest) if e.path == path), None)
     full = Path(bundle_dir) / path
     if entry is None:
-        raise VerifyError(f"{full}: not listed in {MANIFEST_NAME}", fix=_fix(manifest))
+        raise VerifyError(f"{full}: not listed in {MANIFEST_NAME}", fix=rebuild_fix(manifest))
     try:
         with open(full, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
@@ -331,20 +304,23 @@ def read_listed(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) ->
             got = handle.readinto(data) if size == entry.size else size
     except OSError as exc:
         raise VerifyError(
-            f"{full}: listed in {MANIFEST_NAME} but cannot be read ({exc.strerror})", fix=_fix(manifest)
+            f"{full}: listed in {MANIFEST_NAME} but cannot be read ({exc.strerror})",
+            fix=rebuild_fix(manifest),
         ) from exc
     if got != entry.size:
-        raise VerifyError(f"{full}: {got} bytes, {MANIFEST_NAME} says {entry.size}", fix=_fix(manifest))
+        raise VerifyError(
+            f"{full}: {got} bytes, {MANIFEST_NAME} says {entry.size}", fix=rebuild_fix(manifest)
+        )
     del data[entry.size :]
     return data
 
 
 def read_verified(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) -> bytearray:
-    """read_listed, checked against the manifest's digests (its chunks, in parallel, when it has them)."""
+    """read_listed, checked against the manifest's digests (its chunks, when it has them)."""
     data = read_listed(bundle_dir, manifest, path)
     entry, lister = next((e, lister) for e, lister in listed_files(manifest) if e.path == path)
     where = str(Path(bundle_dir) / path)
-    check_digests(digest_checks(where, data, entry, manifest.chunk_bytes), lister, _fix(manifest))
+    check_digests(digest_checks(where, data, entry, manifest.chunk_bytes), lister, rebuild_fix(manifest))
     return data
 
 
@@ -426,13 +402,13 @@ def verify_tar(tar_path: str | os.PathLike, expected_hash: str | None = None) ->
     try:
         data = tar_path.read_bytes()
     except OSError as exc:
-        raise VerifyError(f"{tar_path}: cannot read ({exc.strerror})", fix=_fix(None)) from exc
+        raise VerifyError(f"{tar_path}: cannot read ({exc.strerror})", fix=rebuild_fix(None)) from exc
     entries = _ustar_entries(data, str(tar_path))
     manifests = [p for p in entries if p.count("/") >= 1 and p.split("/", 1)[1] == MANIFEST_NAME]
     if len(manifests) != 1:
         raise VerifyError(
             f"{tar_path}: holds {len(manifests)} <name>/{MANIFEST_NAME} entries, expected exactly one",
-            fix=_fix(None),
+            fix=rebuild_fix(None),
         )
     manifest_bytes = entries[manifests[0]]
     prefix = manifests[0].split("/", 1)[0] + "/"
@@ -440,16 +416,16 @@ def verify_tar(tar_path: str | os.PathLike, expected_hash: str | None = None) ->
     if expected_hash is not None and content_hash_of_bytes(manifest_bytes) != expected_hash:
         raise VerifyError(
             f"{origin}: content hash {content_hash_of_bytes(manifest_bytes)} differs from the expected {expected_hash}",
-            fix=_fix(None) + "; the manifest was changed after the build",
+            fix=rebuild_fix(None) + "; the manifest was changed after the build",
         )
     manifest = from_json_bytes(manifest_bytes, origin)
     golden_path = f"{prefix}{GOLDEN_NAME}"
     if golden_path not in entries:
-        raise VerifyError(f"{tar_path}:{golden_path}: missing", fix=_fix(None))
+        raise VerifyError(f"{tar_path}:{golden_path}: missing", fix=rebuild_fix(None))
     manifest = attach_golden(
         manifest, entries[golden_path], content_hash_of_bytes(manifest_bytes), f"{tar_path}:{golden_path}"
     )
-    fix = _fix(manifest)
+    fix = rebuild_fix(manifest)
     if prefix != f"{manifest.name}/":
         raise VerifyError(
             f"{origin}: archive directory {prefix!r} does not match the name {manifest.name!r}", fix=fix
