@@ -164,3 +164,48 @@ def test_load_hashes_while_warp_parses_and_returns_only_verified_graphs(tmp_path
     _, intact = prepare_cuda_load(BUNDLE, "cuda:0", "NVIDIA H200", 90, (13, 0), verify=False)
     with pytest.raises(RuntimeError, match="bad section"):
         _load_view_while_verifying(_FakeWarp(fail=True), intact, "cuda:0")
+
+
+@pytest.mark.parametrize("threshold", [0, 1 << 40], ids=["read-on-hash-thread", "read-first"])
+def test_both_ways_of_reading_the_wrp_name_what_differs(tmp_path, monkeypatch, threshold):
+    """A large .wrp is read on the hashing thread into an anonymous mapping, a small one on the
+    loading thread into a bytearray (the bundle here is small: the thresholds are lowered to
+    take the other road). Both hand Warp the same patched bytes, and both name a changed chunk,
+    a changed image and a truncated .wrp."""
+    import wrpkg.load
+    import wrpkg.verify
+
+    monkeypatch.setattr(wrpkg.load, "_BACKGROUND_READ_BYTES", threshold)
+    monkeypatch.setattr(wrpkg.verify, "_MAPPED_READ_BYTES", threshold)
+    _, view = prepare_cuda_load(BUNDLE, "cuda:0", "NVIDIA H200", 90, (13, 0))
+    monkeypatch.undo()
+    _, reference = prepare_cuda_load(BUNDLE, "cuda:0", "NVIDIA H200", 90, (13, 0))
+    assert bytes(view.wrp) == bytes(reference.wrp) and view.modules == reference.modules
+    assert bytes(view.wrp) != (BUNDLE / verify_bundle(BUNDLE).wrp).read_bytes()  # digests patched
+    monkeypatch.setattr(wrpkg.load, "_BACKGROUND_READ_BYTES", threshold)
+    monkeypatch.setattr(wrpkg.verify, "_MAPPED_READ_BYTES", threshold)
+
+    manifest = verify_bundle(BUNDLE)
+    changed = _copy(tmp_path / "changed")
+    wrp = bytearray((changed / manifest.wrp).read_bytes())
+    wrp[CHUNK_BYTES + 5] ^= 0x40
+    (changed / manifest.wrp).write_bytes(wrp)
+    with pytest.raises(VerifyError, match=rf"\(bytes {CHUNK_BYTES} to {len(wrp)}\): sha256"):
+        prepare_cuda_load(changed, "cuda:0", "NVIDIA H200", 90, (13, 0))
+
+    truncated = _copy(tmp_path / "truncated")
+    (truncated / manifest.wrp).write_bytes(wrp[:-7])
+    with pytest.raises(VerifyError, match=f"{len(wrp) - 7} bytes, manifest.json says {len(wrp)}") as err:
+        prepare_cuda_load(truncated, "cuda:0", "NVIDIA H200", 90, (13, 0))
+    assert manifest.wrp in str(err.value)
+
+    image = _copy(tmp_path / "image")
+    module = manifest.modules[0]
+    (sm90,) = [s for s in module.sass if s.arch == "sm_90"]
+    fatbin = bytearray((image / module.binary).read_bytes())
+    at = fatbin.find(bytes(reference.modules[module.binary.rsplit("/", 1)[-1]][:64]))
+    fatbin[at + sm90.size // 2] ^= 0xFF
+    (image / module.binary).write_bytes(fatbin)
+    with pytest.raises(VerifyError, match="sm_90 image: sha256") as err:
+        prepare_cuda_load(image, "cuda:0", "NVIDIA H200", 90, (13, 0))
+    assert module.binary in str(err.value)

@@ -16,19 +16,19 @@ bundle directory itself, as `wp.capture_load` would.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import mmap
 import os
 import struct
-import threading
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from wrpkg.archs import split_arch
 from wrpkg.errors import ArchMismatchError, VerifyError
 from wrpkg.fatbin import is_fatbin, sass_image
-from wrpkg.manifest import MANIFEST_NAME, Manifest
+from wrpkg.manifest import MANIFEST_NAME, FileEntry, Manifest, ModuleEntry, SassEntry
 from wrpkg.verify import (
     DigestCheck,
     check_digests,
@@ -212,47 +212,117 @@ def check_device(
     return fit
 
 
-class BackgroundDigests:
-    """Digest checks hashed on another thread, started at once: hashlib lets go of the GIL, so
-    the hash of a multi-megabyte .wrp (a third of a native load on its own) runs while the
-    loading thread takes images out of fatbins and Warp parses. A fresh process pays about
-    0.3 ms to start the thread, more than splitting the hash over several threads saves."""
+class _Background:
+    """Runs `work` on another thread, at once. `_thread`, not `threading`: Thread.start() waits
+    for the new thread to signal it runs, 0.3-1 ms in a fresh process, longer than the work it
+    would hide; a bare thread starts in under 0.1 ms. hashlib and file reads let go of the GIL,
+    so the work runs while the loading thread takes images out of fatbins and Warp parses."""
 
-    def __init__(self, checks: Sequence[DigestCheck], fix: str):
+    def __init__(self, work: Callable[[], None]):
+        self._done = _thread.allocate_lock()
+        self._done.acquire()
         self._failure: VerifyError | None = None
-        self._thread = threading.Thread(
-            target=self._run, args=(checks, fix), name="wrpkg-verify", daemon=True
-        )
-        self._thread.start()
+        self._error: Exception | None = None
+        _thread.start_new_thread(self._run, (work,))
 
-    def _run(self, checks: Sequence[DigestCheck], fix: str) -> None:
+    def _run(self, work: Callable[[], None]) -> None:
         try:
-            check_digests(checks, MANIFEST_NAME, fix)
+            work()
         except VerifyError as exc:
             self._failure = exc
+        except Exception as exc:  # noqa: BLE001 - raised again on the waiting thread
+            self._error = exc
+        finally:
+            self._done.release()
 
     def wait(self) -> VerifyError | None:
-        """Waits for the hash; the VerifyError naming the first piece that differs, or None."""
-        self._thread.join()
+        """Waits for the work; the VerifyError it raised, or None. Any other error is raised."""
+        with self._done:
+            pass
+        if self._error is not None:
+            raise self._error
         return self._failure
+
+
+class BackgroundDigests(_Background):
+    """Digest checks hashed on another thread, started at once."""
+
+    def __init__(self, checks: Sequence[DigestCheck], fix: str):
+        super().__init__(lambda: check_digests(checks, MANIFEST_NAME, fix))
+
+
+# A .wrp at least this large is read on the hashing thread, while the loading thread takes the images
+# out of their fatbins; a smaller one is read first, on the loading thread: on the H200 host, handing
+# sim's 0.6 MB .wrp to another thread took longer than reading it (tools/bench/load_profile.py).
+_BACKGROUND_READ_BYTES = 1 << 20
+
+
+class BackgroundWrp(_Background):
+    """Reads a bundle's .wrp and checks its digests on another thread (a small .wrp is read before
+    the thread starts: `_BACKGROUND_READ_BYTES`). `read()` waits only for the bytes, which the
+    loading thread may then patch: the pieces overlapping METADATA (where the view patches) are
+    hashed from copies taken before `read()` returns."""
+
+    def __init__(self, bundle_dir: Path, manifest: Manifest):
+        self._read = _thread.allocate_lock()
+        self._read.acquire()
+        self.wrp: bytearray | mmap.mmap | None = None
+        self.metadata: tuple[int, int] | None = None
+        entry = next(e for e in manifest.files if e.path == manifest.wrp)
+        fix = rebuild_fix(manifest)
+        if entry.size >= _BACKGROUND_READ_BYTES:
+            super().__init__(lambda: self._hash(self._read_stable(bundle_dir, manifest, entry), fix))
+            return
+        checks = self._read_stable(bundle_dir, manifest, entry)
+        super().__init__(lambda: self._hash(checks, fix))
+
+    def _read_stable(self, bundle_dir: Path, manifest: Manifest, entry: FileEntry) -> list[DigestCheck]:
+        """Reads the .wrp (`self.wrp`); its digest checks, stable against the view's patch."""
+        try:
+            wrp = read_listed(bundle_dir, manifest, manifest.wrp)
+            checks = digest_checks(str(bundle_dir / manifest.wrp), wrp, entry, manifest.chunk_bytes)
+            self.metadata = _metadata_span(wrp)
+            if self.metadata is not None:
+                piece_bytes = manifest.chunk_bytes if entry.chunk_sha256 else len(wrp)
+                checks = _stable_against_patch(checks, self.metadata, piece_bytes)
+            self.wrp = wrp
+            return checks
+        finally:
+            self._read.release()
+
+    @staticmethod
+    def _hash(checks: Sequence[DigestCheck], fix: str) -> None:
+        check_digests(checks, MANIFEST_NAME, fix)
+
+    def read(self) -> bytearray | mmap.mmap:
+        """The .wrp's bytes, once read (the VerifyError naming it when it cannot be)."""
+        with self._read:
+            pass
+        if self.wrp is None:
+            failure = self.wait()
+            if failure is not None:
+                raise failure
+        return self.wrp
 
 
 @dataclass
 class DeviceView:
     """What `wp.capture_load_from_bytes` is given: the .wrp with each module's binary digest
-    pointing at the device's image, and those images (verified) by their recorded filenames.
-    `pending`: the .wrp's own digest checks, when they are still being hashed (`verify()`)."""
+    pointing at the device's image, and those images by their recorded filenames. `pending`:
+    digest checks still being hashed on other threads (`verify()` waits for them)."""
 
-    wrp: bytearray
+    wrp: bytearray | mmap.mmap
     modules: dict[str, bytes]  # each module's image (a copy: the file may change)
-    pending: BackgroundDigests | None = None
+    pending: list[_Background] = field(default_factory=list)
 
     def failure(self) -> VerifyError | None:
-        """Waits for the .wrp's digests; the VerifyError naming one that differs, or None."""
-        return self.pending.wait() if self.pending is not None else None
+        """Waits for the digests still being hashed; the VerifyError naming the first piece that
+        differs (the .wrp's before the images'), or None."""
+        failures = [job.wait() for job in self.pending]
+        return next((f for f in failures if f is not None), None)
 
     def verify(self) -> None:
-        """Waits for the .wrp's digests; raises the VerifyError when one differs."""
+        """Waits for the digests still being hashed; raises the VerifyError when one differs."""
         failure = self.failure()
         if failure is not None:
             raise failure
@@ -295,25 +365,19 @@ def _patch_digest(wrp: bytearray, old: str, new: str) -> bool:
     return True
 
 
-def device_view(
-    manifest: Manifest, fit: DeviceFit, wrp: bytes, fatbins: Mapping[str, bytes | memoryview]
-) -> DeviceView | None:
-    """The per-device view of a CUDA bundle whose every module has SASS for the device
-    (`fit.how == "sass"`). `wrp`: the .wrp (a bytearray is patched in place, else copied; its
-    own digests are the caller's to check); `fatbins`: each module binary's bytes by manifest
-    path, not yet verified: the image taken out of each is copied, and the copy is checked
-    against the manifest's size and sha256 for that SM (VerifyError when it differs), so what
-    Warp gets is what was checked even if the file changes meanwhile. None when some module's
-    image cannot be taken out on its own (no exact uncompressed entry, or its digest is not
-    where expected): then load the bundle as it is.
+# One module's image for the device: (module, its SASS record, a copy of the image's bytes).
+_DeviceImage = tuple[ModuleEntry, SassEntry, bytes]
 
-    The view loads without source fallback (Warp's from-bytes loader has none), which is why
-    it is only made when native code fits every module."""
+
+def _device_images(
+    manifest: Manifest, fit: DeviceFit, fatbins: Mapping[str, bytes | memoryview]
+) -> list[_DeviceImage] | None:
+    """Each module's image for the device, taken out of its fatbin and copied (so what Warp gets
+    is what gets checked even if the file changes meanwhile), checked against the manifest's size
+    for that SM but not yet hashed. None when some module's image cannot be taken out on its own."""
     if fit.how != "sass" or len(fit.modules) != len(manifest.modules):
         return None
-    digests = {entry.path: entry.sha256 for entry in manifest.files}
-    fix = rebuild_fix(manifest)
-    images, checks = [], []
+    images = []
     for module, choice in zip(manifest.modules, fit.modules, strict=True):
         # A bundle made from a single-arch capture keeps Warp's own cubin: it loads as it is.
         if not is_fatbin(fatbins[module.binary]):
@@ -327,18 +391,51 @@ def device_view(
         if len(image) != record.size:
             raise VerifyError(
                 f"{module.binary}: its {choice.arch} image is {len(image)} bytes; manifest.json says {record.size}",
-                fix=fix,
+                fix=rebuild_fix(manifest),
             )
         images.append((module, record, image))
-        checks.append((f"{module.binary}: its {choice.arch} image", image, record.sha256))
-    check_digests(checks, MANIFEST_NAME, fix)
-    patched = wrp if isinstance(wrp, bytearray) else bytearray(wrp)
+    return images
+
+
+def _image_checks(images: Sequence[_DeviceImage]) -> list[DigestCheck]:
+    return [
+        (f"{module.binary}: its {record.arch} image", image, record.sha256)
+        for module, record, image in images
+    ]
+
+
+def _patched_view(
+    manifest: Manifest, wrp: bytearray | mmap.mmap, images: Sequence[_DeviceImage]
+) -> DeviceView | None:
+    """The view: `wrp` with each module's digest replaced, in place, by its image's. None when a
+    module's digest is not where expected (exactly once in METADATA)."""
+    digests = {entry.path: entry.sha256 for entry in manifest.files}
     modules = {}
     for module, record, image in images:
-        if not _patch_digest(patched, digests[module.binary], record.sha256):
+        if not _patch_digest(wrp, digests[module.binary], record.sha256):
             return None
         modules[module.binary.rsplit("/", 1)[-1]] = image
-    return DeviceView(patched, modules)
+    return DeviceView(wrp, modules)
+
+
+def device_view(
+    manifest: Manifest, fit: DeviceFit, wrp: bytes, fatbins: Mapping[str, bytes | memoryview]
+) -> DeviceView | None:
+    """The per-device view of a CUDA bundle whose every module has SASS for the device
+    (`fit.how == "sass"`). `wrp`: the .wrp (a bytearray is patched in place, else copied; its
+    own digests are the caller's to check); `fatbins`: each module binary's bytes by manifest
+    path, not yet verified: the image taken out of each is copied, and the copy is checked
+    against the manifest's size and sha256 for that SM (VerifyError when it differs). None when
+    some module's image cannot be taken out on its own (no exact uncompressed entry, or its
+    digest is not where expected): then load the bundle as it is.
+
+    The view loads without source fallback (Warp's from-bytes loader has none), which is why
+    it is only made when native code fits every module."""
+    images = _device_images(manifest, fit, fatbins)
+    if images is None:
+        return None
+    check_digests(_image_checks(images), MANIFEST_NAME, rebuild_fix(manifest))
+    return _patched_view(manifest, wrp if isinstance(wrp, bytearray) else bytearray(wrp), images)
 
 
 @contextlib.contextmanager
@@ -378,36 +475,30 @@ def _mapped(bundle_dir: Path, manifest: Manifest, path: str) -> Iterator[memoryv
 
 
 def _read_view(bundle_dir: Path, manifest: Manifest, fit: DeviceFit) -> DeviceView | None:
-    """Reads what the per-device view hands Warp, and nothing else: the .wrp, whose digests are
-    hashed on another thread from here on (`DeviceView.pending`), and each module's image,
-    checked against its SM's sha256 meanwhile. The view patches the .wrp's module digests in
-    place: the pieces holding them are hashed from a copy taken first (with chunk digests, one
-    256 KiB chunk rather than the whole .wrp, which a fresh process would pay ~1 ms to copy)."""
-    wrp = read_listed(bundle_dir, manifest, manifest.wrp)
-    span = _metadata_span(wrp)
-    if span is None:
-        return None
-    (entry,) = [e for e in manifest.files if e.path == manifest.wrp]
-    checks = _stable_against_patch(
-        digest_checks(str(bundle_dir / manifest.wrp), wrp, entry, manifest.chunk_bytes),
-        span,
-        manifest.chunk_bytes if entry.chunk_sha256 else len(wrp),
-    )
-    pending = BackgroundDigests(checks, rebuild_fix(manifest))
-    with contextlib.ExitStack() as stack:
-        fatbins = {
-            module.binary: stack.enter_context(_mapped(bundle_dir, manifest, module.binary))
-            for module in manifest.modules
-        }
-        try:
-            view = device_view(manifest, fit, wrp, fatbins)
-        except VerifyError:
-            pending.wait()
-            raise
+    """Reads what the per-device view hands Warp, and nothing else: the .wrp, read and then
+    hashed on another thread from the start (`BackgroundWrp`), and each module's image, taken
+    out of its fatbin meanwhile and hashed on a third thread. The view patches the .wrp's module
+    digests in place; the pieces holding them are hashed from a copy (with chunk digests, one
+    256 KiB chunk rather than the whole .wrp). `DeviceView.verify()` waits for both hashes."""
+    wrp_job = BackgroundWrp(bundle_dir, manifest)
+    try:
+        with contextlib.ExitStack() as stack:
+            fatbins = {
+                module.binary: stack.enter_context(_mapped(bundle_dir, manifest, module.binary))
+                for module in manifest.modules
+            }
+            images = _device_images(manifest, fit, fatbins)
+        wrp = wrp_job.read()
+        view = None
+        if images is not None and wrp_job.metadata is not None:
+            view = _patched_view(manifest, wrp, images)
+    except VerifyError:
+        wrp_job.wait()
+        raise
     if view is None:  # load() verifies every file instead
-        pending.wait()
+        wrp_job.wait()
         return None
-    view.pending = pending
+    view.pending = [wrp_job, BackgroundDigests(_image_checks(images), rebuild_fix(manifest))]
     return view
 
 

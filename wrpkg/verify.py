@@ -12,6 +12,7 @@ that names the file and says which target to rebuild.
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -289,19 +290,40 @@ def read_manifest_and_hash(
     return manifest, content_hash
 
 
-def read_listed(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) -> bytearray:
-    """The bytes of one listed file, of the manifest's size (not yet hashed: see read_verified):
-    a bytearray of its own (wrpkg.load patches the .wrp's digests in place, without a copy)."""
+# Files at least this large are read into an anonymous mapping (_fresh_buffer).
+_MAPPED_READ_BYTES = 1 << 20
+
+
+def _fresh_buffer(size: int) -> bytearray | mmap.mmap:
+    """Writable memory for a file of `size` bytes. Large ones come from an anonymous mapping with
+    MAP_POPULATE, whose pages are faulted in by one call: a bytearray is zero-filled and then
+    faulted page by page by read(), about twice the time for a multi-megabyte .wrp."""
+    if size < _MAPPED_READ_BYTES:
+        return bytearray(size)
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
+    return mmap.mmap(-1, size, flags=flags)
+
+
+def read_listed(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) -> bytearray | mmap.mmap:
+    """The bytes of one listed file, of the manifest's size (not yet hashed: see read_verified),
+    in writable memory of their own (wrpkg.load patches the .wrp's digests in place, without a
+    copy): a bytearray, or for a large file an anonymous mapping (`_fresh_buffer`)."""
     entry = next((e for e, _ in listed_files(manifest) if e.path == path), None)
     full = Path(bundle_dir) / path
     if entry is None:
         raise VerifyError(f"{full}: not listed in {MANIFEST_NAME}", fix=rebuild_fix(manifest))
     try:
-        with open(full, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            # One byte of room more than the manifest allows: a file that grew shows as too long.
-            data = bytearray(entry.size + 1)
-            got = handle.readinto(data) if size == entry.size else size
+        with open(full, "rb", buffering=0) as handle:
+            got = os.fstat(handle.fileno()).st_size
+            if got == entry.size:
+                data = _fresh_buffer(entry.size)
+                view = memoryview(data)
+                got = 0
+                while got < entry.size and (step := handle.readinto(view[got:])):
+                    got += step
+                view.release()
+                # A file that grew since fstat shows as too long.
+                got += len(handle.read(1)) if got == entry.size else 0
     except OSError as exc:
         raise VerifyError(
             f"{full}: listed in {MANIFEST_NAME} but cannot be read ({exc.strerror})",
@@ -311,11 +333,10 @@ def read_listed(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) ->
         raise VerifyError(
             f"{full}: {got} bytes, {MANIFEST_NAME} says {entry.size}", fix=rebuild_fix(manifest)
         )
-    del data[entry.size :]
     return data
 
 
-def read_verified(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) -> bytearray:
+def read_verified(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) -> bytearray | mmap.mmap:
     """read_listed, checked against the manifest's digests (its chunks, when it has them)."""
     data = read_listed(bundle_dir, manifest, path)
     entry, lister = next((e, lister) for e, lister in listed_files(manifest) if e.path == path)

@@ -6,7 +6,9 @@ Times, in fresh processes (a real load is a cold one), every step `wrpkg.load.lo
 CUDA device before it calls Warp (`wp.capture_load_from_bytes`), with the device faked as an
 sm_XX GPU: importing wrpkg.load, then `prepare_cuda_load` (wrpkg/load.py), the same function
 load() runs (`prepare_ms`, the sum of the steps and the glue between them), and apart from it
-the view's hashing (`hash_ms`), which load() runs on another thread during Warp's call. Warp is imported first,
+the view's hashing (`hash_ms`), which load() runs on other threads during Warp's call. The .wrp
+is read on its own thread (`wrp_read_ms`) while the loading thread takes the images out of their
+fatbins (`view_images_ms`); `wrp_wait_ms` is what the loading thread then waits for it. Warp is imported first,
 outside the timing, as a caller has it imported already; importing wrpkg.load is timed apart
 (`import_ms`). Bytecode is compiled before the first run, as an installed package has it.
 Prints one line per bundle and the medians as JSON on the last line.
@@ -46,8 +48,9 @@ L = wrpkg.load
 timed(L, "read_manifest_and_hash", "manifest_ms")
 timed(L, "check_device", "check_device_ms")
 timed(L, "_read_view", "view_ms")
-timed(L, "read_listed", "wrp_read_ms")
-timed(L, "device_view", "view_images_ms")
+timed(L, "read_listed", "wrp_read_ms")  # on the .wrp's own thread, alongside the images
+timed(L, "_device_images", "view_images_ms")
+timed(L.BackgroundWrp, "read", "wrp_wait_ms")  # the loading thread waiting for the .wrp's bytes
 t1 = time.perf_counter()
 _, view = L.prepare_cuda_load(sys.argv[1], "cuda:0", "NVIDIA H200", int(sys.argv[2]), (13, 0), verify=False)
 times["prepare_ms"] = (time.perf_counter() - t1) * 1e3
