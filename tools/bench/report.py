@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import sys
 from pathlib import Path
 
@@ -63,6 +64,26 @@ def ratio(a, b, key):
     if a is None or b is None:
         return None
     return a["median"][key] / b["median"][key]
+
+
+def _load_time(run: dict, key: str) -> float:
+    """A run's time as the ratios count it (load_bench's medians): C++ includes opening the bundle."""
+    load = run.get("open_verify_ms", 0.0) + run["load_ms"]
+    return load + run["first_replay_ms"] if key == "to_first_replay_ms" else load
+
+
+def round_spread(a, b, key) -> str:
+    """The ratio a/b round by round (load_bench runs every case once per round, so round r of both
+    ran side by side): "p25-p75 (min-max)", to show how much of a ratio is the host's noise."""
+    if a is None or b is None:
+        return ""
+    ratios = sorted(
+        _load_time(x, key) / _load_time(y, key) for x, y in zip(a["runs"], b["runs"], strict=False)
+    )
+    if len(ratios) < 4:
+        return ""
+    q1, _, q3 = statistics.quantiles(ratios, n=4)
+    return f"{q1:.2f}-{q3:.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f})"
 
 
 def plot_loads(load, models, path: Path) -> None:
@@ -200,9 +221,21 @@ def main() -> int:
             ]
             r_total = ratio(c, native, "to_first_replay_ms")
             target = 1.1 if how != "stock" else None
-            rows.append((f"{model}: bundle SASS {what} / Warp single-arch, load", r_load, target))
             rows.append(
-                (f"{model}: bundle SASS {what} / Warp single-arch, load + first replay", r_total, target)
+                (
+                    f"{model}: bundle SASS {what} / Warp single-arch, load",
+                    r_load,
+                    target,
+                    round_spread(c, native, "load_ms"),
+                )
+            )
+            rows.append(
+                (
+                    f"{model}: bundle SASS {what} / Warp single-arch, load + first replay",
+                    r_total,
+                    target,
+                    round_spread(c, native, "to_first_replay_ms"),
+                )
             )
         cpp, py = case(load, model, "sass", "cpp"), case(load, model, "sass", "stock")
         if cpp and py:
@@ -211,11 +244,12 @@ def main() -> int:
                     f"{model}: C++ to first replay / Python wp.capture_load + first launch (same bundle)",
                     ratio(cpp, py, "to_first_replay_ms"),
                     1.1,
+                    round_spread(cpp, py, "to_first_replay_ms"),
                 )
             )
     for model, r in sorted(replays.items()):
         if "host_ratio" in r:
-            rows.append((f"{model}: C++ host time per launch / bare cuGraphLaunch", r["host_ratio"], 1.1))
+            rows.append((f"{model}: C++ host time per launch / bare cuGraphLaunch", r["host_ratio"], 1.1, ""))
 
     if load:
         lines = [
@@ -228,8 +262,11 @@ def main() -> int:
             "",
             "![load per road](load_roads.png)",
             "",
-            "| ratio | measured | target | |",
-            "|---|---|---|---|",
+            "Ratios are of medians; beside each, the same ratio taken round by round (both sides of a "
+            "round ran one after the other): quartiles and range, the host's noise.",
+            "",
+            "| ratio | measured | per round: p25-p75 (min-max) | target | |",
+            "|---|---|---|---|---|",
         ]
     else:
         lines = [
@@ -239,9 +276,9 @@ def main() -> int:
             "`tools/gpu/bench_all.sh` on a GPU machine and `tools/bench/report.sh` on its output "
             "(README, Benchmarks). Raw numbers: [results/](results/).",
         ]
-    for what, value, target in rows:
+    for what, value, target, spread in rows:
         lines.append(
-            f"| {what} | {fmt(value, 'x')} | {'<= ' + str(target) + 'x' if target else 'report'} | "
+            f"| {what} | {fmt(value, 'x')} | {spread} | {'<= ' + str(target) + 'x' if target else 'report'} | "
             f"{verdict(value, target) if target else ''} |"
         )
     gaps = []
