@@ -14,6 +14,7 @@ from wrp_testing import FIXTURE_DIR, FIXTURE_WRP, shared_capture
 
 from wrpkg import cli
 from wrpkg.errors import WrpFormatError
+from wrpkg.inspection import render_text
 from wrpkg.wrpformat import (
     BinaryKind,
     Conditional,
@@ -258,6 +259,17 @@ def test_inspect_json_on_fixture_directory():
     assert summary["operations"] == {"kernel_launch": 21, "memset": 1}
     assert {b["name"]: (b["direction"], b["bytes"]) for b in summary["bindings"]}["e"] == ("output", 4)
     assert summary["memory"]["initial_data_bytes"] == 4 + 2 * 4096 * 12
+
+
+def test_inspect_text_names_what_multi_arch_modules_hold():
+    """A bundle's .wrp header keeps one canonical arch; the text says what the fatbins hold."""
+    code, out = _inspect(str(FIXTURE_DIR), "--json")
+    summary = json.loads(out)["wrp"]
+    assert "target arch: sm_90\n" in render_text(summary)
+    summary["target_arch"] = 100
+    summary["modules"][0]["fatbin"] = ["sm_75", "sm_90", "compute_90"]
+    text = render_text(summary)
+    assert "target arch: sm_75, sm_90, compute_90 (module fatbins; the header records sm_100)" in text
 
 
 def test_inspect_text_on_cpu_capture(cpu_wrp):

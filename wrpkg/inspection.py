@@ -269,8 +269,18 @@ def render_bundle_text(b: dict) -> str:
     return "\n".join(lines)
 
 
+def _target_arch_text(s: dict) -> str:
+    """The .wrp header's target arch, or, when its modules are multi-arch fatbins (a bundle's),
+    what they hold: a bundle's header carries one canonical arch that no device runs as such."""
+    if s["device"] != "cuda":
+        return "-"
+    header = f"sm_{s['target_arch']}"
+    held = list(dict.fromkeys(arch for m in s["modules"] for arch in m["fatbin"] or []))
+    return f"{', '.join(held)} (module fatbins; the header records {header})" if held else header
+
+
 def render_text(s: dict) -> str:
-    arch = f"sm_{s['target_arch']}" if s["device"] == "cuda" else "-"
+    arch = _target_arch_text(s)
     lines = [
         f"{s['path']}  ({_human(s['file_size'])}, format {s['format_version']}, Warp {s['warp_version']})",
         f"device: {s['device']}   target arch: {arch}",
