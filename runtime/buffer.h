@@ -21,6 +21,11 @@ class Buffer {
   uint8_t* data() { return data_; }
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+  // Forgets the bytes past `size` (no reallocation): a file read into one byte more than expected, to notice
+  // that it grew, keeps only what it should hold.
+  void Shrink(size_t size) {
+    if (size < size_) size_ = size;
+  }
 
  private:
   void Release();

@@ -2,7 +2,9 @@
 
 #include <cstring>
 #include <string_view>
+#include <utility>
 
+#include "runtime/error.h"
 #include "runtime/fatbin.h"
 
 namespace wrp {
@@ -59,39 +61,91 @@ std::string Basename(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// The device's image of one module, read from its fatbin (headers, then the image alone); nullopt when it
+// cannot be taken out that way, or the fatbin, read unverified, does not look like the manifest says.
+std::optional<Buffer> ReadImage(const Bundle& bundle, const std::string& path, const SassRecord& record) {
+  try {
+    const UnverifiedFile fatbin = bundle.OpenUnverified(path);
+    const FatbinReader read = [&](uint64_t offset, size_t size, uint8_t* out) { fatbin.Read(offset, size, out); };
+    // A bundle made from a single-arch capture (no per-SM fan-out) keeps Warp's own cubin: nothing to take
+    // out, so it loads as it is.
+    uint8_t head[16];
+    if (fatbin.size() < sizeof(head)) return std::nullopt;
+    read(0, sizeof(head), head);
+    if (!IsFatbin(ByteView{head, sizeof(head)})) return std::nullopt;
+    const std::optional<FatbinImage> entry =
+        FindSassImage(ParseFatbin(fatbin.size(), read, bundle.Describe(path)), record.arch);
+    if (!entry || entry->size != record.size) return std::nullopt;
+    Buffer image(entry->size);
+    read(entry->offset, entry->size, image.data());
+    if (entry->size < 4 || std::memcmp(image.data(), "\x7f" "ELF", 4) != 0) return std::nullopt;
+    return image;
+  } catch (const Error&) {
+    // Unverified bytes that do not parse: the caller's verified load names what is wrong.
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 std::optional<DeviceView> MakeDeviceView(const Bundle& bundle, const ArchDecision& decision) {
   const Manifest& manifest = bundle.manifest();
   if (!decision.fits || decision.modules.size() != manifest.modules.size()) return std::nullopt;
-  const ByteView wrp = bundle.File(manifest.wrp);
-  DeviceView view;
-  view.wrp = Buffer(wrp.size);
-  std::memcpy(view.wrp.data(), wrp.data, wrp.size);
+  // What each module needs, from the manifest alone, before anything is read.
+  std::vector<const FileRecord*> files;
+  std::vector<const SassRecord*> records;
   for (size_t i = 0; i < manifest.modules.size(); ++i) {
     const ModuleRecord& module = manifest.modules[i];
     const ModuleChoice& choice = decision.modules[i];
     if (choice.choice != CodeChoice::kSass) return std::nullopt;
     const FileRecord* file = manifest.FindFile(module.binary);
-    if (!file) return std::nullopt;
-    // A bundle made from a single-arch capture (no per-SM fan-out) keeps Warp's own cubin: nothing to take
-    // out, so it loads as it is.
-    const ByteView binary = bundle.File(module.binary);
-    if (!IsFatbin(binary)) return std::nullopt;
-    std::optional<ByteView> image = SassImage(binary, choice.arch, bundle.Describe(module.binary));
-    if (!image) return std::nullopt;
-    // The fatbin was verified whole, so its image is the one the manifest records; Warp checks the image it
-    // is given against the digest put here before loading it.
     const SassRecord* record = nullptr;
     for (const SassRecord& sass : module.sass) {
       if (sass.arch == choice.arch) record = &sass;
     }
-    if (!record || record->size != image->size) return std::nullopt;
-    if (!ReplaceDigestOnce(&view.wrp, file->sha256, record->sha256)) return std::nullopt;
+    if (!file || !record) return std::nullopt;
+    files.push_back(file);
+    records.push_back(record);
+  }
+
+  DeviceView view;
+  view.wrp = bundle.OpenUnverified(manifest.wrp).ReadAll();
+  size_t begin, end;
+  if (!MetadataSpan(view.wrp, &begin, &end)) return std::nullopt;
+  std::vector<DigestCheck> checks = bundle.DigestChecks(manifest.wrp, ByteView{view.wrp.data(), view.wrp.size()});
+  for (DigestCheck& check : checks) {
+    // The pieces holding METADATA are about to be rewritten: hash them as read.
+    if (check.offset < end && begin < check.offset + check.bytes.size) {
+      check.owned.assign(check.bytes.data, check.bytes.data + check.bytes.size);
+    }
+  }
+  const size_t helpers = DigestJob::BackgroundHelpersFor(checks);
+  view.wrp_digests = std::make_unique<DigestJob>(std::move(checks), helpers);
+
+  for (size_t i = 0; i < manifest.modules.size(); ++i) {
+    const ModuleRecord& module = manifest.modules[i];
+    std::optional<Buffer> image = ReadImage(bundle, module.binary, *records[i]);
+    if (!image || !ReplaceDigestOnce(&view.wrp, files[i]->sha256, records[i]->sha256)) return std::nullopt;
     view.filenames.push_back(Basename(module.binary));
-    view.images.push_back(*image);
+    view.image_checks.push_back(DigestCheck{module.binary, 0, ByteView{image->data(), image->size()}, {},
+                                            &records[i]->sha256, "its " + records[i]->arch + " image"});
+    view.images.push_back(std::move(*image));
   }
   return view;
+}
+
+std::string DeviceView::WrpFailure(const Bundle& bundle) {
+  if (!wrp_digests) return "";
+  std::string actual;
+  const DigestCheck* bad = wrp_digests->Wait(&actual);
+  return bad ? bundle.DigestMismatch(*bad, actual) : "";
+}
+
+std::string DeviceView::ImageFailure(const Bundle& bundle) const {
+  DigestJob job(image_checks, 0);
+  std::string actual;
+  const DigestCheck* bad = job.Wait(&actual);
+  return bad ? bundle.DigestMismatch(*bad, actual) : "";
 }
 
 }  // namespace wrp
