@@ -11,7 +11,8 @@ namespace wrp {
 class Buffer {
  public:
   Buffer() = default;
-  explicit Buffer(size_t size);
+  // `populate`: fault every page in now (one call); false leaves that to whichever threads write the bytes.
+  explicit Buffer(size_t size, bool populate = true);
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   Buffer(Buffer&& other) noexcept;

@@ -53,35 +53,6 @@ int OpenListedFile(const std::string& path, uint64_t expected_size, std::string*
   return -1;
 }
 
-// Reads the rest of `fd`, which must hold exactly `expected_size` bytes, with one read into an uninitialized
-// buffer. Returns "" on success, else what is wrong.
-std::string ReadWhole(int fd, uint64_t expected_size, Buffer* out) {
-  *out = Buffer(expected_size + 1);  // one byte more: room to notice a file that grew
-  size_t done = 0;
-  while (done <= expected_size) {
-    const ssize_t n = read(fd, out->data() + done, expected_size + 1 - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return "cannot be read (" + Errno() + ")";
-    if (n == 0) break;
-    done += static_cast<size_t>(n);
-  }
-  // Fewer or more bytes than stat said: the file changed while being read; judge it by the manifest.
-  if (done != expected_size) return "changed size while being read";
-  out->Shrink(expected_size);
-  return "";
-}
-
-// Reads a whole regular file of exactly `expected_size` bytes. Returns "" on success, else what is wrong. The
-// size is checked before reading, so an oversized file costs nothing.
-std::string ReadListedFile(const std::string& path, uint64_t expected_size, Buffer* out) {
-  std::string problem;
-  const int fd = OpenListedFile(path, expected_size, &problem);
-  if (fd < 0) return problem;
-  problem = ReadWhole(fd, expected_size, out);
-  close(fd);
-  return problem;
-}
-
 // Reads a whole file. Returns false (errno set) when it cannot be opened or read.
 bool ReadFile(const std::string& path, std::vector<uint8_t>* out) {
   FILE* f = std::fopen(path.c_str(), "rb");
@@ -143,8 +114,8 @@ std::string SiblingContentHash(std::string dir) {
 
 }  // namespace
 
-DigestJob::DigestJob(std::vector<DigestCheck> checks, size_t helpers)
-    : checks_(std::move(checks)), digests_(checks_.size()), order_(checks_.size()) {
+DigestJob::DigestJob(std::vector<DigestCheck> checks, size_t helpers, Fill fill)
+    : checks_(std::move(checks)), digests_(checks_.size()), order_(checks_.size()), fill_(std::move(fill)) {
   for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
   std::stable_sort(order_.begin(), order_.end(),
                    [&](size_t a, size_t b) { return checks_[a].view().size > checks_[b].view().size; });
@@ -153,27 +124,63 @@ DigestJob::DigestJob(std::vector<DigestCheck> checks, size_t helpers)
     try {
       helpers_.emplace_back([this] { Work(); });
     } catch (const std::system_error&) {
-      break;  // no thread to be had: Wait() hashes the rest on the calling thread
+      break;  // no thread to be had: the calling thread does the rest
     }
   }
 }
 
 DigestJob::~DigestJob() {
-  next_ = checks_.size();  // helpers stop after their current piece
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  filled_all_.notify_all();
   for (std::thread& helper : helpers_) helper.join();
 }
 
+void DigestJob::FillAll() {
+  if (!fill_) return;
+  for (size_t k; !stop_ && (k = next_fill_.fetch_add(1)) < order_.size();) {
+    std::string error;
+    try {
+      fill_(order_[k], checks_[order_[k]]);
+    } catch (const Error& e) {
+      error = e.what();
+    } catch (const std::exception& e) {
+      error = checks_[order_[k]].path + ": cannot be read (" + e.what() + ")";
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!error.empty() && fill_error_.empty()) fill_error_ = error;
+    if (++filled_ == checks_.size()) filled_all_.notify_all();
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  filled_all_.wait(lock, [&] { return stop_ || filled_ == checks_.size(); });
+}
+
 void DigestJob::Work() {
-  for (size_t k; (k = next_.fetch_add(1)) < order_.size();) {
+  FillAll();
+  if (stop_) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!fill_error_.empty()) return;
+  }
+  for (size_t k; !stop_ && (k = next_.fetch_add(1)) < order_.size();) {
     const ByteView bytes = checks_[order_[k]].view();
     digests_[order_[k]] = Sha256::HexDigest(bytes.data, bytes.size);
   }
+}
+
+void DigestJob::WaitFilled() {
+  FillAll();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!fill_error_.empty()) throw Error(fill_error_);
 }
 
 const DigestCheck* DigestJob::Wait(std::string* actual) {
   Work();
   for (std::thread& helper : helpers_) helper.join();
   helpers_.clear();
+  if (!fill_error_.empty()) throw Error(fill_error_);
   for (size_t i = 0; i < checks_.size(); ++i) {
     if (digests_[i] != *checks_[i].expected) {
       if (actual) *actual = digests_[i];
@@ -221,8 +228,8 @@ UnverifiedFile::~UnverifiedFile() {
 
 void UnverifiedFile::Read(uint64_t offset, size_t size, uint8_t* out) const {
   if (offset > size_ || size > size_ - offset) {
-    throw Error(name_ + ": bytes " + std::to_string(offset) + " to " + std::to_string(offset + size) +
-                " lie past its end (" + std::to_string(size_) + " bytes)" + fix_);
+    throw Error(name_ + " bytes " + std::to_string(offset) + " to " + std::to_string(offset + size) +
+                " were asked for, past its recorded end (" + std::to_string(size_) + " bytes)" + fix_);
   }
   if (fd_ < 0) {
     std::memcpy(out, memory_.data + offset, size);
@@ -232,25 +239,19 @@ void UnverifiedFile::Read(uint64_t offset, size_t size, uint8_t* out) const {
   while (done < size) {
     const ssize_t n = pread(fd_, out + done, size - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      throw Error(name_ + ": " + (n < 0 ? "cannot be read (" + Errno() + ")" : "changed size while being read") +
-                  fix_);
-    }
+    if (n < 0) throw Error(name_ + " cannot be read (" + Errno() + ")" + fix_);
+    if (n == 0) throw Error(name_ + " changed size while being read" + fix_);
     done += static_cast<size_t>(n);
   }
 }
 
-Buffer UnverifiedFile::ReadAll() const {
-  Buffer bytes;
-  if (fd_ < 0) {
-    bytes = Buffer(size_);
-    std::memcpy(bytes.data(), memory_.data, size_);
-    return bytes;
+void UnverifiedFile::CheckNoMoreBytes() const {
+  if (fd_ < 0) return;
+  uint8_t byte;
+  ssize_t n;
+  while ((n = pread(fd_, &byte, 1, static_cast<off_t>(size_))) < 0 && errno == EINTR) {
   }
-  if (lseek(fd_, 0, SEEK_SET) != 0) throw Error(name_ + ": cannot be read (" + Errno() + ")" + fix_);
-  const std::string problem = ReadWhole(fd_, size_, &bytes);
-  if (!problem.empty()) throw Error(name_ + ": " + problem + fix_);
-  return bytes;
+  if (n > 0) throw Error(name_ + " changed size while being read" + fix_);
 }
 
 // One slot per listed file: its record, and its bytes once read (directory bundles) and checked. Each slot
@@ -467,30 +468,36 @@ std::string Bundle::DigestMismatch(const DigestCheck& check, const std::string& 
 
 namespace {
 
-// Reads (directory bundles) and checks the given unchecked slots, all pieces at once; the caller holds
-// their locks. On failure nothing is marked checked and bytes read for the slots are dropped, so that a
-// later call reads the files again.
+// Reads (directory bundles) and checks the given unchecked slots, all pieces at once: each piece is read and
+// hashed on helper threads. The caller holds the slots' locks. On failure nothing is marked checked and the
+// bytes read are dropped, so that a later call reads the files again.
 template <typename Slot>
 void ReadAndCheck(const Bundle& bundle, const std::vector<Slot*>& slots) {
   std::vector<DigestCheck> checks;
+  std::vector<std::shared_ptr<UnverifiedFile>> sources;  // per check, directory bundles
   try {
     for (Slot* slot : slots) {
+      std::shared_ptr<UnverifiedFile> source;
       if (bundle.from_directory()) {
-        const std::string path = Join(bundle.directory(), slot->record.path);
-        const std::string problem = ReadListedFile(path, slot->record.size, &slot->storage);
-        if (!problem.empty()) {
-          throw Error(path + ": listed in " + bundle.manifest().ListerOf(slot->record.path) + " but " +
-                      problem + "; fix: " + bundle.manifest().RebuildHint() +
-                      " and copy the whole bundle directory");
-        }
-        slot->bytes = ByteView{slot->storage.data(), slot->storage.size()};
+        source = std::make_shared<UnverifiedFile>(bundle.OpenUnverified(slot->record.path));
+        slot->storage = Buffer(slot->record.size, /*populate=*/false);
+        slot->bytes = ByteView{slot->storage.data(), slot->record.size};
       }
       for (DigestCheck& check : bundle.DigestChecks(slot->record.path, slot->bytes)) {
         checks.push_back(std::move(check));
+        sources.push_back(source);
       }
     }
+    DigestJob::Fill fill;
+    if (bundle.from_directory()) {
+      fill = [&sources](size_t index, DigestCheck& check) {
+        const UnverifiedFile& source = *sources[index];
+        source.Read(check.offset, check.bytes.size, const_cast<uint8_t*>(check.bytes.data));
+        if (check.offset + check.bytes.size == source.size()) source.CheckNoMoreBytes();
+      };
+    }
     const size_t helpers = DigestJob::HelpersFor(checks);
-    DigestJob job(std::move(checks), helpers);
+    DigestJob job(std::move(checks), helpers, fill);
     std::string actual;
     if (const DigestCheck* bad = job.Wait(&actual)) throw Error(bundle.DigestMismatch(*bad, actual));
   } catch (...) {
@@ -536,7 +543,7 @@ UnverifiedFile Bundle::OpenUnverified(const std::string& path) const {
   }
   const FileRecord& record = it->second->record;
   UnverifiedFile file;
-  file.name_ = Describe(path);
+  file.name_ = Describe(path) + ": listed in " + manifest_.ListerOf(path) + " but";
   file.fix_ = "; fix: " + manifest_.RebuildHint() + " and copy the whole bundle directory";
   file.size_ = record.size;
   if (!from_directory_) {
@@ -544,10 +551,8 @@ UnverifiedFile Bundle::OpenUnverified(const std::string& path) const {
     return file;
   }
   std::string problem;
-  file.fd_ = OpenListedFile(file.name_, record.size, &problem);
-  if (file.fd_ < 0) {
-    throw Error(file.name_ + ": listed in " + manifest_.ListerOf(path) + " but " + problem + file.fix_);
-  }
+  file.fd_ = OpenListedFile(Describe(path), record.size, &problem);
+  if (file.fd_ < 0) throw Error(file.name_ + " " + problem + file.fix_);
   return file;
 }
 

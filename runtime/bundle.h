@@ -4,10 +4,13 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,17 +48,23 @@ struct DigestCheck {
 
 // Hashes DigestChecks, several at once: SHA-256 of one piece is sequential, but pieces are independent.
 // Helper threads start with the job, so the calling thread can do other work (such as Warp's load of the
-// bytes being hashed) until Wait(), where it hashes whatever is left.
+// bytes being hashed) until Wait(), where it hashes whatever is left. With a `fill`, each piece is first
+// filled (read from its file) on the helpers: every fill before any hash, so that WaitFilled() returns as soon
+// as the bytes are there, and page faults and copies of a large file run on several cores.
 class DigestJob {
  public:
+  // Puts check `index`'s bytes in place; throws wrp::Error when it cannot.
+  using Fill = std::function<void(size_t index, DigestCheck& check)>;
   // `helpers`: threads to start besides the caller's (fewer when the system refuses more).
-  DigestJob(std::vector<DigestCheck> checks, size_t helpers);
+  DigestJob(std::vector<DigestCheck> checks, size_t helpers, Fill fill = nullptr);
   DigestJob(const DigestJob&) = delete;
   DigestJob& operator=(const DigestJob&) = delete;
   ~DigestJob();
 
+  // Waits until every check is filled, filling on the calling thread too. Throws the first fill's error.
+  void WaitFilled();
   // Waits for every hash. The first check (in the given order) whose bytes differ, or nullptr; `actual` gets
-  // that piece's sha256.
+  // that piece's sha256. Throws the first fill's error.
   const DigestCheck* Wait(std::string* actual);
   const std::vector<DigestCheck>& checks() const { return checks_; }
 
@@ -67,12 +76,20 @@ class DigestJob {
   static size_t BackgroundHelpersFor(const std::vector<DigestCheck>& checks);
 
  private:
+  void FillAll();  // returns once every check is filled, or the job is stopping
   void Work();
 
   std::vector<DigestCheck> checks_;
   std::vector<std::string> digests_;
   std::vector<size_t> order_;  // largest first
+  Fill fill_;
+  std::atomic<size_t> next_fill_{0};
   std::atomic<size_t> next_{0};
+  std::mutex mutex_;
+  std::condition_variable filled_all_;
+  size_t filled_ = 0;       // guarded by mutex_
+  std::string fill_error_;  // guarded by mutex_; final once filled_ == checks_.size()
+  std::atomic<bool> stop_{false};
   std::vector<std::thread> helpers_;
 };
 
@@ -86,14 +103,14 @@ class UnverifiedFile {
   uint64_t size() const { return size_; }
   // Copies `size` bytes at `offset` into `out`. Throws wrp::Error naming the file when they cannot be read.
   void Read(uint64_t offset, size_t size, uint8_t* out) const;
-  // The whole file into private memory (the file may change afterwards; the Buffer does not).
-  Buffer ReadAll() const;
+  // Throws wrp::Error naming the file when it holds more bytes than recorded now (it grew after the open).
+  void CheckNoMoreBytes() const;
 
  private:
   friend class Bundle;
   UnverifiedFile() = default;
 
-  std::string name_;  // Bundle::Describe(path), for messages
+  std::string name_;  // "<Bundle::Describe(path)>: listed in manifest.json but", for messages
   std::string fix_;
   uint64_t size_ = 0;
   int fd_ = -1;       // directory bundles

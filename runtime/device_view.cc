@@ -1,6 +1,7 @@
 #include "runtime/device_view.h"
 
 #include <cstring>
+#include <functional>
 #include <string_view>
 #include <utility>
 
@@ -10,33 +11,46 @@
 namespace wrp {
 namespace {
 
+using ByteReader = std::function<void(uint64_t offset, size_t size, uint8_t* out)>;
+
 // Where the .wrp's METADATA section (the module records, with their binary digests) lies, from the header and
 // section table Warp 1.19 writes (format 18): magic "WRP1", u32 version, u32 flags, u32 section count, u64
 // table offset; 32-byte entries of u32 type, u32 flags, u64 offset, u64 size, u64 uncompressed size. False
-// when the header is not that.
-bool MetadataSpan(const Buffer& wrp, size_t* begin, size_t* end) {
+// when the header is not that. Reads only the header and the table.
+bool MetadataSpan(uint64_t wrp_size, const ByteReader& read, size_t* begin, size_t* end) {
   constexpr uint32_t kMetadata = 1;
   constexpr size_t kHeader = 24, kEntry = 32;
-  if (wrp.size() < kHeader || std::memcmp(wrp.data(), "WRP1", 4) != 0) return false;
+  if (wrp_size < kHeader) return false;
+  uint8_t header[kHeader];
+  read(0, kHeader, header);
+  if (std::memcmp(header, "WRP1", 4) != 0) return false;
   uint32_t count;
   uint64_t table;
-  std::memcpy(&count, wrp.data() + 12, 4);
-  std::memcpy(&table, wrp.data() + 16, 8);
-  if (table > wrp.size() || count > (wrp.size() - table) / kEntry) return false;
+  std::memcpy(&count, header + 12, 4);
+  std::memcpy(&table, header + 16, 8);
+  if (table > wrp_size || count > (wrp_size - table) / kEntry) return false;
+  std::vector<uint8_t> entries(size_t{count} * kEntry);
+  read(table, entries.size(), entries.data());
   for (uint32_t i = 0; i < count; ++i) {
-    const uint8_t* entry = wrp.data() + table + i * kEntry;
+    const uint8_t* entry = entries.data() + i * kEntry;
     uint32_t type;
     uint64_t offset, size;
     std::memcpy(&type, entry, 4);
     std::memcpy(&offset, entry + 8, 8);
     std::memcpy(&size, entry + 16, 8);
-    if (type == kMetadata && offset <= wrp.size() && size <= wrp.size() - offset) {
+    if (type == kMetadata && offset <= wrp_size && size <= wrp_size - offset) {
       *begin = offset;
       *end = offset + size;
       return true;
     }
   }
   return false;
+}
+
+bool MetadataSpan(const Buffer& wrp, size_t* begin, size_t* end) {
+  return MetadataSpan(
+      wrp.size(), [&](uint64_t offset, size_t size, uint8_t* out) { std::memcpy(out, wrp.data() + offset, size); },
+      begin, end);
 }
 
 // Replaces the u32-length-prefixed string `from` by `to` (same length: no offset in the file moves). False
@@ -108,28 +122,44 @@ std::optional<DeviceView> MakeDeviceView(const Bundle& bundle, const ArchDecisio
     records.push_back(record);
   }
 
+  // The .wrp: its header and section table first (where METADATA lies), then its chunks, each read and then
+  // hashed on the helpers; the chunks holding METADATA are hashed from a copy taken as read, since the view
+  // rewrites them.
   DeviceView view;
-  view.wrp = bundle.OpenUnverified(manifest.wrp).ReadAll();
+  const auto wrp_file = std::make_shared<UnverifiedFile>(bundle.OpenUnverified(manifest.wrp));
   size_t begin, end;
-  if (!MetadataSpan(view.wrp, &begin, &end)) return std::nullopt;
-  std::vector<DigestCheck> checks = bundle.DigestChecks(manifest.wrp, ByteView{view.wrp.data(), view.wrp.size()});
-  for (DigestCheck& check : checks) {
-    // The pieces holding METADATA are about to be rewritten: hash them as read.
-    if (check.offset < end && begin < check.offset + check.bytes.size) {
-      check.owned.assign(check.bytes.data, check.bytes.data + check.bytes.size);
-    }
-  }
+  const ByteReader read_wrp = [&](uint64_t offset, size_t size, uint8_t* out) { wrp_file->Read(offset, size, out); };
+  if (!MetadataSpan(wrp_file->size(), read_wrp, &begin, &end)) return std::nullopt;
+  view.wrp = Buffer(wrp_file->size(), /*populate=*/false);
+  std::vector<DigestCheck> checks =
+      bundle.DigestChecks(manifest.wrp, ByteView{view.wrp.data(), view.wrp.size()});
   const size_t helpers = DigestJob::BackgroundHelpersFor(checks);
-  view.wrp_digests = std::make_unique<DigestJob>(std::move(checks), helpers);
+  view.wrp_digests = std::make_unique<DigestJob>(
+      std::move(checks), helpers, [wrp_file, begin, end](size_t, DigestCheck& check) {
+        uint8_t* bytes = const_cast<uint8_t*>(check.bytes.data);
+        wrp_file->Read(check.offset, check.bytes.size, bytes);
+        if (check.offset + check.bytes.size == wrp_file->size()) wrp_file->CheckNoMoreBytes();
+        if (check.offset < end && begin < check.offset + check.bytes.size) {
+          check.owned.assign(bytes, bytes + check.bytes.size);
+        }
+      });
 
+  // Each module's image, on this thread while the helpers read the .wrp.
   for (size_t i = 0; i < manifest.modules.size(); ++i) {
     const ModuleRecord& module = manifest.modules[i];
     std::optional<Buffer> image = ReadImage(bundle, module.binary, *records[i]);
-    if (!image || !ReplaceDigestOnce(&view.wrp, files[i]->sha256, records[i]->sha256)) return std::nullopt;
+    if (!image) return std::nullopt;
     view.filenames.push_back(Basename(module.binary));
     view.image_checks.push_back(DigestCheck{module.binary, 0, ByteView{image->data(), image->size()}, {},
                                             &records[i]->sha256, "its " + records[i]->arch + " image"});
     view.images.push_back(std::move(*image));
+  }
+  view.wrp_digests->WaitFilled();
+  // The header as read whole must be the one the copies were chosen by (else the file changed meanwhile).
+  size_t read_begin, read_end;
+  if (!MetadataSpan(view.wrp, &read_begin, &read_end) || read_begin != begin || read_end != end) return std::nullopt;
+  for (size_t i = 0; i < manifest.modules.size(); ++i) {
+    if (!ReplaceDigestOnce(&view.wrp, files[i]->sha256, records[i]->sha256)) return std::nullopt;
   }
   return view;
 }
