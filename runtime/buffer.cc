@@ -13,10 +13,9 @@ constexpr size_t kMapBytes = 256 << 10;
 
 }  // namespace
 
-Buffer::Buffer(size_t size, bool populate) : size_(size) {
+Buffer::Buffer(size_t size) : size_(size) {
   if (size >= kMapBytes) {
-    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0),
-                   -1, 0);
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p != MAP_FAILED) {
       data_ = static_cast<uint8_t*>(p);
       mapped_ = size;

@@ -11,8 +11,7 @@ namespace wrp {
 class Buffer {
  public:
   Buffer() = default;
-  // `populate`: fault every page in now (one call); false leaves that to whichever threads write the bytes.
-  explicit Buffer(size_t size, bool populate = true);
+  explicit Buffer(size_t size);
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   Buffer(Buffer&& other) noexcept;
@@ -22,11 +21,6 @@ class Buffer {
   uint8_t* data() { return data_; }
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
-  // Forgets the bytes past `size` (no reallocation): a file read into one byte more than expected, to notice
-  // that it grew, keeps only what it should hold.
-  void Shrink(size_t size) {
-    if (size < size_) size_ = size;
-  }
 
  private:
   void Release();

@@ -50,7 +50,7 @@ struct DigestCheck {
 // Helper threads start with the job, so the calling thread can do other work (such as Warp's load of the
 // bytes being hashed) until Wait(), where it hashes whatever is left. With a `fill`, each piece is first
 // filled (read from its file) on the helpers: every fill before any hash, so that WaitFilled() returns as soon
-// as the bytes are there, and page faults and copies of a large file run on several cores.
+// as the bytes are there, and a large file is copied on several cores.
 class DigestJob {
  public:
   // Puts check `index`'s bytes in place; throws wrp::Error when it cannot.

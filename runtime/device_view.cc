@@ -130,7 +130,7 @@ std::optional<DeviceView> MakeDeviceView(const Bundle& bundle, const ArchDecisio
   size_t begin, end;
   const ByteReader read_wrp = [&](uint64_t offset, size_t size, uint8_t* out) { wrp_file->Read(offset, size, out); };
   if (!MetadataSpan(wrp_file->size(), read_wrp, &begin, &end)) return std::nullopt;
-  view.wrp = Buffer(wrp_file->size(), /*populate=*/false);
+  view.wrp = Buffer(wrp_file->size());
   std::vector<DigestCheck> checks =
       bundle.DigestChecks(manifest.wrp, ByteView{view.wrp.data(), view.wrp.size()});
   const size_t helpers = DigestJob::BackgroundHelpersFor(checks);
