@@ -321,8 +321,8 @@ Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& option
   for (const auto& slot : bundle.files_->slots) {
     const std::string path = Join(dir, slot->record.path);
     struct stat st;
-    std::string problem = stat(path.c_str(), &st) != 0 ? "cannot be read (" + Errno() + ")"
-                                                       : CheckStat(st, slot->record.size);
+    std::string problem =
+        stat(path.c_str(), &st) != 0 ? "cannot be read (" + Errno() + ")" : CheckStat(st, slot->record.size);
     if (!problem.empty()) {
       throw Error(path + ": listed in " + bundle.manifest_.ListerOf(slot->record.path) + " but " + problem +
                   "; fix: " + bundle.manifest_.RebuildHint() + " and copy the whole bundle directory");
@@ -454,8 +454,13 @@ std::vector<DigestCheck> Bundle::DigestChecks(const std::string& path, ByteView 
   for (size_t i = 0; i < record.chunk_sha256.size(); ++i) {
     const uint64_t offset = i * manifest_.chunk_bytes;
     const ByteView piece{bytes.data + offset, std::min<uint64_t>(manifest_.chunk_bytes, bytes.size - offset)};
-    checks.push_back(DigestCheck{path, offset, piece, {}, &record.chunk_sha256[i],
-                                 "bytes " + std::to_string(offset) + " to " + std::to_string(offset + piece.size)});
+    checks.push_back(
+        DigestCheck{path,
+                    offset,
+                    piece,
+                    {},
+                    &record.chunk_sha256[i],
+                    "bytes " + std::to_string(offset) + " to " + std::to_string(offset + piece.size)});
   }
   return checks;
 }

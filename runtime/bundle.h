@@ -49,8 +49,8 @@ struct DigestCheck {
 // Hashes DigestChecks, several at once: SHA-256 of one piece is sequential, but pieces are independent.
 // Helper threads start with the job, so the calling thread can do other work (such as Warp's load of the
 // bytes being hashed) until Wait(), where it hashes whatever is left. With a `fill`, each piece is first
-// filled (read from its file) on the helpers: every fill before any hash, so that WaitFilled() returns as soon
-// as the bytes are there, and a large file is copied on several cores.
+// filled (read from its file) on the helpers: every fill before any hash, so that WaitFilled() returns as
+// soon as the bytes are there, and a large file is copied on several cores.
 class DigestJob {
  public:
   // Puts check `index`'s bytes in place; throws wrp::Error when it cannot.
@@ -113,8 +113,8 @@ class UnverifiedFile {
   std::string name_;  // "<Bundle::Describe(path)>: listed in manifest.json but", for messages
   std::string fix_;
   uint64_t size_ = 0;
-  int fd_ = -1;       // directory bundles
-  ByteView memory_;   // tar bundles
+  int fd_ = -1;      // directory bundles
+  ByteView memory_;  // tar bundles
 };
 
 class Bundle {

@@ -49,8 +49,9 @@ bool MetadataSpan(uint64_t wrp_size, const ByteReader& read, size_t* begin, size
 
 bool MetadataSpan(const Buffer& wrp, size_t* begin, size_t* end) {
   return MetadataSpan(
-      wrp.size(), [&](uint64_t offset, size_t size, uint8_t* out) { std::memcpy(out, wrp.data() + offset, size); },
-      begin, end);
+      wrp.size(),
+      [&](uint64_t offset, size_t size, uint8_t* out) { std::memcpy(out, wrp.data() + offset, size); }, begin,
+      end);
 }
 
 // Replaces the u32-length-prefixed string `from` by `to` (same length: no offset in the file moves). False
@@ -80,7 +81,9 @@ std::string Basename(const std::string& path) {
 std::optional<Buffer> ReadImage(const Bundle& bundle, const std::string& path, const SassRecord& record) {
   try {
     const UnverifiedFile fatbin = bundle.OpenUnverified(path);
-    const FatbinReader read = [&](uint64_t offset, size_t size, uint8_t* out) { fatbin.Read(offset, size, out); };
+    const FatbinReader read = [&](uint64_t offset, size_t size, uint8_t* out) {
+      fatbin.Read(offset, size, out);
+    };
     // A bundle made from a single-arch capture (no per-SM fan-out) keeps Warp's own cubin: nothing to take
     // out, so it loads as it is.
     uint8_t head[16];
@@ -92,7 +95,11 @@ std::optional<Buffer> ReadImage(const Bundle& bundle, const std::string& path, c
     if (!entry || entry->size != record.size) return std::nullopt;
     Buffer image(entry->size);
     read(entry->offset, entry->size, image.data());
-    if (entry->size < 4 || std::memcmp(image.data(), "\x7f" "ELF", 4) != 0) return std::nullopt;
+    if (entry->size < 4 || std::memcmp(image.data(),
+                                       "\x7f"
+                                       "ELF",
+                                       4) != 0)
+      return std::nullopt;
     return image;
   } catch (const Error&) {
     // Unverified bytes that do not parse: the caller's verified load names what is wrong.
@@ -128,7 +135,9 @@ std::optional<DeviceView> MakeDeviceView(const Bundle& bundle, const ArchDecisio
   DeviceView view;
   const auto wrp_file = std::make_shared<UnverifiedFile>(bundle.OpenUnverified(manifest.wrp));
   size_t begin, end;
-  const ByteReader read_wrp = [&](uint64_t offset, size_t size, uint8_t* out) { wrp_file->Read(offset, size, out); };
+  const ByteReader read_wrp = [&](uint64_t offset, size_t size, uint8_t* out) {
+    wrp_file->Read(offset, size, out);
+  };
   if (!MetadataSpan(wrp_file->size(), read_wrp, &begin, &end)) return std::nullopt;
   view.wrp = Buffer(wrp_file->size());
   std::vector<DigestCheck> checks =
@@ -150,14 +159,19 @@ std::optional<DeviceView> MakeDeviceView(const Bundle& bundle, const ArchDecisio
     std::optional<Buffer> image = ReadImage(bundle, module.binary, *records[i]);
     if (!image) return std::nullopt;
     view.filenames.push_back(Basename(module.binary));
-    view.image_checks.push_back(DigestCheck{module.binary, 0, ByteView{image->data(), image->size()}, {},
-                                            &records[i]->sha256, "its " + records[i]->arch + " image"});
+    view.image_checks.push_back(DigestCheck{module.binary,
+                                            0,
+                                            ByteView{image->data(), image->size()},
+                                            {},
+                                            &records[i]->sha256,
+                                            "its " + records[i]->arch + " image"});
     view.images.push_back(std::move(*image));
   }
   view.wrp_digests->WaitFilled();
   // The header as read whole must be the one the copies were chosen by (else the file changed meanwhile).
   size_t read_begin, read_end;
-  if (!MetadataSpan(view.wrp, &read_begin, &read_end) || read_begin != begin || read_end != end) return std::nullopt;
+  if (!MetadataSpan(view.wrp, &read_begin, &read_end) || read_begin != begin || read_end != end)
+    return std::nullopt;
   for (size_t i = 0; i < manifest.modules.size(); ++i) {
     if (!ReplaceDigestOnce(&view.wrp, files[i]->sha256, records[i]->sha256)) return std::nullopt;
   }

@@ -40,7 +40,8 @@ void FlipByte(const fs::path& path, size_t offset) {
 // A private copy of the bundle directory (with its <dir>.sha256) to damage.
 fs::path CopyBundle(const std::string& tag) {
   const fs::path source = wrp::testing::Args().at(0);
-  const fs::path root = fs::temp_directory_path() / ("wrp_device_view_test_" + std::to_string(getpid()) + "_" + tag);
+  const fs::path root =
+      fs::temp_directory_path() / ("wrp_device_view_test_" + std::to_string(getpid()) + "_" + tag);
   fs::remove_all(root);
   fs::create_directories(root);
   fs::copy(source, root / source.filename(), fs::copy_options::recursive);
@@ -48,7 +49,8 @@ fs::path CopyBundle(const std::string& tag) {
 }
 
 // Where the `arch` image of a module's fatbin lies.
-wrp::FatbinImage ImageOf(const wrp::Bundle& bundle, const wrp::ModuleRecord& module, const std::string& arch) {
+wrp::FatbinImage ImageOf(const wrp::Bundle& bundle, const wrp::ModuleRecord& module,
+                         const std::string& arch) {
   return *wrp::FindSassImage(wrp::ParseFatbin(bundle.File(module.binary), module.binary), arch);
 }
 
@@ -189,7 +191,8 @@ WRP_TEST(ChangedWrpChunkIsNamed) {
   std::optional<wrp::DeviceView> view = wrp::MakeDeviceView(bundle, Decide(bundle, 90));
   CHECK(view.has_value());
   if (view) {
-    const std::string range = "(bytes " + std::to_string(chunk) + " to " + std::to_string(std::min<uint64_t>(2 * chunk, record->size)) + ")";
+    const std::string range = "(bytes " + std::to_string(chunk) + " to " +
+                              std::to_string(std::min<uint64_t>(2 * chunk, record->size)) + ")";
     CHECK_THROWS_WITH(throw wrp::Error(view->WrpFailure(bundle)), (dir / wrp).string().c_str(), range.c_str(),
                       "sha256 is", "rebuild //models:sim_recorded_wrp");
   }

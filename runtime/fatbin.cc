@@ -96,7 +96,8 @@ std::vector<FatbinImage> ParseFatbin(uint64_t size, const FatbinReader& read, co
 
 std::vector<FatbinImage> ParseFatbin(ByteView fatbin, const std::string& what) {
   return ParseFatbin(
-      fatbin.size, [&](uint64_t offset, size_t size, uint8_t* out) { std::memcpy(out, fatbin.data + offset, size); },
+      fatbin.size,
+      [&](uint64_t offset, size_t size, uint8_t* out) { std::memcpy(out, fatbin.data + offset, size); },
       what);
 }
 

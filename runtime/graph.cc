@@ -61,7 +61,8 @@ class CudaStream {
 APICGraph* LoadDeviceView(void* cuda_context, const DeviceView& view) {
   std::vector<APICModuleBytes> modules;
   for (size_t i = 0; i < view.images.size(); ++i) {
-    modules.push_back(APICModuleBytes{view.filenames[i].c_str(), view.images[i].data(), view.images[i].size()});
+    modules.push_back(
+        APICModuleBytes{view.filenames[i].c_str(), view.images[i].data(), view.images[i].size()});
   }
   return wp_apic_load_graph_from_bytes(cuda_context, view.wrp.data(), view.wrp.size(), modules.data(),
                                        static_cast<uint32_t>(modules.size()), APIC_DEVICE_CUDA);
@@ -105,7 +106,7 @@ struct Graph::Impl {
   std::string load_note;
   std::string load_source;
   void* cuda_context = nullptr;
-  void* graph_exec = nullptr;  // owned by `graph`; made at the first launch
+  void* graph_exec = nullptr;                // owned by `graph`; made at the first launch
   const CudaDriverLaunch* driver = nullptr;  // CUDA: how Launch launches (nullptr: through Warp)
   // The stream of the last CUDA launch not yet waited for (nullptr may mean the legacy default stream).
   bool launch_pending = false;
@@ -230,8 +231,8 @@ void Graph::Impl::LoadCuda(const Bundle& bundle, const LoadOptions& options, boo
   } else if (from_directory) {
     GatherInputs(bundle);  // verifies what Warp is about to read again (it may have changed since)
     clock->Mark("verify");
-    graph.reset(
-        wp_apic_load_graph_ex(cuda_context, bundle.Describe(manifest.wrp).c_str(), APIC_DEVICE_CUDA, nullptr));
+    graph.reset(wp_apic_load_graph_ex(cuda_context, bundle.Describe(manifest.wrp).c_str(), APIC_DEVICE_CUDA,
+                                      nullptr));
     clock->Mark("warp load");
   } else {
     std::optional<DeviceView> view;

@@ -185,7 +185,7 @@ CudaDeviceFacts QueryCudaDevice(int ordinal) {
 }
 
 const CudaDriverLaunch* GetCudaDriverLaunch() {
-  static const CudaDriverLaunch* resolved = [] () -> const CudaDriverLaunch* {
+  static const CudaDriverLaunch* resolved = []() -> const CudaDriverLaunch* {
     // The library warp.so opened ("libcuda.so", else "libcuda.so.1": one soname); never a second copy.
     void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (!library) library = dlopen("libcuda.so", RTLD_NOW | RTLD_NOLOAD);

@@ -89,8 +89,8 @@ int main(int argc, char** argv) {
     std::printf(
         "\"sha256_hardware\": %s, \"sha256_auto_MBps\": %.1f, \"sha256_auto_best_MBps\": %.1f, "
         "\"sha256_portable_MBps\": %.1f, \"sha256_portable_best_MBps\": %.1f, ",
-        wrp::Sha256::HardwareAccelerated() ? "true" : "false", hardware.first, hardware.second, portable.first,
-        portable.second);
+        wrp::Sha256::HardwareAccelerated() ? "true" : "false", hardware.first, hardware.second,
+        portable.first, portable.second);
   }
   std::printf("\"bundles\": [");
   wrp::BundleOptions verify_all;
@@ -117,8 +117,9 @@ int main(int argc, char** argv) {
         }
         if (made) {
           char item[160];
-          std::snprintf(item, sizeof(item), ", \"view_sm\": %d, \"view_ms\": %.3f, \"view_hash_wait_ms\": %.3f",
-                        sm, Median(prepare) * 1e3, Median(wait) * 1e3);
+          std::snprintf(item, sizeof(item),
+                        ", \"view_sm\": %d, \"view_ms\": %.3f, \"view_hash_wait_ms\": %.3f", sm,
+                        Median(prepare) * 1e3, Median(wait) * 1e3);
           view_json = item;
         }
       }
