@@ -228,8 +228,9 @@ UnverifiedFile::~UnverifiedFile() {
 
 void UnverifiedFile::Read(uint64_t offset, size_t size, uint8_t* out) const {
   if (offset > size_ || size > size_ - offset) {
-    throw Error(name_ + " bytes " + std::to_string(offset) + " to " + std::to_string(offset + size) +
-                " were asked for, past its recorded end (" + std::to_string(size_) + " bytes)" + fix_);
+    throw Error(name_ + " holds " + std::to_string(size_) + " bytes, fewer than bytes " +
+                std::to_string(offset) + " to " + std::to_string(offset + size) + " that were asked for" +
+                fix_);
   }
   if (fd_ < 0) {
     std::memcpy(out, memory_.data + offset, size);

@@ -66,7 +66,6 @@ class DigestJob {
   // Waits for every hash. The first check (in the given order) whose bytes differ, or nullptr; `actual` gets
   // that piece's sha256. Throws the first fill's error.
   const DigestCheck* Wait(std::string* actual);
-  const std::vector<DigestCheck>& checks() const { return checks_; }
 
   // Helpers worth starting for `checks` when the caller hashes too: none below half a MiB in all (starting a
   // thread costs more than it saves), else up to one per core and piece, at most 7.

@@ -450,10 +450,10 @@ void Graph::Launch(void* cuda_stream) {
     }
   }
   wp_cuda_context_set_current(impl_->cuda_context);  // no-op when it is current (the usual case)
-  // The driver's cuGraphLaunch on the same graph exec, rather than Warp's wp_cuda_graph_launch: that is the
-  // CUDA runtime's cudaGraphLaunch between two profiling-range checks, which cost ~2 us more per launch than
-  // bare cuGraphLaunch on an H200 (20.6 against 18.4 us for cloth, 15.9 against 13.7 for sim). What Warp
-  // adds is only its Python-side timing (wp.ScopedTimer), which C++ callers do not use.
+  // The driver's cuGraphLaunch on the same graph exec, rather than Warp's wp_cuda_graph_launch (the CUDA
+  // runtime's cudaGraphLaunch between two checks of Warp's profiling flags): through Warp, this function took
+  // 20.6 us of host time per launch against 18.4 us for bare cuGraphLaunch (cloth, H200; sim 15.9 against
+  // 13.7). Warp's range only feeds its Python-side timers. tools/bench:replay_bench times each part apart.
   if (impl_->driver) {
     const int result = impl_->driver->graph_launch(impl_->graph_exec, cuda_stream);
     if (result != 0) {
