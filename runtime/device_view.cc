@@ -95,11 +95,10 @@ std::optional<Buffer> ReadImage(const Bundle& bundle, const std::string& path, c
     if (!entry || entry->size != record.size) return std::nullopt;
     Buffer image(entry->size);
     read(entry->offset, entry->size, image.data());
-    if (entry->size < 4 || std::memcmp(image.data(),
-                                       "\x7f"
-                                       "ELF",
-                                       4) != 0)
+    static const uint8_t kElfMagic[4] = {0x7f, 'E', 'L', 'F'};
+    if (entry->size < sizeof(kElfMagic) || std::memcmp(image.data(), kElfMagic, sizeof(kElfMagic)) != 0) {
       return std::nullopt;
+    }
     return image;
   } catch (const Error&) {
     // Unverified bytes that do not parse: the caller's verified load names what is wrong.
