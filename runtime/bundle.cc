@@ -5,14 +5,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <set>
 #include <system_error>
-#include <thread>
+#include <utility>
 
 #include "runtime/error.h"
 #include "runtime/sha256.h"
@@ -23,70 +23,34 @@ namespace {
 
 // Below this many bytes in all, hashing on one thread beats starting others.
 constexpr size_t kParallelHashBytes = 512 << 10;
+constexpr size_t kMaxHelpers = 7;
 
-// sha256 (hex) of each of `contents`. SHA-256 of one piece is sequential, but pieces are independent: a
-// bundle's files and chunks are hashed on several threads at once, largest first, so verification runs at a
-// multiple of one core's hashing speed.
-std::vector<std::string> HexDigests(const std::vector<ByteView>& contents) {
-  std::vector<std::string> digests(contents.size());
-  size_t total = 0;
-  for (const ByteView& bytes : contents) total += bytes.size;
-  std::vector<size_t> order(contents.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return contents[a].size > contents[b].size; });
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t k; (k = next.fetch_add(1)) < order.size();) {
-      const ByteView& bytes = contents[order[k]];
-      digests[order[k]] = Sha256::HexDigest(bytes.data, bytes.size);
-    }
-  };
-  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  const size_t threads = total < kParallelHashBytes ? 1 : std::min({cores, contents.size(), size_t{8}});
-  std::vector<std::thread> helpers;
-  for (size_t t = 1; t < threads; ++t) {
-    try {
-      helpers.emplace_back(work);
-    } catch (const std::system_error&) {
-      break;  // no thread to be had: the calling thread hashes the rest
-    }
-  }
-  work();
-  for (std::thread& helper : helpers) helper.join();
-  return digests;
-}
+std::string Errno() { return std::strerror(errno); }
 
-// Reads a whole regular file (symlinks followed) of exactly `expected_size` bytes with one read into an
-// uninitialized buffer. Returns an empty string on success, else what is wrong. The size is checked before
-// reading, so an oversized file costs nothing.
-std::string ReadListedFile(const std::string& path, uint64_t expected_size, Buffer* out) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::string("cannot be read (") + std::strerror(errno) + ")";
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { close(fd); }
-  } closer{fd};
-  struct stat st;
-  if (fstat(fd, &st) != 0) return std::string("cannot be read (") + std::strerror(errno) + ")";
+// What is wrong with a listed file of `expected_size` bytes, judged by fstat, or "".
+std::string CheckStat(const struct stat& st, uint64_t expected_size) {
   if (!S_ISREG(st.st_mode)) return "is not a regular file";
   if (static_cast<uint64_t>(st.st_size) != expected_size) {
     return "size is " + std::to_string(st.st_size) + " bytes but manifest.json records " +
            std::to_string(expected_size) +
            (static_cast<uint64_t>(st.st_size) < expected_size ? " (truncated)" : "");
   }
-  *out = Buffer(expected_size + 1);  // one byte more: room to notice a file that grew
-  size_t done = 0;
-  while (done <= expected_size) {
-    const ssize_t n = read(fd, out->data() + done, expected_size + 1 - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return std::string("cannot be read (") + std::strerror(errno) + ")";
-    if (n == 0) break;
-    done += static_cast<size_t>(n);
-  }
-  // Fewer or more bytes than stat said: the file changed while being read; judge it by the manifest.
-  if (done != expected_size) return "changed size while being read";
   return "";
+}
+
+// Opens a listed file (symlinks followed) and checks its type and size. Returns the descriptor, or -1 with
+// `problem` set.
+int OpenListedFile(const std::string& path, uint64_t expected_size, std::string* problem) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *problem = "cannot be read (" + Errno() + ")";
+    return -1;
+  }
+  struct stat st;
+  *problem = fstat(fd, &st) != 0 ? "cannot be read (" + Errno() + ")" : CheckStat(st, expected_size);
+  if (problem->empty()) return fd;
+  close(fd);
+  return -1;
 }
 
 // Reads a whole file. Returns false (errno set) when it cannot be opened or read.
@@ -150,12 +114,166 @@ std::string SiblingContentHash(std::string dir) {
 
 }  // namespace
 
+DigestJob::DigestJob(std::vector<DigestCheck> checks, size_t helpers, Fill fill)
+    : checks_(std::move(checks)), digests_(checks_.size()), order_(checks_.size()), fill_(std::move(fill)) {
+  for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+  std::stable_sort(order_.begin(), order_.end(),
+                   [&](size_t a, size_t b) { return checks_[a].view().size > checks_[b].view().size; });
+  helpers = std::min(helpers, checks_.size());
+  for (size_t t = 0; t < helpers; ++t) {
+    try {
+      helpers_.emplace_back([this] { Work(); });
+    } catch (const std::system_error&) {
+      break;  // no thread to be had: the calling thread does the rest
+    }
+  }
+}
+
+DigestJob::~DigestJob() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  filled_all_.notify_all();
+  for (std::thread& helper : helpers_) helper.join();
+}
+
+void DigestJob::FillAll() {
+  if (!fill_) return;
+  for (size_t k; !stop_ && (k = next_fill_.fetch_add(1)) < order_.size();) {
+    std::string error;
+    try {
+      fill_(order_[k], checks_[order_[k]]);
+    } catch (const Error& e) {
+      error = e.what();
+    } catch (const std::exception& e) {
+      error = checks_[order_[k]].path + ": cannot be read (" + e.what() + ")";
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!error.empty() && fill_error_.empty()) fill_error_ = error;
+    if (++filled_ == checks_.size()) filled_all_.notify_all();
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  filled_all_.wait(lock, [&] { return stop_ || filled_ == checks_.size(); });
+}
+
+void DigestJob::Work() {
+  FillAll();
+  if (stop_) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!fill_error_.empty()) return;
+  }
+  for (size_t k; !stop_ && (k = next_.fetch_add(1)) < order_.size();) {
+    const ByteView bytes = checks_[order_[k]].view();
+    digests_[order_[k]] = Sha256::HexDigest(bytes.data, bytes.size);
+  }
+}
+
+void DigestJob::WaitFilled() {
+  FillAll();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!fill_error_.empty()) throw Error(fill_error_);
+}
+
+const DigestCheck* DigestJob::Wait(std::string* actual) {
+  Work();
+  for (std::thread& helper : helpers_) helper.join();
+  helpers_.clear();
+  if (!fill_error_.empty()) throw Error(fill_error_);
+  for (size_t i = 0; i < checks_.size(); ++i) {
+    if (digests_[i] != *checks_[i].expected) {
+      if (actual) *actual = digests_[i];
+      return &checks_[i];
+    }
+  }
+  return nullptr;
+}
+
+size_t DigestJob::HelpersFor(const std::vector<DigestCheck>& checks) {
+  size_t total = 0;
+  for (const DigestCheck& check : checks) total += check.view().size;
+  if (total < kParallelHashBytes) return 0;
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::min({cores, checks.size(), kMaxHelpers + 1}) - 1;
+}
+
+size_t DigestJob::BackgroundHelpersFor(const std::vector<DigestCheck>& checks) {
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::min({checks.size(), std::max<size_t>(1, cores - 1), size_t{4}});
+}
+
+UnverifiedFile::UnverifiedFile(UnverifiedFile&& other) noexcept
+    : name_(std::move(other.name_)),
+      fix_(std::move(other.fix_)),
+      size_(other.size_),
+      fd_(std::exchange(other.fd_, -1)),
+      memory_(other.memory_) {}
+
+UnverifiedFile& UnverifiedFile::operator=(UnverifiedFile&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) close(fd_);
+    name_ = std::move(other.name_);
+    fix_ = std::move(other.fix_);
+    size_ = other.size_;
+    fd_ = std::exchange(other.fd_, -1);
+    memory_ = other.memory_;
+  }
+  return *this;
+}
+
+UnverifiedFile::~UnverifiedFile() {
+  if (fd_ >= 0) close(fd_);
+}
+
+void UnverifiedFile::Read(uint64_t offset, size_t size, uint8_t* out) const {
+  if (offset > size_ || size > size_ - offset) {
+    throw Error(name_ + " holds " + std::to_string(size_) + " bytes, fewer than bytes " +
+                std::to_string(offset) + " to " + std::to_string(offset + size) + " that were asked for" +
+                fix_);
+  }
+  if (fd_ < 0) {
+    std::memcpy(out, memory_.data + offset, size);
+    return;
+  }
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = pread(fd_, out + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(name_ + " cannot be read (" + Errno() + ")" + fix_);
+    if (n == 0) throw Error(name_ + " changed size while being read" + fix_);
+    done += static_cast<size_t>(n);
+  }
+}
+
+void UnverifiedFile::CheckNoMoreBytes() const {
+  if (fd_ < 0) return;
+  uint8_t byte;
+  ssize_t n;
+  while ((n = pread(fd_, &byte, 1, static_cast<off_t>(size_))) < 0 && errno == EINTR) {
+  }
+  if (n > 0) throw Error(name_ + " changed size while being read" + fix_);
+}
+
+// One slot per listed file: its record, and its bytes once read (directory bundles) and checked. Each slot
+// has its own lock, so threads asking for different files do not wait for each other.
+struct Bundle::Files {
+  struct Slot {
+    FileRecord record;
+    std::mutex mutex;
+    bool checked = false;
+    ByteView bytes;  // tar: the entry; directory: `storage` once read
+    Buffer storage;
+  };
+  std::vector<std::unique_ptr<Slot>> slots;  // in listing order: files, then golden files
+  std::map<std::string, Slot*> by_path;
+};
+
 Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& options) {
   Bundle bundle;
   bundle.origin_ = dir;
   bundle.directory_ = dir;
   bundle.from_directory_ = true;
-  bundle.storage_ = std::make_shared<std::vector<Buffer>>();
 
   const std::string manifest_path = Join(dir, "manifest.json");
   std::vector<uint8_t> manifest_bytes;
@@ -187,36 +305,31 @@ Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& option
                 "); fix: copy the whole bundle directory of the wrp_artifact target");
   }
   ParseGolden(golden_text, golden_path, bundle.content_hash_, &bundle.manifest_);
-  const std::vector<FileRecord> listed_files = bundle.manifest_.ListedFiles();
+  bundle.IndexFiles(nullptr);
 
   // Files are judged by content: a listed file may be reached through a symlink (Bazel's sandbox stages
   // inputs that way), but nothing may be there that the manifests do not list.
-  std::set<std::string> listed;
-  for (const FileRecord& record : listed_files) listed.insert(record.path);
   for (const std::string& rel : WalkFiles(dir)) {
-    if (!listed.count(rel) && rel != "manifest.json" && rel != Manifest::kGolden &&
+    if (!bundle.files_->by_path.count(rel) && rel != "manifest.json" && rel != Manifest::kGolden &&
         rel != Manifest::kCaptureInfo) {
       throw Error(Join(dir, rel) +
                   ": not listed in manifest.json or golden.json (a symlinked directory counts as unlisted)" +
                   "; fix: the bundle was modified after it was built: " + bundle.manifest_.RebuildHint());
     }
   }
-
-  // Read each listed file once; verification then runs on exactly the bytes Warp will be given.
-  std::map<std::string, ByteView> present;
-  bundle.storage_->reserve(listed_files.size());
-  for (const FileRecord& record : listed_files) {
-    Buffer bytes;
-    const std::string path = Join(dir, record.path);
-    std::string problem = ReadListedFile(path, record.size, &bytes);
+  bundle.CheckContentHash(options);
+  // Sizes are checked now, contents when first used: a truncated or missing file is named at open.
+  for (const auto& slot : bundle.files_->slots) {
+    const std::string path = Join(dir, slot->record.path);
+    struct stat st;
+    std::string problem =
+        stat(path.c_str(), &st) != 0 ? "cannot be read (" + Errno() + ")" : CheckStat(st, slot->record.size);
     if (!problem.empty()) {
-      throw Error(path + ": listed in " + bundle.manifest_.ListerOf(record.path) + " but " + problem +
+      throw Error(path + ": listed in " + bundle.manifest_.ListerOf(slot->record.path) + " but " + problem +
                   "; fix: " + bundle.manifest_.RebuildHint() + " and copy the whole bundle directory");
     }
-    present[record.path] = ByteView{bytes.data(), record.size};
-    bundle.storage_->push_back(std::move(bytes));
   }
-  bundle.Verify(present, options, /*extras_allowed=*/false);
+  if (options.verify_all) bundle.VerifyAll();
   return bundle;
 }
 
@@ -275,87 +388,178 @@ Bundle Bundle::FromTar(const void* data, size_t size, std::string origin, const 
     }
     present[entry.path.substr(prefix.size())] = ByteView{entry.data, entry.size};
   }
-  bundle.Verify(present, options, /*extras_allowed=*/false);
+  bundle.CheckContentHash(options);
+  bundle.IndexFiles(&present);
+  if (options.verify_all) bundle.VerifyAll();
   return bundle;
 }
 
-void Bundle::Verify(const std::map<std::string, ByteView>& present, const BundleOptions& options,
-                    bool extras_allowed) {
-  const std::string fix = "; fix: the bundle was modified after it was built: " + manifest_.RebuildHint();
-  if (!options.expected_content_hash.empty()) {
-    if (!IsHex64(options.expected_content_hash)) {
-      throw Error(
-          "expected content hash \"" + options.expected_content_hash +
-          "\" is not 64 lowercase hex digits; fix: pass the contents of the artifact's <name>.sha256");
-    }
-    if (options.expected_content_hash != content_hash_) {
-      throw Error(Describe("manifest.json") + ": sha256 is " + content_hash_ + " but the build recorded " +
-                  options.expected_content_hash + fix);
-    }
+std::string Bundle::ModifiedFix() const {
+  return "; fix: the bundle was modified after it was built: " + manifest_.RebuildHint();
+}
+
+void Bundle::CheckContentHash(const BundleOptions& options) const {
+  if (options.expected_content_hash.empty()) return;
+  if (!IsHex64(options.expected_content_hash)) {
+    throw Error("expected content hash \"" + options.expected_content_hash +
+                "\" is not 64 lowercase hex digits; fix: pass the contents of the artifact's <name>.sha256");
   }
-  const std::vector<FileRecord> listed = manifest_.ListedFiles();
-  // What proves each file: its chunk digests when the manifest has them, else its whole sha256. All pieces of
-  // all files are hashed at once, on several threads.
-  struct Piece {
-    const FileRecord* record;
-    uint64_t offset;
-    const std::string* expected;
-  };
-  std::vector<Piece> pieces;
-  std::vector<ByteView> contents;
-  for (const FileRecord& record : listed) {
-    auto it = present.find(record.path);
-    if (it == present.end()) {
+  if (options.expected_content_hash != content_hash_) {
+    throw Error(Describe("manifest.json") + ": sha256 is " + content_hash_ + " but the build recorded " +
+                options.expected_content_hash + ModifiedFix());
+  }
+}
+
+void Bundle::IndexFiles(const std::map<std::string, ByteView>* present) {
+  files_ = std::make_shared<Files>();
+  for (FileRecord& record : manifest_.ListedFiles()) {
+    auto slot = std::make_unique<Files::Slot>();
+    slot->record = std::move(record);
+    files_->by_path[slot->record.path] = slot.get();
+    files_->slots.push_back(std::move(slot));
+  }
+  if (!present) return;
+  for (const auto& slot : files_->slots) {
+    const FileRecord& record = slot->record;
+    auto it = present->find(record.path);
+    if (it == present->end()) {
       throw Error(Describe(record.path) + ": listed in " + manifest_.ListerOf(record.path) + " but missing" +
-                  fix);
+                  ModifiedFix());
     }
-    const ByteView& bytes = it->second;
-    if (bytes.size != record.size) {
-      throw Error(Describe(record.path) + ": size is " + std::to_string(bytes.size) + " bytes but " +
+    if (it->second.size != record.size) {
+      throw Error(Describe(record.path) + ": size is " + std::to_string(it->second.size) + " bytes but " +
                   manifest_.ListerOf(record.path) + " records " + std::to_string(record.size) +
-                  (bytes.size < record.size ? " (truncated)" : "") + fix);
+                  (it->second.size < record.size ? " (truncated)" : "") + ModifiedFix());
     }
-    files_[record.path] = bytes;
-    if (record.chunk_sha256.empty()) {
-      pieces.push_back({&record, 0, &record.sha256});
-      contents.push_back(bytes);
-      continue;
-    }
-    for (size_t i = 0; i < record.chunk_sha256.size(); ++i) {
-      const uint64_t offset = i * manifest_.chunk_bytes;
-      pieces.push_back({&record, offset, &record.chunk_sha256[i]});
-      contents.push_back(
-          ByteView{bytes.data + offset, std::min<uint64_t>(manifest_.chunk_bytes, bytes.size - offset)});
-    }
+    slot->bytes = it->second;
   }
-  const std::vector<std::string> digests = HexDigests(contents);
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    const Piece& piece = pieces[i];
-    if (digests[i] != *piece.expected) {
-      const std::string range = piece.record->chunk_sha256.empty()
-                                    ? ""
-                                    : " (bytes " + std::to_string(piece.offset) + " to " +
-                                          std::to_string(piece.offset + contents[i].size) + ")";
-      throw Error(Describe(piece.record->path) + range + ": sha256 is " + digests[i] + " but " +
-                  manifest_.ListerOf(piece.record->path) + " records " + *piece.expected + fix);
-    }
-  }
-  if (!extras_allowed) {
-    for (const auto& entry : present) {
-      if (!files_.count(entry.first) && entry.first != Manifest::kCaptureInfo &&
-          entry.first != Manifest::kGolden) {
-        throw Error(Describe(entry.first) + ": not listed in manifest.json or golden.json" + fix);
-      }
+  for (const auto& entry : *present) {
+    if (!files_->by_path.count(entry.first) && entry.first != Manifest::kCaptureInfo &&
+        entry.first != Manifest::kGolden) {
+      throw Error(Describe(entry.first) + ": not listed in manifest.json or golden.json" + ModifiedFix());
     }
   }
 }
 
-ByteView Bundle::File(const std::string& path) const {
-  auto it = files_.find(path);
-  if (it == files_.end()) {
+std::vector<DigestCheck> Bundle::DigestChecks(const std::string& path, ByteView bytes) const {
+  auto it = files_->by_path.find(path);
+  if (it == files_->by_path.end()) {
     throw Error(Describe(path) + ": not listed in manifest.json; fix: " + manifest_.RebuildHint());
   }
-  return it->second;
+  const FileRecord& record = it->second->record;
+  std::vector<DigestCheck> checks;
+  if (record.chunk_sha256.empty()) {
+    checks.push_back(DigestCheck{path, 0, bytes, {}, &record.sha256, ""});
+    return checks;
+  }
+  for (size_t i = 0; i < record.chunk_sha256.size(); ++i) {
+    const uint64_t offset = i * manifest_.chunk_bytes;
+    const ByteView piece{bytes.data + offset, std::min<uint64_t>(manifest_.chunk_bytes, bytes.size - offset)};
+    checks.push_back(
+        DigestCheck{path,
+                    offset,
+                    piece,
+                    {},
+                    &record.chunk_sha256[i],
+                    "bytes " + std::to_string(offset) + " to " + std::to_string(offset + piece.size)});
+  }
+  return checks;
+}
+
+std::string Bundle::DigestMismatch(const DigestCheck& check, const std::string& actual) const {
+  const std::string part = check.part.empty() ? "" : " (" + check.part + ")";
+  return Describe(check.path) + part + ": sha256 is " + actual + " but " + manifest_.ListerOf(check.path) +
+         " records " + *check.expected + ModifiedFix();
+}
+
+namespace {
+
+// Reads (directory bundles) and checks the given unchecked slots, all pieces at once: each piece is read and
+// hashed on helper threads. The caller holds the slots' locks. On failure nothing is marked checked and the
+// bytes read are dropped, so that a later call reads the files again.
+template <typename Slot>
+void ReadAndCheck(const Bundle& bundle, const std::vector<Slot*>& slots) {
+  std::vector<DigestCheck> checks;
+  std::vector<std::shared_ptr<UnverifiedFile>> sources;  // per check, directory bundles
+  try {
+    for (Slot* slot : slots) {
+      std::shared_ptr<UnverifiedFile> source;
+      if (bundle.from_directory()) {
+        source = std::make_shared<UnverifiedFile>(bundle.OpenUnverified(slot->record.path));
+        slot->storage = Buffer(slot->record.size);
+        slot->bytes = ByteView{slot->storage.data(), slot->record.size};
+      }
+      for (DigestCheck& check : bundle.DigestChecks(slot->record.path, slot->bytes)) {
+        checks.push_back(std::move(check));
+        sources.push_back(source);
+      }
+    }
+    DigestJob::Fill fill;
+    if (bundle.from_directory()) {
+      fill = [&sources](size_t index, DigestCheck& check) {
+        const UnverifiedFile& source = *sources[index];
+        source.Read(check.offset, check.bytes.size, const_cast<uint8_t*>(check.bytes.data));
+        if (check.offset + check.bytes.size == source.size()) source.CheckNoMoreBytes();
+      };
+    }
+    const size_t helpers = DigestJob::HelpersFor(checks);
+    DigestJob job(std::move(checks), helpers, fill);
+    std::string actual;
+    if (const DigestCheck* bad = job.Wait(&actual)) throw Error(bundle.DigestMismatch(*bad, actual));
+  } catch (...) {
+    if (bundle.from_directory()) {
+      for (Slot* slot : slots) {
+        slot->storage = Buffer();
+        slot->bytes = ByteView{};
+      }
+    }
+    throw;
+  }
+  for (Slot* slot : slots) slot->checked = true;
+}
+
+}  // namespace
+
+ByteView Bundle::File(const std::string& path) const {
+  auto it = files_->by_path.find(path);
+  if (it == files_->by_path.end()) {
+    throw Error(Describe(path) + ": not listed in manifest.json; fix: " + manifest_.RebuildHint());
+  }
+  Files::Slot* slot = it->second;
+  std::lock_guard<std::mutex> lock(slot->mutex);
+  if (!slot->checked) ReadAndCheck(*this, std::vector<Files::Slot*>{slot});
+  return slot->bytes;
+}
+
+void Bundle::VerifyAll() const {
+  // Every lock, taken in listing order (File takes one at a time): all files are hashed at once.
+  std::vector<std::unique_lock<std::mutex>> locks;
+  std::vector<Files::Slot*> unchecked;
+  for (const auto& slot : files_->slots) {
+    locks.emplace_back(slot->mutex);
+    if (!slot->checked) unchecked.push_back(slot.get());
+  }
+  if (!unchecked.empty()) ReadAndCheck(*this, unchecked);
+}
+
+UnverifiedFile Bundle::OpenUnverified(const std::string& path) const {
+  auto it = files_->by_path.find(path);
+  if (it == files_->by_path.end()) {
+    throw Error(Describe(path) + ": not listed in manifest.json; fix: " + manifest_.RebuildHint());
+  }
+  const FileRecord& record = it->second->record;
+  UnverifiedFile file;
+  file.name_ = Describe(path) + ": listed in " + manifest_.ListerOf(path) + " but";
+  file.fix_ = "; fix: " + manifest_.RebuildHint() + " and copy the whole bundle directory";
+  file.size_ = record.size;
+  if (!from_directory_) {
+    file.memory_ = it->second->bytes;
+    return file;
+  }
+  std::string problem;
+  file.fd_ = OpenListedFile(Describe(path), record.size, &problem);
+  if (file.fd_ < 0) throw Error(file.name_ + " " + problem + file.fix_);
+  return file;
 }
 
 std::string Bundle::Describe(const std::string& path) const {

@@ -1,12 +1,18 @@
-// A verified rules_warp bundle: manifest.json plus every file it lists, each checked for size and sha256
-// before anything is handed to Warp.
+// A rules_warp bundle: manifest.json plus every file it lists. Opening checks what is cheap and decides
+// validity (the content hash, the listing, every file's size); a file's bytes are read and checked against
+// their sha256 when first asked for, so a load hashes only what it hands Warp.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/buffer.h"
@@ -23,14 +29,99 @@ struct BundleOptions {
   // When set (64 hex digits), the sha256 of manifest.json must equal it: this is what catches an edited
   // manifest, since the manifest cannot vouch for itself. Bazel passes the artifact's <name>.sha256.
   std::string expected_content_hash;
+  // Read and check every listed file at open (Bundle::VerifyAll), for programs that promise the whole bundle
+  // was checked (replay_test); otherwise each file is checked when first used.
+  bool verify_all = false;
+};
+
+// One piece of a listed file and the sha256 the manifest records for it.
+struct DigestCheck {
+  std::string path;     // manifest path
+  uint64_t offset = 0;  // of the piece in the file
+  ByteView bytes;       // the piece, unless `owned` holds a copy of it
+  std::vector<uint8_t> owned;
+  const std::string* expected = nullptr;  // into the Bundle's manifest
+  std::string part;  // which piece, for messages ("bytes 0 to 262144"); empty for the whole file
+
+  ByteView view() const { return owned.empty() ? bytes : ByteView{owned.data(), owned.size()}; }
+};
+
+// Hashes DigestChecks, several at once: SHA-256 of one piece is sequential, but pieces are independent.
+// Helper threads start with the job, so the calling thread can do other work (such as Warp's load of the
+// bytes being hashed) until Wait(), where it hashes whatever is left. With a `fill`, each piece is first
+// filled (read from its file) on the helpers: every fill before any hash, so that WaitFilled() returns as
+// soon as the bytes are there, and a large file is copied on several cores.
+class DigestJob {
+ public:
+  // Puts check `index`'s bytes in place; throws wrp::Error when it cannot.
+  using Fill = std::function<void(size_t index, DigestCheck& check)>;
+  // `helpers`: threads to start besides the caller's (fewer when the system refuses more).
+  DigestJob(std::vector<DigestCheck> checks, size_t helpers, Fill fill = nullptr);
+  DigestJob(const DigestJob&) = delete;
+  DigestJob& operator=(const DigestJob&) = delete;
+  ~DigestJob();
+
+  // Waits until every check is filled, filling on the calling thread too. Throws the first fill's error.
+  void WaitFilled();
+  // Waits for every hash. The first check (in the given order) whose bytes differ, or nullptr; `actual` gets
+  // that piece's sha256. Throws the first fill's error.
+  const DigestCheck* Wait(std::string* actual);
+
+  // Helpers worth starting for `checks` when the caller hashes too: none below half a MiB in all (starting a
+  // thread costs more than it saves), else up to one per core and piece, at most 7.
+  static size_t HelpersFor(const std::vector<DigestCheck>& checks);
+  // Helpers for a job hashed while the calling thread does something else: at least one, at most four
+  // (a .wrp's chunks hash in a fraction of the time Warp takes to load it).
+  static size_t BackgroundHelpersFor(const std::vector<DigestCheck>& checks);
+
+ private:
+  void FillAll();  // returns once every check is filled, or the job is stopping
+  void Work();
+
+  std::vector<DigestCheck> checks_;
+  std::vector<std::string> digests_;
+  std::vector<size_t> order_;  // largest first
+  Fill fill_;
+  std::atomic<size_t> next_fill_{0};
+  std::atomic<size_t> next_{0};
+  std::mutex mutex_;
+  std::condition_variable filled_all_;
+  size_t filled_ = 0;       // guarded by mutex_
+  std::string fill_error_;  // guarded by mutex_; final once filled_ == checks_.size()
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> helpers_;
+};
+
+// Positional reads of a listed file's current bytes, NOT verified (Bundle::OpenUnverified).
+class UnverifiedFile {
+ public:
+  UnverifiedFile(UnverifiedFile&&) noexcept;
+  UnverifiedFile& operator=(UnverifiedFile&&) noexcept;
+  ~UnverifiedFile();
+
+  uint64_t size() const { return size_; }
+  // Copies `size` bytes at `offset` into `out`. Throws wrp::Error naming the file when they cannot be read.
+  void Read(uint64_t offset, size_t size, uint8_t* out) const;
+  // Throws wrp::Error naming the file when it holds more bytes than recorded now (it grew after the open).
+  void CheckNoMoreBytes() const;
+
+ private:
+  friend class Bundle;
+  UnverifiedFile() = default;
+
+  std::string name_;  // "<Bundle::Describe(path)>: listed in manifest.json but", for messages
+  std::string fix_;
+  uint64_t size_ = 0;
+  int fd_ = -1;      // directory bundles
+  ByteView memory_;  // tar bundles
 };
 
 class Bundle {
  public:
-  // Reads <dir>/manifest.json and every file it lists, once; the Bundle keeps those bytes. Validity is the
-  // README's bundle-validity policy, shared with wrpkg.verify: any file or symlink the manifest does not list
-  // (capture.json aside) is an error. Without options.expected_content_hash, "<dir>.sha256" beside the
-  // directory supplies it when present.
+  // Reads <dir>/manifest.json and golden.json and checks the listing: any file or symlink the manifest does
+  // not list (capture.json aside) is an error, as is a listed file that is missing, not a regular file or of
+  // another size than recorded. Validity is the README's bundle-validity policy, shared with wrpkg.verify.
+  // Without options.expected_content_hash, "<dir>.sha256" beside the directory supplies it when present.
   static Bundle OpenDirectory(const std::string& dir, const BundleOptions& options = {});
 
   // Reads a ustar archive whose entries lie under "<name>/". Zero-copy: `data` must outlive the Bundle and
@@ -48,26 +139,45 @@ class Bundle {
   // Absolute-or-as-given directory path; empty for tar bundles.
   const std::string& directory() const { return directory_; }
 
-  // Bytes of a verified file, by its manifest path. Throws wrp::Error for a path the manifest does not list.
+  // Verified bytes of a listed file, by its manifest path: read (directory bundles) and checked against the
+  // manifest's digests on first use, then kept; safe to call from several threads. Throws wrp::Error naming
+  // the file (and the chunk) when it cannot be read or differs, and for a path the manifest does not list.
   ByteView File(const std::string& path) const;
+  // Reads and checks every listed file not checked yet, on several threads; throws like File for the first
+  // (in listing order) that differs.
+  void VerifyAll() const;
+
+  // A listed file as it is now, unverified, its size checked: for a loader that proves what it takes by
+  // other means (the device view: see device_view.h). Throws wrp::Error naming the file when it cannot be
+  // opened or has another size than recorded.
+  UnverifiedFile OpenUnverified(const std::string& path) const;
+  // The checks that prove a listed file's `bytes`: its chunk digests when the manifest has them, else its
+  // whole sha256. The checks point into `bytes` and into this Bundle's manifest.
+  std::vector<DigestCheck> DigestChecks(const std::string& path, ByteView bytes) const;
+  // "<file> (<part>): sha256 is <actual> but manifest.json records <expected>; fix: ...".
+  std::string DigestMismatch(const DigestCheck& check, const std::string& actual) const;
+
   // "<origin>/<path>", for messages.
   std::string Describe(const std::string& path) const;
   // "bundle <label> (content sha256 <first 16 hex>...)", for messages.
   std::string Title() const;
 
  private:
+  struct Files;
   Bundle() = default;
-  void Verify(const std::map<std::string, ByteView>& present, const BundleOptions& options,
-              bool extras_allowed);
+  void CheckContentHash(const BundleOptions& options) const;
+  // Makes files_ from the manifest; for a tar, `present` (its entries by manifest path) must hold every
+  // listed file at its recorded size and nothing unlisted.
+  void IndexFiles(const std::map<std::string, ByteView>* present);
+  std::string ModifiedFix() const;
 
   Manifest manifest_;
   std::string content_hash_;
   std::string origin_;
   std::string directory_;
   bool from_directory_ = false;
-  std::map<std::string, ByteView> files_;
-  // Owns the file contents of a directory bundle; shared so that Bundle copies stay valid.
-  std::shared_ptr<std::vector<Buffer>> storage_;
+  // The listed files and what is known of them; shared so that Bundle copies stay valid and share checks.
+  std::shared_ptr<Files> files_;
 };
 
 // Throws wrp::Error unless the linked Warp's version equals the one the bundle was captured with (the .wrp

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 #include <vector>
 
 #include "runtime/golden.h"
@@ -92,8 +93,15 @@ WRP_TEST(TamperedDirectoryFailsNamingTheFile) {
     std::vector<uint8_t> bytes = ReadBytes(dir / module);
     bytes[bytes.size() / 2] ^= 0x01;
     WriteBytes(dir / module, bytes);
-    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), (dir / module).string().c_str(), "sha256 is",
-                      rebuild.c_str());
+    // Contents are checked when used (File), all at once on request (VerifyAll, verify_all), never skipped.
+    const wrp::Bundle opened = wrp::Bundle::OpenDirectory(dir.string());
+    CHECK_THROWS_WITH(opened.File(module), (dir / module).string().c_str(), "sha256 is", rebuild.c_str());
+    CHECK_THROWS_WITH(opened.File(module), (dir / module).string().c_str(), "sha256 is");  // every time
+    CHECK_THROWS_WITH(opened.VerifyAll(), (dir / module).string().c_str(), "sha256 is", rebuild.c_str());
+    wrp::BundleOptions verify_all;
+    verify_all.verify_all = true;
+    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string(), verify_all), (dir / module).string().c_str(),
+                      "sha256 is", rebuild.c_str());
     fs::remove_all(dir.parent_path());
   }
   {
@@ -152,8 +160,13 @@ WRP_TEST(TarMatchesDirectoryAndRejectsTampering) {
     if (e.path == dir_bundle.manifest().name + "/" + module) {
       std::vector<uint8_t> flipped = tar;
       flipped[e.data - tar.data() + e.size / 2] ^= 0x80;
-      CHECK_THROWS_WITH(wrp::Bundle::FromTar(flipped.data(), flipped.size(), "test tar"),
-                        ("test tar:" + dir_bundle.manifest().name + "/" + module).c_str(), "sha256 is");
+      const std::string name = "test tar:" + dir_bundle.manifest().name + "/" + module;
+      const wrp::Bundle opened = wrp::Bundle::FromTar(flipped.data(), flipped.size(), "test tar");
+      CHECK_THROWS_WITH(opened.File(module), name.c_str(), "sha256 is");
+      wrp::BundleOptions verify_all;
+      verify_all.verify_all = true;
+      CHECK_THROWS_WITH(wrp::Bundle::FromTar(flipped.data(), flipped.size(), "test tar", verify_all),
+                        name.c_str(), "sha256 is");
     }
   }
   std::vector<uint8_t> truncated(tar.begin(), tar.begin() + 2048);
@@ -247,18 +260,67 @@ WRP_TEST(WrongDeviceKind) {
 
 WRP_TEST(LoadUsesTheVerifiedBytesNotASecondRead) {
   fs::path dir = CopyBundle("swap");
-  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(dir.string());
+  wrp::BundleOptions verify_all;
+  verify_all.verify_all = true;
+  wrp::Bundle verified = wrp::Bundle::OpenDirectory(dir.string(), verify_all);
+  wrp::Bundle lazy = wrp::Bundle::OpenDirectory(dir.string());
   // Swapped after verification: a default load never sees it.
   std::vector<uint8_t> wrp = ReadBytes(dir / "sim.wrp");
   std::vector<uint8_t> garbage(wrp.size(), 0xAB);
   WriteBytes(dir / "sim.wrp", garbage);
-  wrp::Graph graph = wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"));
+  wrp::Graph graph = wrp::Graph::Load(verified, wrp::Device::Parse("cpu"));
   CHECK_EQ(graph.load_source(), "memory");
-  CheckReplayMatchesGolden(graph, bundle);
-  // Re-reading the directory would have loaded the swapped file.
+  CheckReplayMatchesGolden(graph, verified);
+  // Swapped after open but before its first use: read then, and refused.
+  CHECK_THROWS_WITH(wrp::Graph::Load(lazy, wrp::Device::Parse("cpu")), (dir / "sim.wrp").string().c_str(),
+                    "sha256 is");
+  // Re-reading the directory hands Warp what is there now: files not yet verified are verified first, but
+  // the ones verified earlier are not read again (which is why it is only for comparisons).
   wrp::LoadOptions reread;
   reread.source = wrp::LoadOptions::Source::kDirectory;
-  CHECK_THROWS_WITH(wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"), reread), "Warp could not load");
+  CHECK_THROWS_WITH(wrp::Graph::Load(lazy, wrp::Device::Parse("cpu"), reread), "sim.wrp", "sha256 is");
+  CHECK_THROWS_WITH(wrp::Graph::Load(verified, wrp::Device::Parse("cpu"), reread), "Warp could not load");
+  fs::remove_all(dir.parent_path());
+}
+
+// Opening reads the manifests and checks the listing and sizes, not contents: a changed file that a load
+// does not use (a golden output) fails only where it is read, and File is safe from several threads.
+WRP_TEST(ContentsAreCheckedWhenFirstUsed) {
+  fs::path dir = CopyBundle("lazy");
+  const wrp::Bundle clean = wrp::Bundle::OpenDirectory(dir.string());
+  const std::string golden = clean.manifest().golden.at(0).file;
+  std::vector<uint8_t> bytes = ReadBytes(dir / golden);
+  bytes[0] ^= 0x01;
+  WriteBytes(dir / golden, bytes);
+  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(dir.string());
+  wrp::Graph graph = wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"));
+  graph.Launch();
+  // ... while a changed file a load uses stops the load.
+  const std::string module = ModulePath(clean);
+  std::vector<uint8_t> module_bytes = ReadBytes(dir / module);
+  module_bytes[module_bytes.size() / 2] ^= 0x01;
+  WriteBytes(dir / module, module_bytes);
+  CHECK_THROWS_WITH(wrp::Graph::Load(wrp::Bundle::OpenDirectory(dir.string()), wrp::Device::Parse("cpu")),
+                    (dir / module).string().c_str(), "sha256 is");
+  module_bytes[module_bytes.size() / 2] ^= 0x01;
+  WriteBytes(dir / module, module_bytes);
+  CHECK_THROWS_WITH(bundle.File(golden), (dir / golden).string().c_str(), "sha256 is", "golden.json records");
+  CHECK_THROWS_WITH(bundle.VerifyAll(), (dir / golden).string().c_str(), "sha256 is");
+
+  std::vector<std::thread> threads;
+  std::vector<const uint8_t*> seen(8);
+  const std::string& wrp = bundle.manifest().wrp;
+  for (size_t t = 0; t < seen.size(); ++t) {
+    threads.emplace_back([&, t] { seen[t] = bundle.File(wrp).data; });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const uint8_t* data : seen) CHECK(data == seen[0] && data != nullptr);
+  const wrp::ByteView cached = bundle.File(wrp);
+  CHECK(wrp::Sha256::HexDigest(cached.data, cached.size) == bundle.manifest().FindFile(wrp)->sha256);
+
+  // Sizes are checked at open, so a truncated file is named there even when nothing would read it.
+  fs::resize_file(dir / golden, bytes.size() - 1);
+  CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), (dir / golden).string().c_str(), "(truncated)");
   fs::remove_all(dir.parent_path());
 }
 

@@ -2,7 +2,11 @@
 // and nvFatbin from the pinned wheels). Argument: BUNDLE_DIR (//models:sim_recorded_wrp). No GPU needed.
 #include "runtime/device_view.h"
 
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -17,6 +21,37 @@ wrp::Bundle OpenBundle() { return wrp::Bundle::OpenDirectory(wrp::testing::Args(
 wrp::ArchDecision Decide(const wrp::Bundle& bundle, int sm) {
   wrp::CudaDeviceFacts device{"cuda:0", "test GPU", sm, 13000};
   return wrp::DecideCudaCode(bundle.manifest(), bundle.Title(), device, /*source_allowed=*/true);
+}
+
+namespace fs = std::filesystem;
+
+std::vector<uint8_t> ReadBytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void FlipByte(const fs::path& path, size_t offset) {
+  std::vector<uint8_t> bytes = ReadBytes(path);
+  bytes.at(offset) ^= 0x01;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+// A private copy of the bundle directory (with its <dir>.sha256) to damage.
+fs::path CopyBundle(const std::string& tag) {
+  const fs::path source = wrp::testing::Args().at(0);
+  const fs::path root =
+      fs::temp_directory_path() / ("wrp_device_view_test_" + std::to_string(getpid()) + "_" + tag);
+  fs::remove_all(root);
+  fs::create_directories(root);
+  fs::copy(source, root / source.filename(), fs::copy_options::recursive);
+  return root / source.filename();
+}
+
+// Where the `arch` image of a module's fatbin lies.
+wrp::FatbinImage ImageOf(const wrp::Bundle& bundle, const wrp::ModuleRecord& module,
+                         const std::string& arch) {
+  return *wrp::FindSassImage(wrp::ParseFatbin(bundle.File(module.binary), module.binary), arch);
 }
 
 size_t Count(const wrp::Buffer& haystack, const std::string& needle) {
@@ -95,7 +130,7 @@ WRP_TEST(ViewForSm90PointsEveryModuleAtItsCubin) {
     for (const wrp::SassRecord& sass : module.sass) {
       if (sass.arch == "sm_90") sm90_digest = sass.sha256;
     }
-    CHECK_EQ(wrp::Sha256::HexDigest(view->images[i].data, view->images[i].size), sm90_digest);
+    CHECK_EQ(wrp::Sha256::HexDigest(view->images[i].data(), view->images[i].size()), sm90_digest);
     CHECK_EQ(Count(view->wrp, sm90_digest), size_t{1});
     CHECK_EQ(Count(view->wrp, manifest.FindFile(module.binary)->sha256), size_t{0});
     CHECK_EQ(module.binary.substr(module.binary.size() - view->filenames[i].size()), view->filenames[i]);
@@ -110,4 +145,93 @@ WRP_TEST(NoViewWithoutSassForEveryModule) {
   CHECK(!wrp::MakeDeviceView(bundle, decision));
   wrp::ArchDecision none;
   CHECK(!wrp::MakeDeviceView(bundle, none));
+}
+
+// The view reads and verifies only what it hands Warp: changed bytes elsewhere (another SM's image, the
+// PTX, the CUDA source, a golden output) do not stop it, yet File and VerifyAll still name them.
+WRP_TEST(ViewReadsOnlyWhatItHandsWarp) {
+  const fs::path dir = CopyBundle("unused");
+  const wrp::Bundle clean = wrp::Bundle::OpenDirectory(dir.string());
+  const wrp::ModuleRecord& module = clean.manifest().modules.at(0);
+  const wrp::FatbinImage sm75 = ImageOf(clean, module, "sm_75");
+  FlipByte(dir / module.binary, sm75.offset + sm75.size / 2);
+  const std::string golden = clean.manifest().golden.at(0).file;
+  FlipByte(dir / golden, 0);
+
+  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(dir.string());
+  std::optional<wrp::DeviceView> view = wrp::MakeDeviceView(bundle, Decide(bundle, 90));
+  CHECK(view.has_value());
+  if (view) {
+    CHECK_EQ(view->WrpFailure(bundle), "");
+    CHECK_EQ(view->ImageFailure(bundle), "");
+  }
+  CHECK_THROWS_WITH(bundle.File(module.binary), (dir / module.binary).string().c_str(), "sha256 is",
+                    "manifest.json records", "rebuild //models:sim_recorded_wrp");
+  CHECK_THROWS_WITH(bundle.File(golden), (dir / golden).string().c_str(), "golden.json records");
+  // Files are listed before golden files, so VerifyAll names the fatbin.
+  CHECK_THROWS_WITH(bundle.VerifyAll(), (dir / module.binary).string().c_str(), "sha256 is");
+  fs::remove_all(dir.parent_path());
+}
+
+// A changed .wrp chunk is named by its byte range once the hash that ran during Warp's load is waited for;
+// the chunk holding the module records (which the view rewrites) is hashed as read, so a clean bundle passes.
+WRP_TEST(ChangedWrpChunkIsNamed) {
+  const fs::path dir = CopyBundle("wrp");
+  wrp::Bundle clean = wrp::Bundle::OpenDirectory(dir.string());
+  const std::string wrp = clean.manifest().wrp;
+  const wrp::FileRecord* record = clean.manifest().FindFile(wrp);
+  CHECK(record->chunk_sha256.size() >= 2);
+  {
+    std::optional<wrp::DeviceView> view = wrp::MakeDeviceView(clean, Decide(clean, 90));
+    CHECK(view.has_value());
+    if (view) CHECK_EQ(view->WrpFailure(clean), "");
+  }
+  const size_t chunk = clean.manifest().chunk_bytes;
+  FlipByte(dir / wrp, chunk + 7);
+  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(dir.string());
+  std::optional<wrp::DeviceView> view = wrp::MakeDeviceView(bundle, Decide(bundle, 90));
+  CHECK(view.has_value());
+  if (view) {
+    const std::string range = "(bytes " + std::to_string(chunk) + " to " +
+                              std::to_string(std::min<uint64_t>(2 * chunk, record->size)) + ")";
+    CHECK_THROWS_WITH(throw wrp::Error(view->WrpFailure(bundle)), (dir / wrp).string().c_str(), range.c_str(),
+                      "sha256 is", "rebuild //models:sim_recorded_wrp");
+  }
+  fs::remove_all(dir.parent_path());
+}
+
+// Warp checks the image it is given against the digest the view wrote; when it refuses one, the view names
+// the fatbin and the SM.
+WRP_TEST(ChangedImageIsNamedAfterWarpRefusesIt) {
+  const fs::path dir = CopyBundle("image");
+  const wrp::Bundle clean = wrp::Bundle::OpenDirectory(dir.string());
+  const wrp::ModuleRecord& module = clean.manifest().modules.back();
+  const wrp::FatbinImage sm90 = ImageOf(clean, module, "sm_90");
+  FlipByte(dir / module.binary, sm90.offset + sm90.size / 3);
+  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(dir.string());
+  std::optional<wrp::DeviceView> view = wrp::MakeDeviceView(bundle, Decide(bundle, 90));
+  CHECK(view.has_value());
+  if (view) {
+    CHECK_EQ(view->WrpFailure(bundle), "");
+    CHECK_THROWS_WITH(throw wrp::Error(view->ImageFailure(bundle)), (dir / module.binary).string().c_str(),
+                      "(its sm_90 image)", "sha256 is");
+  }
+  fs::remove_all(dir.parent_path());
+}
+
+// Fatbin headers are read unverified: when they do not lead to the recorded image, there is no view, and
+// the verified load that takes its place names the file.
+WRP_TEST(ChangedFatbinHeaderFallsBackToTheVerifiedLoad) {
+  const fs::path dir = CopyBundle("header");
+  const wrp::Bundle clean = wrp::Bundle::OpenDirectory(dir.string());
+  const wrp::ModuleRecord& module = clean.manifest().modules.at(0);
+  FlipByte(dir / module.binary, 16 + 8);  // the first entry's payload size
+  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(dir.string());
+  CHECK(!wrp::MakeDeviceView(bundle, Decide(bundle, 90)));
+  CHECK_THROWS_WITH(bundle.File(module.binary), (dir / module.binary).string().c_str(), "sha256 is");
+  // A truncated fatbin is named at open.
+  std::filesystem::resize_file(dir / module.binary, clean.manifest().FindFile(module.binary)->size - 1);
+  CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), (dir / module.binary).string().c_str(),
+                    "(truncated)");
+  fs::remove_all(dir.parent_path());
 }

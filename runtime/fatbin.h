@@ -3,6 +3,8 @@
 // ("sm_90" is not "sm_90a"), compressed entries listed but never extracted.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,13 +23,20 @@ struct FatbinImage {
   size_t size = 0;
 };
 
-// Every entry of every container, in file order. Throws wrp::Error naming `what` for malformed bytes.
+// Copies `size` bytes at `offset` of a fatbin into `out` (the parser reads headers only, never payloads).
+using FatbinReader = std::function<void(uint64_t offset, size_t size, uint8_t* out)>;
+
+// Every entry of every container, in file order, from the headers alone: a fatbin of `size` bytes read
+// through `read`. Throws wrp::Error naming `what` for malformed bytes.
+std::vector<FatbinImage> ParseFatbin(uint64_t size, const FatbinReader& read, const std::string& what);
 std::vector<FatbinImage> ParseFatbin(ByteView fatbin, const std::string& what);
 
-// The uncompressed ELF payload of the SASS entry named exactly `arch`; nullopt when there is none.
 // True when `data` starts with a fatbin container header (a plain cubin or PTX does not).
 bool IsFatbin(ByteView data);
 
+// The uncompressed SASS entry named exactly `arch` among `images`; nullopt when there is none.
+std::optional<FatbinImage> FindSassImage(const std::vector<FatbinImage>& images, const std::string& arch);
+// The payload of that entry in `fatbin`, checked to be an ELF cubin; nullopt when there is none.
 std::optional<ByteView> SassImage(ByteView fatbin, const std::string& arch, const std::string& what);
 
 }  // namespace wrp

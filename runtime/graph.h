@@ -45,12 +45,15 @@ struct LoadOptions {
   // Warp's native header directory, for compiling retained CUDA source when no SASS or PTX fits. Empty:
   // <dir of warp.so>/../native when it exists, else source fallback is off.
   std::string warp_include_dir;
-  // CUDA, kAuto or kMemory, SASS for every module (no source compile): hand Warp each module's own cubin from
-  // the verified fatbin instead of the whole fatbin (see device_view.h); load_source() then says "device
-  // view". Off: Warp gets the bundle as it is.
+  // CUDA, kAuto or kMemory, SASS for every module (no source compile): hand Warp the .wrp and each module's
+  // own cubin, read from its fatbin, instead of the whole fatbins, and verify only those (see
+  // device_view.h); load_source() then says "device view". Off: Warp gets the bundle's files as they are,
+  // each verified first.
   bool device_view = true;
   // When set, Load appends how long each of its steps took, in order (e.g. "arch check", "device view",
-  // "warp load", "stream"): where a cold start's time goes, without a profiler (tools/bench:start_bench).
+  // "warp load", "hash wait" (the device view's .wrp digests, hashed during Warp's load), "stream"; "verify"
+  // on the roads that verify every file first): where a cold start's time goes, without a profiler
+  // (tools/bench:start_bench).
   std::vector<LoadPhase>* phases = nullptr;
 };
 

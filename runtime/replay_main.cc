@@ -108,6 +108,8 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
 int Run(const Flags& flags) {
   wrp::BundleOptions options;
   options.expected_content_hash = flags.content_hash;
+  // A replay test vouches for the whole bundle, not only what the load reads.
+  options.verify_all = true;
   std::vector<uint8_t> tar_bytes;  // must outlive the bundle (zero-copy)
   auto start = std::chrono::steady_clock::now();
 

@@ -184,6 +184,31 @@ CudaDeviceFacts QueryCudaDevice(int ordinal) {
   return facts;
 }
 
+const CudaDriverLaunch* GetCudaDriverLaunch() {
+  static const CudaDriverLaunch* resolved = []() -> const CudaDriverLaunch* {
+    // The library warp.so opened ("libcuda.so", else "libcuda.so.1": one soname); never a second copy.
+    void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!library) library = dlopen("libcuda.so", RTLD_NOW | RTLD_NOLOAD);
+    if (!library) return nullptr;
+    static CudaDriverLaunch driver;
+    driver.graph_launch = reinterpret_cast<int (*)(void*, void*)>(dlsym(library, "cuGraphLaunch"));
+    driver.error_name = reinterpret_cast<int (*)(int, const char**)>(dlsym(library, "cuGetErrorName"));
+    driver.error_string = reinterpret_cast<int (*)(int, const char**)>(dlsym(library, "cuGetErrorString"));
+    if (!driver.graph_launch || !driver.error_name || !driver.error_string) return nullptr;
+    return &driver;
+  }();
+  return resolved;
+}
+
+std::string CudaDriverErrorText(const CudaDriverLaunch& driver, int error) {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  driver.error_name(error, &name);
+  driver.error_string(error, &text);
+  return std::string(name ? name : "CUDA error") + " (" + std::to_string(error) + ")" + (text ? ": " : "") +
+         (text ? text : "");
+}
+
 const WarpClang& GetWarpClang() {
   static std::once_flag once;
   static WarpClang clang;

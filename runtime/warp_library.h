@@ -30,6 +30,18 @@ std::string WarpIncludeDirectory();
 CudaDeviceFacts QueryCudaDevice(int ordinal);
 int CudaDeviceCount();
 
+// The CUDA driver's graph launch, from the libcuda Warp loaded (dlsym; CUresult is an int). Graph::Launch
+// launches through it: see graph.cc.
+struct CudaDriverLaunch {
+  int (*graph_launch)(void* graph_exec, void* stream);  // cuGraphLaunch
+  int (*error_name)(int error, const char** name);      // cuGetErrorName
+  int (*error_string)(int error, const char** text);    // cuGetErrorString
+};
+// nullptr when libcuda is not loaded or lacks these entry points. Resolved once per process.
+const CudaDriverLaunch* GetCudaDriverLaunch();
+// "CUDA_ERROR_LAUNCH_FAILED (719): unspecified launch failure", for messages.
+std::string CudaDriverErrorText(const CudaDriverLaunch& driver, int error);
+
 // warp-clang's object loader, opened on first use. Python's wp.capture_load does the same: dlopen
 // warp-clang.so, check its version, bind the core library's CPU block runtime into it, then
 // wp_load_obj_from_bytes + wp_lookup per kernel.

@@ -17,12 +17,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    wrp::BundleOptions options;
+    options.verify_all = true;  // wrpkg verify's verdict covers every file's bytes, not only the listing
     if (tar) {
       std::ifstream in(argv[2], std::ios::binary);
       std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      wrp::Bundle::FromTar(bytes.data(), bytes.size(), argv[2]);
+      wrp::Bundle::FromTar(bytes.data(), bytes.size(), argv[2], options);
     } else {
-      wrp::Bundle::OpenDirectory(argv[1]);
+      wrp::Bundle::OpenDirectory(argv[1], options);
     }
     std::printf("ok\n");
   } catch (const wrp::Error& e) {

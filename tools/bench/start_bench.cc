@@ -1,8 +1,13 @@
 // Benchmark (not a test): one cold C++ start, as a fresh process sees it, printed as one JSON object.
-// Phases: Warp init (wp_init), CUDA context (the device's primary context), open + verify the bundle, load
-// (wrp::Graph::Load, with its own steps in "load_phases"), first replay (launch + wait).
+// Phases: Warp init (wp_init), CUDA context (the device's primary context), open the bundle
+// ("open_verify_ms": wrp::Bundle::OpenDirectory, which checks the manifests, the listing and the sizes; the
+// contents a load uses are verified inside it), load (wrp::Graph::Load, with its own steps in "load_phases",
+// e.g. "device view", "warp load", "hash wait"), first replay (launch + wait).
 // tools/bench/load_bench.py runs it in fresh processes beside Python's wp.capture_load on the same bundle.
 //   start_bench --bundle DIR [--device cuda:0|cpu] [--no-device-view] [--directory] [--cold-runtime]
+//               [--verify-all]
+// --verify-all opens with BundleOptions::verify_all (every file read and hashed at open, as before loads
+// verified only what they use).
 // The context phase leaves the CUDA context, a stream and the CUDA runtime (cudart) ready, as Python's does
 // (its wp.capture_load_from_bytes takes as long as Graph::Load's Warp call only then): it allocates and frees
 // one byte of device memory. --cold-runtime skips that, so cudart starts in Warp's first allocation, inside
@@ -33,6 +38,7 @@ int main(int argc, char** argv) {
   std::vector<wrp::LoadPhase> phases;
   options.phases = &phases;
   bool warm_runtime = true;
+  wrp::BundleOptions bundle_options;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--bundle") && i + 1 < argc) {
       dir = argv[++i];
@@ -44,6 +50,8 @@ int main(int argc, char** argv) {
       options.source = wrp::LoadOptions::Source::kDirectory;
     } else if (!std::strcmp(argv[i], "--cold-runtime")) {
       warm_runtime = false;
+    } else if (!std::strcmp(argv[i], "--verify-all")) {
+      bundle_options.verify_all = true;
     } else {
       dir.clear();
       break;
@@ -52,7 +60,7 @@ int main(int argc, char** argv) {
   if (dir.empty()) {
     std::fprintf(stderr,
                  "usage: start_bench --bundle DIR [--device cuda:0|cpu] [--no-device-view] [--directory] "
-                 "[--cold-runtime]\n");
+                 "[--cold-runtime] [--verify-all]\n");
     return 2;
   }
   try {
@@ -80,7 +88,7 @@ int main(int argc, char** argv) {
       }
     }
     auto t2 = Clock::now();
-    wrp::Bundle bundle = wrp::Bundle::OpenDirectory(dir);
+    wrp::Bundle bundle = wrp::Bundle::OpenDirectory(dir, bundle_options);
     auto t3 = Clock::now();
     wrp::Graph graph = wrp::Graph::Load(bundle, device, options);
     auto t4 = Clock::now();

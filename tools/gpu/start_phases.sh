@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Where a cold C++ load's time goes, on a GPU machine: tools/bench:start_bench (-c opt, staged in .gpubench/ by
-# tools/gpu/stage_bench.sh) in fresh processes, with and without the CUDA runtime initialized before the load
-# (--cold-runtime),
-# medians of each of wrp::Graph::Load's steps (LoadOptions::phases). Needs warp.so on LD_LIBRARY_PATH
-# (/tmp/wrp-site, ../shared/gpu).
+# tools/gpu/stage_bench.sh) in fresh processes: as a program loads (the CUDA runtime started in the context
+# phase), with the runtime cold (--cold-runtime), and with every file verified at open (--verify-all, what
+# opening cost before loads verified only what they use); medians of each of wrp::Graph::Load's steps
+# (LoadOptions::phases: "device view" reads the .wrp and one image per module, "warp load" is Warp's call,
+# "hash wait" the rest of the .wrp's hash after it). Needs warp.so on LD_LIBRARY_PATH (/tmp/wrp-site,
+# ../shared/gpu).
 #   tools/gpu/start_phases.sh [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -12,7 +14,7 @@ python3 - "${1:-7}" <<'PY'
 import json, statistics, subprocess, sys
 rounds = int(sys.argv[1])
 for bundle in (".gpubench/sim_recorded_wrp", ".gpubench/cloth_wrp"):
-    for flags in ([], ["--cold-runtime"]):
+    for flags in ([], ["--cold-runtime"], ["--verify-all"]):
         runs = []
         for _ in range(rounds):
             out = subprocess.run([".gpubench/start_bench", "--bundle", bundle, *flags], check=True,
