@@ -54,6 +54,10 @@ ELSEWHERE = {
     "tools/gpu/stage_bench.sh": "builds the benchmark inputs for tools/gpu/bench_all.sh on a GPU machine: run by hand",
     "OUT=/tmp/out tools/gpu/bench_all.sh": "needs a CUDA GPU: the benchmarks, on the GPU machine after "
     "tools/gpu/stage_bench.sh here",
+    "tools/gpu/load_rounds.sh [ROUNDS]": "needs a CUDA GPU: the load ratios with more rounds, on the GPU "
+    "machine after tools/gpu/stage_bench.sh here",
+    "tools/gpu/start_phases.sh": "needs a CUDA GPU: a C++ load's steps, on the GPU machine after "
+    "tools/gpu/stage_bench.sh here",
     "python tools/bench/load_profile.py BUNDLE...": "tools/gpu/bench_all.sh runs it on the GPU machine "
     "(it times wrpkg.load's steps on a CUDA bundle): run by hand",
     "python3 tools/bench/build_bench.py --out /tmp/out/build.json": "times clean and incremental builds "

@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 _CHILD = r"""
@@ -128,6 +129,13 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--start-bench", type=Path)
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=0.0,
+        help="seconds to wait before each fresh process (whether the previous one's GPU teardown matters: "
+        "on an H200 it did not, tools/gpu/instantiate_probe.sh)",
+    )
     args = parser.parse_args()
     # Bytecode first, as an installed package has it: otherwise the first round (or, where the
     # tree cannot be written, every round) compiles wrpkg's sources.
@@ -149,6 +157,7 @@ def main() -> int:
         cases.append({"model": model, "road": road, "how": how, "path": path, "runs": []})
     for _ in range(args.repeat):
         for case in cases:
+            time.sleep(args.settle)
             case["runs"].append(run_once(case["how"], Path(case["path"]), args.start_bench))
     for case in cases:
         runs = case["runs"]

@@ -5,7 +5,7 @@
 // e.g. "device view", "warp load", "hash wait"), first replay (launch + wait).
 // tools/bench/load_bench.py runs it in fresh processes beside Python's wp.capture_load on the same bundle.
 //   start_bench --bundle DIR [--device cuda:0|cpu] [--no-device-view] [--directory] [--cold-runtime]
-//               [--verify-all]
+//               [--verify-all] [--spin-ms N]
 // --verify-all opens with BundleOptions::verify_all (every file read and hashed at open, as before loads
 // verified only what they use).
 // The context phase leaves the CUDA context, a stream and the CUDA runtime (cudart) ready, as Python's does
@@ -14,6 +14,7 @@
 // the load (about 8 ms on an H200; tools/gpu/start_phases.sh shows both).
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
   std::vector<wrp::LoadPhase> phases;
   options.phases = &phases;
   bool warm_runtime = true;
+  double spin_ms = 0;
   wrp::BundleOptions bundle_options;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--bundle") && i + 1 < argc) {
@@ -52,6 +54,8 @@ int main(int argc, char** argv) {
       warm_runtime = false;
     } else if (!std::strcmp(argv[i], "--verify-all")) {
       bundle_options.verify_all = true;
+    } else if (!std::strcmp(argv[i], "--spin-ms") && i + 1 < argc) {
+      spin_ms = std::atof(argv[++i]);
     } else {
       dir.clear();
       break;
@@ -60,7 +64,7 @@ int main(int argc, char** argv) {
   if (dir.empty()) {
     std::fprintf(stderr,
                  "usage: start_bench --bundle DIR [--device cuda:0|cpu] [--no-device-view] [--directory] "
-                 "[--cold-runtime] [--verify-all]\n");
+                 "[--cold-runtime] [--verify-all] [--spin-ms N]\n");
     return 2;
   }
   try {
@@ -86,6 +90,10 @@ int main(int argc, char** argv) {
         wp_free_device(context, byte);
         wp_cuda_context_synchronize(context);
       }
+    }
+    // --spin-ms: keep this core busy before the load, as a Python program's second of imports and Warp init
+    // does; whether a young process's first replay is slower because its core has not sped up yet.
+    for (auto spin_start = Clock::now(); Ms(spin_start, Clock::now()) < spin_ms;) {
     }
     auto t2 = Clock::now();
     wrp::Bundle bundle = wrp::Bundle::OpenDirectory(dir, bundle_options);
