@@ -52,6 +52,16 @@ changed_copy() {  # a copy of bundle $1 named $2, without its .sha256 (the conte
   rm -rf "$work/$2" && cp -r "$c/$1" "$work/$2" && chmod -R u+w "$work/$2"
 }
 
+# start_bench on copy $2 of bundle $1, with the byte at $4 of its file $3 flipped, must fail naming $5.
+refused() {
+  local bundle=$1 name=$2 file=$3 at=$4 expected=$5 out
+  changed_copy "$bundle" "$name"
+  flip "$work/$name/$file" "$at"
+  out=$("$c/start_bench" --bundle "$work/$name" 2>&1) && fail "$bundle: $name loaded"
+  echo "$out"
+  echo "$out" | grep -qF "$expected" || fail "$bundle: $name not named (\"$expected\")"
+}
+
 for bundle in cloth_wrp sim_recorded_wrp; do
   echo "== replay $bundle"
   out=$("$c/replay" --bundle "$c/$bundle" 2>&1)
@@ -60,20 +70,12 @@ for bundle in cloth_wrp sim_recorded_wrp; do
   echo "$out" | grep -q "^PASS" || fail "$bundle: replay did not pass"
 
   echo "== $bundle: a changed .wrp byte in its second chunk"
-  changed_copy "$bundle" wrp_chunk
-  wrp=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["wrp"])' "$work/wrp_chunk/manifest.json")
-  flip "$work/wrp_chunk/$wrp" $((262144 + 7))
-  out=$("$c/start_bench" --bundle "$work/wrp_chunk" 2>&1) && fail "$bundle: changed .wrp chunk loaded"
-  echo "$out"
-  echo "$out" | grep -q "(bytes 262144 to " || fail "$bundle: changed .wrp chunk not named"
+  wrp=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["wrp"])' "$c/$bundle/manifest.json")
+  refused "$bundle" wrp_chunk "$wrp" $((262144 + 7)) "(bytes 262144 to "
 
   read -r module middle < <(image_middle "$c/$bundle" sm_90)
   echo "== $bundle: a changed byte of $module's sm_90 image"
-  changed_copy "$bundle" image_sm90
-  flip "$work/image_sm90/$module" "$middle"
-  out=$("$c/start_bench" --bundle "$work/image_sm90" 2>&1) && fail "$bundle: changed sm_90 image loaded"
-  echo "$out"
-  echo "$out" | grep -q "its sm_90 image" || fail "$bundle: changed sm_90 image not named"
+  refused "$bundle" image_sm90 "$module" "$middle" "its sm_90 image"
 
   read -r module middle < <(image_middle "$c/$bundle" sm_75)
   echo "== $bundle: a changed byte of $module's sm_75 image (not read by an sm_90 load)"
