@@ -239,9 +239,14 @@ void Graph::Impl::LoadCuda(const Bundle& bundle, const LoadOptions& options, boo
     if (options.device_view) view = MakeDeviceView(bundle, decision);
     clock->Mark("device view");
     if (view) {
-      // Warp parses the .wrp while helper threads hash it; the graph is kept only when every digest matched
-      // (else it goes, unlaunched, with this Impl). Warp checks each image itself.
+      // Warp parses the .wrp while helper threads hash it (unless hash_during_load is off); the graph is kept
+      // only when every digest matched (else it goes, unlaunched, with this Impl). Warp checks each image.
       load_source = "device view";
+      if (!options.hash_during_load) {
+        const std::string failure = view->WrpFailure(bundle);
+        clock->Mark("verify");
+        if (!failure.empty()) throw Error(failure);
+      }
       graph.reset(LoadDeviceView(cuda_context, *view));
       clock->Mark("warp load");
       std::string failure = view->WrpFailure(bundle);

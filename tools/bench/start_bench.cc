@@ -5,7 +5,8 @@
 // e.g. "device view", "warp load", "hash wait"), first replay (launch + wait).
 // tools/bench/load_bench.py runs it in fresh processes beside Python's wp.capture_load on the same bundle.
 //   start_bench --bundle DIR [--device cuda:0|cpu] [--no-device-view] [--directory] [--cold-runtime]
-//               [--verify-all] [--spin-ms N]
+//               [--verify-all] [--hash-first] [--spin-ms N]
+// --hash-first: LoadOptions::hash_during_load off (the device view's .wrp hashed before Warp's call).
 // --verify-all opens with BundleOptions::verify_all (every file read and hashed at open, as before loads
 // verified only what they use).
 // The context phase leaves the CUDA context, a stream and the CUDA runtime (cudart) ready, as Python's does
@@ -54,6 +55,8 @@ int main(int argc, char** argv) {
       warm_runtime = false;
     } else if (!std::strcmp(argv[i], "--verify-all")) {
       bundle_options.verify_all = true;
+    } else if (!std::strcmp(argv[i], "--hash-first")) {
+      options.hash_during_load = false;
     } else if (!std::strcmp(argv[i], "--spin-ms") && i + 1 < argc) {
       spin_ms = std::atof(argv[++i]);
     } else {
@@ -64,7 +67,7 @@ int main(int argc, char** argv) {
   if (dir.empty()) {
     std::fprintf(stderr,
                  "usage: start_bench --bundle DIR [--device cuda:0|cpu] [--no-device-view] [--directory] "
-                 "[--cold-runtime] [--verify-all] [--spin-ms N]\n");
+                 "[--cold-runtime] [--verify-all] [--hash-first] [--spin-ms N]\n");
     return 2;
   }
   try {

@@ -4,7 +4,8 @@
 # ../shared/gpu). Exit 0 when every check holds.
 #   1. replay (every file verified, device view) of cloth_wrp and sim_recorded_wrp matches the golden outputs;
 #   2. on changed copies, start_bench (a load that verifies only what it hands Warp):
-#      a changed .wrp byte past the first chunk is named with its chunk, after Warp's load;
+#      a changed .wrp byte past the first chunk is named with its chunk, after Warp's load (before it with
+#      --hash-first, LoadOptions::hash_during_load off);
 #      a changed byte of the device's sm_90 image is refused by Warp and named with its fatbin and SM;
 #      a changed byte of the sm_75 image is not read, so the load succeeds, while replay (every file) names it;
 #   3. host time per launch, interleaved: Graph::Launch, bare cuGraphLaunch, Warp's wp_cuda_graph_launch
@@ -72,6 +73,8 @@ for bundle in cloth_wrp sim_recorded_wrp; do
   echo "== $bundle: a changed .wrp byte in its second chunk"
   wrp=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["wrp"])' "$c/$bundle/manifest.json")
   refused "$bundle" wrp_chunk "$wrp" $((262144 + 7)) "(bytes 262144 to "
+  out=$("$c/start_bench" --bundle "$work/wrp_chunk" --hash-first 2>&1) && fail "$bundle: --hash-first loaded it"
+  echo "$out" | grep -qF "(bytes 262144 to " || fail "$bundle: --hash-first did not name the chunk"
 
   read -r module middle < <(image_middle "$c/$bundle" sm_90)
   echo "== $bundle: a changed byte of $module's sm_90 image"
