@@ -253,7 +253,7 @@ class BackgroundDigests(_Background):
 
 # A .wrp at least this large is read on the hashing thread, while the loading thread takes the images
 # out of their fatbins; a smaller one is read first, on the loading thread: on the H200 host, handing
-# sim's 0.6 MB .wrp to another thread took longer than reading it (tools/bench/load_profile.py).
+# sim's 0.3 MB .wrp to another thread took longer than reading it (tools/bench/load_profile.py).
 _BACKGROUND_READ_BYTES = 1 << 20
 
 
