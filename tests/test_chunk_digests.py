@@ -160,6 +160,19 @@ def test_load_hashes_while_warp_parses_and_returns_only_verified_graphs(tmp_path
             _load_view_while_verifying(_FakeWarp(fail=fail), tampered, "cuda:0")
         assert manifest.wrp in str(err.value)
         assert isinstance(err.value.__cause__, RuntimeError) == fail
+    # Warp refuses a changed image (it checks each against the digest the view writes): the
+    # error names the image, found by hashing the images only then.
+    image = _copy(tmp_path / "image")
+    module = manifest.modules[0]
+    fatbin = bytearray((image / module.binary).read_bytes())
+    name = module.binary.rsplit("/", 1)[-1]
+    at = fatbin.find(bytes(view.modules[name][:64]))
+    fatbin[at + len(view.modules[name]) // 2] ^= 0xFF
+    (image / module.binary).write_bytes(fatbin)
+    _, changed = prepare_cuda_load(image, "cuda:0", "NVIDIA H200", 90, (13, 0), verify=False)
+    with pytest.raises(VerifyError, match="sm_90 image: sha256") as err:
+        _load_view_while_verifying(_FakeWarp(fail=True), changed, "cuda:0")
+    assert module.binary in str(err.value) and isinstance(err.value.__cause__, RuntimeError)
     # Warp's own refusal of intact bytes is Warp's error, unchanged.
     _, intact = prepare_cuda_load(BUNDLE, "cuda:0", "NVIDIA H200", 90, (13, 0), verify=False)
     with pytest.raises(RuntimeError, match="bad section"):

@@ -244,13 +244,6 @@ class _Background:
         return self._failure
 
 
-class BackgroundDigests(_Background):
-    """Digest checks hashed on another thread, started at once."""
-
-    def __init__(self, checks: Sequence[DigestCheck], fix: str):
-        super().__init__(lambda: check_digests(checks, MANIFEST_NAME, fix))
-
-
 # A .wrp at least this large is read on the hashing thread, while the loading thread takes the images
 # out of their fatbins; a smaller one is read first, on the loading thread: on the H200 host, handing
 # sim's 0.3 MB .wrp to another thread took longer than reading it (tools/bench/load_profile.py).
@@ -271,10 +264,12 @@ class BackgroundWrp(_Background):
         entry = next(e for e in manifest.files if e.path == manifest.wrp)
         fix = rebuild_fix(manifest)
         if entry.size >= _BACKGROUND_READ_BYTES:
-            super().__init__(lambda: self._hash(self._read_stable(bundle_dir, manifest, entry), fix))
+            super().__init__(
+                lambda: check_digests(self._read_stable(bundle_dir, manifest, entry), MANIFEST_NAME, fix)
+            )
             return
         checks = self._read_stable(bundle_dir, manifest, entry)
-        super().__init__(lambda: self._hash(checks, fix))
+        super().__init__(lambda: check_digests(checks, MANIFEST_NAME, fix))
 
     def _read_stable(self, bundle_dir: Path, manifest: Manifest, entry: FileEntry) -> list[DigestCheck]:
         """Reads the .wrp (`self.wrp`); its digest checks, stable against the view's patch."""
@@ -290,10 +285,6 @@ class BackgroundWrp(_Background):
         finally:
             self._read.release()
 
-    @staticmethod
-    def _hash(checks: Sequence[DigestCheck], fix: str) -> None:
-        check_digests(checks, MANIFEST_NAME, fix)
-
     def read(self) -> bytearray | mmap.mmap:
         """The .wrp's bytes, once read (the VerifyError naming it when it cannot be)."""
         with self._read:
@@ -308,22 +299,33 @@ class BackgroundWrp(_Background):
 @dataclass
 class DeviceView:
     """What `wp.capture_load_from_bytes` is given: the .wrp with each module's binary digest
-    pointing at the device's image, and those images by their recorded filenames. `pending`:
-    digest checks still being hashed on other threads (`verify()` waits for them)."""
+    pointing at the device's image, and those images by their recorded filenames. `pending`: the
+    .wrp's digest checks, when they are still being hashed on another thread. The images are not
+    hashed here: Warp checks each against the digest the view writes (`image_failure()` names the
+    one it refused), as the C++ runtime's view does."""
 
     wrp: bytearray | mmap.mmap
     modules: dict[str, bytes]  # each module's image (a copy: the file may change)
-    pending: list[_Background] = field(default_factory=list)
+    image_checks: list[DigestCheck] = field(default_factory=list)
+    fix: str = ""  # what a VerifyError about these bytes tells the user to do
+    pending: _Background | None = None
 
-    def failure(self) -> VerifyError | None:
-        """Waits for the digests still being hashed; the VerifyError naming the first piece that
-        differs (the .wrp's before the images'), or None."""
-        failures = [job.wait() for job in self.pending]
-        return next((f for f in failures if f is not None), None)
+    def wrp_failure(self) -> VerifyError | None:
+        """Waits for the .wrp's digests; the VerifyError naming the piece that differs, or None."""
+        return self.pending.wait() if self.pending is not None else None
+
+    def image_failure(self) -> VerifyError | None:
+        """Hashes the images; the VerifyError naming one that differs from the manifest, or None."""
+        try:
+            check_digests(self.image_checks, MANIFEST_NAME, self.fix)
+        except VerifyError as exc:
+            return exc
+        return None
 
     def verify(self) -> None:
-        """Waits for the digests still being hashed; raises the VerifyError when one differs."""
-        failure = self.failure()
+        """Everything Warp is handed, checked here (where no Warp will check the images): the
+        .wrp's digests, then the images'. Raises the VerifyError naming what differs."""
+        failure = self.wrp_failure() or self.image_failure()
         if failure is not None:
             raise failure
 
@@ -415,7 +417,7 @@ def _patched_view(
         if not _patch_digest(wrp, digests[module.binary], record.sha256):
             return None
         modules[module.binary.rsplit("/", 1)[-1]] = image
-    return DeviceView(wrp, modules)
+    return DeviceView(wrp, modules, _image_checks(images), rebuild_fix(manifest))
 
 
 def device_view(
@@ -477,9 +479,9 @@ def _mapped(bundle_dir: Path, manifest: Manifest, path: str) -> Iterator[memoryv
 def _read_view(bundle_dir: Path, manifest: Manifest, fit: DeviceFit) -> DeviceView | None:
     """Reads what the per-device view hands Warp, and nothing else: the .wrp, read and then
     hashed on another thread from the start (`BackgroundWrp`), and each module's image, taken
-    out of its fatbin meanwhile and hashed on a third thread. The view patches the .wrp's module
-    digests in place; the pieces holding them are hashed from a copy (with chunk digests, one
-    256 KiB chunk rather than the whole .wrp). `DeviceView.verify()` waits for both hashes."""
+    out of its fatbin meanwhile. The view patches the .wrp's module digests in place; the pieces
+    holding them are hashed from a copy (with chunk digests, one 256 KiB chunk rather than the
+    whole .wrp). `DeviceView.verify()` waits for that hash and checks the images too."""
     wrp_job = BackgroundWrp(bundle_dir, manifest)
     try:
         with contextlib.ExitStack() as stack:
@@ -489,16 +491,14 @@ def _read_view(bundle_dir: Path, manifest: Manifest, fit: DeviceFit) -> DeviceVi
             }
             images = _device_images(manifest, fit, fatbins)
         wrp = wrp_job.read()
-        view = None
-        if images is not None and wrp_job.metadata is not None:
-            view = _patched_view(manifest, wrp, images)
+        view = None if images is None else _patched_view(manifest, wrp, images)
     except VerifyError:
         wrp_job.wait()
         raise
     if view is None:  # load() verifies every file instead
         wrp_job.wait()
         return None
-    view.pending = [wrp_job, BackgroundDigests(_image_checks(images), rebuild_fix(manifest))]
+    view.pending = wrp_job
     return view
 
 
@@ -549,20 +549,20 @@ def _load_view_while_verifying(wp, view: DeviceView, device):
     """Warp's load of the view while its .wrp digests are still being hashed on another thread
     (Warp's call lets go of the GIL too). The graph is returned only when every digest matched;
     otherwise it is dropped, unlaunched, and the VerifyError names the file. Warp itself refuses
-    malformed bytes (a RuntimeError, reported as the verification failure behind it) and checks
-    each image against the manifest digest the view's .wrp carries."""
+    malformed bytes and checks each image against the manifest digest the view's .wrp carries;
+    its refusal (a RuntimeError) is reported as the verification failure behind it, the .wrp's
+    or an image's, when there is one."""
     try:
         graph = wp.capture_load_from_bytes(view.wrp, view.modules, device=device)
     except RuntimeError as warp_error:
-        failure = view.failure()
+        failure = view.wrp_failure() or view.image_failure()
         if failure is not None:
             raise failure from warp_error
         raise
-    try:
-        view.verify()
-    except VerifyError:
+    failure = view.wrp_failure()
+    if failure is not None:
         del graph
-        raise
+        raise failure
     return graph
 
 
@@ -570,12 +570,14 @@ def load(
     bundle_dir: str | os.PathLike, device=None, *, per_device_view: bool = True, hash_during_load: bool = True
 ):
     """Checks the bundle and the device, and returns `(graph, manifest)`.
-    `hash_during_load=False` waits for the view's hash before Warp's call (for comparison).
+    `hash_during_load=False` waits for the view's .wrp hash before Warp's call, so Warp parses
+    only verified bytes (Warp checks each image itself before loading it).
 
     When every module has SASS for the device (and `per_device_view`), Warp gets the device
     view (`device_view`) through `wp.capture_load_from_bytes`, and exactly the bytes it gets
-    are verified, while Warp parses them, before the graph is returned: the .wrp and each
-    module's image (`_load_view_while_verifying`). Otherwise every bundle file is verified
+    are verified before the graph is returned: the .wrp here, while Warp parses it, and each
+    module's image by Warp, against the manifest's digest the view writes
+    (`_load_view_while_verifying`). Otherwise every bundle file is verified
     and `wp.capture_load` loads the directory (PTX JIT and source fallback need it).
 
     Why that is enough: the content hash is the sha256 of manifest.json, and manifest.json
@@ -602,8 +604,9 @@ def load(
             verify=False,
         )
         if view is not None:
-            if not hash_during_load:
-                view.verify()
+            failure = None if hash_during_load else view.wrp_failure()
+            if failure is not None:
+                raise failure
             return _load_view_while_verifying(wp, view, dev), manifest
     else:
         manifest = read_manifest(bundle_dir)

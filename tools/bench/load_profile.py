@@ -6,7 +6,8 @@ Times, in fresh processes (a real load is a cold one), every step `wrpkg.load.lo
 CUDA device before it calls Warp (`wp.capture_load_from_bytes`), with the device faked as an
 sm_XX GPU: importing wrpkg.load, then `prepare_cuda_load` (wrpkg/load.py), the same function
 load() runs (`prepare_ms`, the sum of the steps and the glue between them), and apart from it
-the view's hashing (`hash_ms`), which load() runs on other threads during Warp's call. The .wrp
+the .wrp's hash (`hash_ms`), which load() runs on another thread during Warp's call (Warp
+checks the images itself). The .wrp
 is read on its own thread (`wrp_read_ms`) while the loading thread takes the images out of their
 fatbins (`view_images_ms`); `wrp_wait_ms` is what the loading thread then waits for it. Warp is imported first,
 outside the timing, as a caller has it imported already; importing wrpkg.load is timed apart
@@ -54,10 +55,12 @@ timed(L.BackgroundWrp, "read", "wrp_wait_ms")  # the loading thread waiting for 
 t1 = time.perf_counter()
 _, view = L.prepare_cuda_load(sys.argv[1], "cuda:0", "NVIDIA H200", int(sys.argv[2]), (13, 0), verify=False)
 times["prepare_ms"] = (time.perf_counter() - t1) * 1e3
-# load() hashes the view on another thread while Warp parses it: timed apart, on its own.
+# load() hashes the .wrp on another thread while Warp parses it: timed apart, on its own.
 if view is not None:
     t2 = time.perf_counter()
-    view.verify()
+    failure = view.wrp_failure()
+    if failure is not None:
+        raise failure
     times["hash_ms"] = (time.perf_counter() - t2) * 1e3
 times["road"] = "device view" if view is not None else "directory"
 print(json.dumps(times))

@@ -383,8 +383,8 @@ def main() -> int:
             "program) is not part of `prepare`. The per-device view takes each module's image out of "
             "its fatbin and patches the .wrp's module digests in place; a .wrp of 1 MiB or more is read "
             "on another thread meanwhile (`.wrp read`; a smaller one on the loading thread first). The "
-            "sha256 of what Warp is given (`sha256`) runs on other threads while Warp parses it, so it "
-            "is not part of `prepare` either.",
+            ".wrp's sha256 (`sha256`) runs on that thread while Warp parses it (Warp checks the images "
+            "against the digests the view writes), so it is not part of `prepare` either.",
             "",
             "| bundle | import wrpkg.load | manifest | arch check | .wrp read | per-device view, .wrp read "
             "included | prepare (all) | sha256, during Warp's load |",
