@@ -1,6 +1,6 @@
 #include "runtime/arch.h"
 
-#include <cstdlib>
+#include <charconv>
 #include <set>
 
 namespace wrp {
@@ -13,7 +13,9 @@ bool ParseArch(const std::string& text, const std::string& prefix, int* sm, std:
   size_t digits_start = i;
   while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
   if (i == digits_start || i - digits_start > 4) return false;
-  *sm = std::atoi(text.substr(digits_start, i - digits_start).c_str());
+  // from_chars, not atoi or stoll (here and in graph.cc, manifest.cc): glibc 2.38's headers turn those
+  // into calls of __isoc23_strtol, which the Jetson/Grace floor (glibc 2.35, tests/aarch64) lacks.
+  std::from_chars(text.data() + digits_start, text.data() + i, *sm);
   *suffix = text.substr(i);
   return suffix->empty() || *suffix == "a" || *suffix == "f";
 }

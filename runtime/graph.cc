@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -149,7 +150,7 @@ Device Device::Parse(const std::string& text) {
   if (text == "cuda") return device;
   if (text.compare(0, 5, "cuda:") == 0 && text.size() > 5 && text.size() < 9 &&
       text.find_first_not_of("0123456789", 5) == std::string::npos) {
-    device.ordinal = std::atoi(text.c_str() + 5);
+    std::from_chars(text.data() + 5, text.data() + text.size(), device.ordinal);
     return device;
   }
   throw Error("unknown device \"" + text + "\"; fix: use \"cpu\", \"cuda\" or \"cuda:N\"");

@@ -1,5 +1,6 @@
 #include "runtime/manifest.h"
 
+#include <charconv>
 #include <cmath>
 #include <set>
 
@@ -149,7 +150,12 @@ class ManifestReader {
       bool ok =
           dot != std::string::npos && dot > 0 && dot + 1 < text.size() && dot <= 3 && text.size() - dot <= 3;
       for (size_t i = 0; ok && i < text.size(); ++i) ok = i == dot || (text[i] >= '0' && text[i] <= '9');
-      if (ok) return std::stoll(text.substr(0, dot)) * 1000 + std::stoll(text.substr(dot + 1)) * 10;
+      if (ok) {
+        int64_t major = 0, minor = 0;
+        std::from_chars(text.data(), text.data() + dot, major);
+        std::from_chars(text.data() + dot + 1, text.data() + text.size(), minor);
+        return major * 1000 + minor * 10;
+      }
     }
     Fail(field, "expected null, a CUDA version such as \"13.4\", or an integer such as 13040");
   }

@@ -111,3 +111,4 @@ def declare_rules_warp_toolchains(venv, ptx_venv, cuda_archs):
 
     native.alias(name = "cuda_files", actual = venv + "//:cuda_files")
     native.alias(name = "ruff", actual = venv + "//:ruff")
+    native.alias(name = "clang_format", actual = venv + "//:clang_format")

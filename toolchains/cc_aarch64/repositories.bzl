@@ -1,8 +1,9 @@
 """wrp_gcc_cross_toolchain: a host's GCC cross compiler as a Bazel C++ toolchain.
 
-The workspace finds the cross compiler (Debian's g++-aarch64-linux-gnu, installed by
-tools/setup.sh) on PATH, checks that its version is the pinned one, and writes wrapper
-scripts plus a BUILD file registering it for the target CPU. The host paths live only in
+The workspace finds the cross compiler (Debian's g++-12-aarch64-linux-gnu, installed by
+tools/setup.sh) on PATH, checks that its version is the one pinned for the host's Debian
+release (the `aarch64_gcc` column of toolchains/host_releases.tsv: GCC 12.2.0 on Debian 12,
+12.4.0 on 13), and writes wrapper scripts plus a BUILD file registering it for the target CPU. The host paths live only in
 this generated repository. qemu-user (Debian's qemu-user-static) comes with it, so tests
 can run the target's binaries on the build host.
 
@@ -11,8 +12,8 @@ Targets of the generated repository:
   :qemu           a script that runs one target binary under qemu-user with the cross sysroot
   :versions.json  the compiler and qemu versions found
 
-When the compiler is missing or not the pinned version, every tool wrapper fails with
-the fix, so builds for the host CPU are unaffected and a build for `cpu` says what to do.
+When the compiler is missing or not the pinned version, or the host runs a release the
+table does not list, every tool wrapper fails with the fix, so builds for the host CPU are unaffected and a build for `cpu` says what to do.
 """
 
 load(":config.bzl", "CC_TOOLS")
@@ -113,8 +114,32 @@ def _include_directories(rctx, gxx):
                 dirs.append(path)
     return dirs
 
+def _host_release(rctx):
+    if not rctx.path("/etc/os-release").exists:
+        return ""
+    for line in rctx.read("/etc/os-release").split("\n"):
+        if line.startswith("VERSION_CODENAME="):
+            return line[len("VERSION_CODENAME="):].strip().strip("\"'")
+    return ""
+
+# Rows of the host-release table (tools/host_release.sh reads the same file): release -> columns.
+def _release_table(rctx):
+    rows, header = {}, None
+    for line in rctx.read(rctx.attr.host_releases).split("\n"):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if header == None:
+            header = fields
+            continue
+        rows[fields[0]] = {header[i]: fields[i] for i in range(min(len(header), len(fields)))}
+    return rows
+
 def _impl(rctx):
     cpu = rctx.attr.cpu
+    release = _host_release(rctx)
+    table = _release_table(rctx)
+    pinned = table.get(release, {}).get(cpu + "_gcc")
     prefix = cpu + "-linux-gnu-"
 
     # repository_ctx.os.arch is newer than Bazel 4.2.
@@ -122,26 +147,39 @@ def _impl(rctx):
     host_cpu = _HOST_CPU.get(machine)
     if not host_cpu:
         fail("wrp_gcc_cross_toolchain {}: unsupported build host CPU '{}'".format(rctx.name, machine))
-    gxx = rctx.which(prefix + "g++")
+    # GCC's own programs carry the major version (aarch64-linux-gnu-g++-12, from
+    # g++-12-aarch64-linux-gnu), binutils' do not: one GCC major on every host release.
+    gcc_major = pinned.split(".")[0] if pinned else None
+    gcc_suffix = "-" + gcc_major if gcc_major else ""
+    gxx = rctx.which(prefix + "g++" + gcc_suffix) if gcc_major else None
     gcc_version = _first_line(rctx, [gxx, "-dumpfullversion"]) if gxx else None
     qemu = rctx.which("qemu-{}-static".format(cpu))
     qemu_version = _first_line(rctx, [qemu, "--version"]) if qemu else None
     sysroot = "/usr/" + cpu + "-linux-gnu"
 
+    table_path = "toolchains/host_releases.tsv"
+    package = "g++-{}-{}-linux-gnu".format(gcc_major, cpu) if gcc_major else "a GCC cross compiler"
     problem = None
-    if not gxx:
-        problem = "no {}g++ on PATH".format(prefix)
-    elif gcc_version != rctx.attr.gcc_version:
-        problem = "{}g++ is GCC {}, the build pins {}".format(prefix, gcc_version, rctx.attr.gcc_version)
+    if not pinned:
+        problem = "this host runs Debian release '{}', for which {} pins no {}_gcc (it lists {})".format(
+            release,
+            table_path,
+            cpu,
+            ", ".join(sorted(table.keys())),
+        )
+        fix = "run on a listed release, or add a row for '{}' to {}".format(release, table_path)
+    elif not gxx:
+        problem = "no {}g++{} on PATH".format(prefix, gcc_suffix)
+        fix = "install {} (tools/setup.sh does)".format(package)
+    elif gcc_version != pinned:
+        problem = "{}g++{} is GCC {}, {} pins {} for Debian {}".format(prefix, gcc_suffix, gcc_version, table_path, pinned, release)
+        fix = "install Debian {}'s {} (tools/setup.sh does), or correct the row in {}".format(release, package, table_path)
     if problem:
-        message = ("{}: {} (the C++ cross compiler for {} Linux). Fix: install {} with GCC {} " +
-                   "(tools/setup.sh installs Debian 12's), or change gcc_version in WORKSPACE; then run " +
-                   "`bazel sync --configure`.").format(
+        message = "{}: {} (the C++ cross compiler for {} Linux). Fix: {}; then run `bazel sync --configure`.".format(
             rctx.name,
             problem,
             cpu,
-            rctx.attr.debian_package,
-            rctx.attr.gcc_version,
+            fix,
         )
         for name in CC_TOOLS:
             rctx.file("bin/" + name, _MISSING.format(message = message))
@@ -151,6 +189,8 @@ def _impl(rctx):
             if name == "gcc":
                 # g++ as the driver: it compiles C and C++ and links libstdc++.
                 path = gxx
+            elif name in ("cpp", "gcov"):
+                path = rctx.which(prefix + name + gcc_suffix)
             else:
                 path = rctx.which(prefix + name)
             if not path:
@@ -158,7 +198,7 @@ def _impl(rctx):
                     rctx.name,
                     prefix,
                     name,
-                    rctx.attr.debian_package,
+                    package,
                 )))
             else:
                 rctx.file("bin/" + name, _WRAPPER.format(what = "the cross " + name, tool = path))
@@ -173,7 +213,8 @@ def _impl(rctx):
     rctx.file("versions.json", json.encode({
         "cpu": cpu,
         "gcc": gcc_version,
-        "gcc_pinned": rctx.attr.gcc_version,
+        "gcc_pinned": pinned,
+        "host_release": release,
         "qemu": qemu_version,
         "sysroot": sysroot,
     }) + "\n")
@@ -185,7 +226,7 @@ def _impl(rctx):
             rctx.attr._config_bzl.name,
         ),
         cpu = cpu,
-        gcc_version = rctx.attr.gcc_version,
+        gcc_version = pinned or "none",
         host_cpu = host_cpu,
         include_directories = repr(include_directories),
     ))
@@ -195,11 +236,14 @@ wrp_gcc_cross_toolchain = repository_rule(
     implementation = _impl,
     attrs = {
         "cpu": attr.string(mandatory = True, values = ["aarch64"], doc = "The target CPU (Bazel's @platforms//cpu name)."),
-        "debian_package": attr.string(mandatory = True, doc = "The package that provides the cross compiler (for the error message)."),
-        "gcc_version": attr.string(mandatory = True, doc = "The exact `g++ -dumpfullversion` the build pins."),
+        "host_releases": attr.label(
+            default = "//toolchains:host_releases.tsv",
+            allow_single_file = True,
+            doc = "The table of host releases: its `<cpu>_gcc` column is the exact `g++ -dumpfullversion` pinned per release.",
+        ),
         "_config_bzl": attr.label(default = "//toolchains/cc_aarch64:config.bzl"),
     },
     environ = ["PATH"],
     local = True,
-    doc = "A GCC cross compiler found on the host, pinned by version, as a C++ toolchain for `cpu`.",
+    doc = "A GCC cross compiler found on the host, pinned by version per host release, as a C++ toolchain for `cpu`.",
 )

@@ -45,17 +45,28 @@ export SOURCE_DATE_EPOCH=1767225600 # 2026-01-01T00:00:00Z
 start=$(date +%s)
 
 # The wheelhouse: every wheel of both locks, checked against their hashes by pip, for
-# the image's interpreter (Debian bookworm: CPython 3.11 on x86_64, as on this host).
-case "$(uname -m) $(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')" in
-  "x86_64 3.11") ;;
-  *) echo "build_image.sh: needs an x86_64 host with Python 3.11 (the image's) to fetch its wheels" >&2; exit 1 ;;
-esac
+# the image's interpreter (Debian bookworm: CPython 3.11, glibc 2.36, x86_64), whatever
+# Python the host has (Debian 13's is 3.13): pip is told the image's tags, and runs from a
+# venv of its own, since Debian's python3 may have no pip module.
+image_python=3.11
+image_glibc_minor=36
+platforms=()
+for minor in $(seq "$image_glibc_minor" -1 5); do platforms+=(--platform "manylinux_2_${minor}_x86_64"); done
+platforms+=(--platform manylinux2014_x86_64 --platform manylinux2010_x86_64 --platform manylinux1_x86_64)
+pip_venv="$out/pip-venv"
+rm -rf "$pip_venv"
+python3 -m venv "$pip_venv" || {
+  echo "build_image.sh: python3 -m venv failed: run tools/setup.sh --containers (installs python3-venv)" >&2
+  exit 1
+}
 wheels="$out/wheelhouse"
 rm -rf "$wheels"
 for lock in toolchains/python/requirements.lock toolchains/cuda/nvrtc_13_0/requirements.lock; do
-  python3 -m pip download --quiet --disable-pip-version-check --require-hashes --no-deps \
-    --only-binary=:all: -r "$repo/$lock" -d "$wheels"
+  "$pip_venv/bin/pip" download --quiet --disable-pip-version-check --require-hashes --no-deps \
+    --only-binary=:all: --implementation cp --python-version "$image_python" --abi "cp${image_python/./}" \
+    "${platforms[@]}" -r "$repo/$lock" -d "$wheels"
 done
+rm -rf "$pip_venv"
 echo "build_image.sh: wheelhouse $(du -sh "$wheels" | cut -f1) in $(ls "$wheels" | wc -l) wheels" >&2
 
 # Docs, man pages and translations are left out: nothing in a runner reads them. (The man

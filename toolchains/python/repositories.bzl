@@ -18,6 +18,7 @@ Targets of the generated repository:
   :python_files    every file of the venv (inputs of the actions that run it)
   :py3_runtime     py_runtime over the venv, for py_test/py_binary via toolchains/python
   :ruff            the pinned ruff binary (lint test; empty where the lock has no ruff)
+  :clang_format    the pinned clang-format binary (lint test; empty where the lock has none)
   :warp_cc         Warp's native library (warp.so) + headers (warp/native) for C++
   :warp_clang      warp-clang.so, which Warp loads at run time for CPU modules
   :cuda_files      NVRTC, nvFatbin and cuobjdump from the pinned wheels
@@ -61,6 +62,13 @@ py_runtime(
 filegroup(
     name = "ruff",
     srcs = glob(["venv/bin/ruff"]),
+)
+
+# The wheel's own binary, not venv/bin/clang-format (a Python launcher whose shebang names
+# this venv's absolute path).
+filegroup(
+    name = "clang_format",
+    srcs = glob(["{site}/clang_format/data/bin/clang-format"]),
 )
 
 filegroup(
@@ -139,6 +147,7 @@ wrp_python_venv = repository_rule(
                 "nvidia-cuda-cuobjdump",
                 "pytest",
                 "ruff",
+                "clang-format",
             ],
             doc = "Distributions whose installed versions versions.json reports (each must be in the lock).",
         ),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the runtime's libFuzzer targets with Debian's clang (ASan + UBSan) and runs each one, seeded with
-# a real bundle: its manifest.json for manifest_fuzz, its <name>.tar for ustar_fuzz and bundle_fuzz.
+# Builds the runtime's libFuzzer targets with Debian's clang (ASan + UBSan; the host release's version,
+# toolchains/host_releases.tsv) and runs each one, seeded with a real bundle: its manifest.json for
+# manifest_fuzz, its <name>.tar for ustar_fuzz and bundle_fuzz.
 #
 #   tools/fuzz/run.sh --seed-dir BUNDLE_DIR --seed-tar BUNDLE.tar (--seconds N | --runs N) [--work DIR]
 #
@@ -27,14 +28,15 @@ if [ -z "$seed_dir" ] || [ -z "$seed_tar" ] || { [ -z "$seconds" ] && [ -z "$run
   echo "usage: run.sh --seed-dir BUNDLE_DIR --seed-tar BUNDLE.tar (--seconds N | --runs N) [--work DIR]" >&2
   exit 2
 fi
-clangxx=$(command -v clang++-14 || command -v clang++ || true)
-if [ -z "$clangxx" ]; then
-  echo "run.sh: clang++-14 not found; fix: run tools/setup.sh (installs clang-14 and libclang-rt-14-dev)" >&2
-  exit 1
-fi
-
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+# The clang of the host's Debian release (toolchains/host_releases.tsv), as tools/setup.sh installs it.
+clang=$(bash "$repo/tools/host_release.sh" clang)
+clangxx=$(command -v "clang++-$clang" || true)
+if [ -z "$clangxx" ]; then
+  echo "run.sh: clang++-$clang not found; fix: run tools/setup.sh (installs clang-$clang and libclang-rt-$clang-dev)" >&2
+  exit 1
+fi
 work=${work:-$(mktemp -d "${TEST_TMPDIR:-/tmp}/wrp-fuzz.XXXXXX")}
 mkdir -p "$work/obj"
 

@@ -134,7 +134,7 @@ find_driver_lib() {
   local found dir
   found=$(ldconfig -p | awk -v s="$1" '$1 ~ "^"s && /x86-64/ {print $NF}' | sort -u)
   if [ -z "$found" ]; then
-    for dir in ${LD_LIBRARY_PATH//:/ } /usr/local/nvidia/lib64 /usr/lib/x86_64-linux-gnu /usr/lib64; do
+    for dir in ${LD_LIBRARY_PATH:+${LD_LIBRARY_PATH//:/ }} /usr/local/nvidia/lib64 /usr/lib/x86_64-linux-gnu /usr/lib64; do
       found=$(ls "$dir/$1"* 2>/dev/null | head -1)
       [ -n "$found" ] && break
     done
@@ -191,10 +191,18 @@ image_env=(
   NVIDIA_VISIBLE_DEVICES="$visible"
   NVIDIA_DRIVER_CAPABILITIES=compute,utility
 )
+# After pivot_root the host's tree is at /.oldroot, and it goes from the runner's view (a lazy
+# unmount). The root filesystem may have no umount (the runner image has none; a fresh Debian
+# root has neither umount nor python3): the host's umount does it, run from /.oldroot through
+# the host's own dynamic loader and libraries, named by their real paths (an absolute symlink
+# under /.oldroot would resolve inside the new root).
+umount_bin=$(readlink -f "$(command -v umount)")
+loader=$(readlink -f "$(ldd "$umount_bin" | awk '$1 ~ /^\// && $1 ~ /ld-linux/ {print $1}')")
+lib_path=$(ldd "$umount_bin" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | xargs -r -n1 readlink -f |
+  xargs -r -n1 dirname | sort -u | sed 's|^|/.oldroot|' | paste -sd: -)
 mkdir -p "$root/.oldroot"
 cd "$root"
 pivot_root . .oldroot
-# The host's tree is gone from the runner's view (the root filesystem has no umount: Python).
-umount_old='import ctypes, sys; sys.exit(ctypes.CDLL(None, use_errno=True).umount2(b"/.oldroot", 2) and ctypes.get_errno())'
 exec /usr/bin/env -i "${image_env[@]}" "${envs[@]}" /bin/sh -c \
-  'python3 -c "$1" || exit 1; cd "$2" && shift 2 && exec "$@"' sh "$umount_old" "$workdir" "$@"
+  '"/.oldroot$1" --library-path "$2" "/.oldroot$3" -l /.oldroot || exit 1; cd "$4" && shift 4 && exec "$@"' \
+  sh "$loader" "$lib_path" "$umount_bin" "$workdir" "$@"

@@ -9,9 +9,10 @@
 #
 # It builds the image's root filesystem (toolchains/containers/build_image.sh: Debian's
 # bazel-bootstrap, g++, Python 3.11, the wheelhouse) with the packages `bazel test //...`
-# calls besides (tools/setup.sh's: clang-14 + libFuzzer, the aarch64 cross GCC and
-# qemu-user-static, nginx, locales, clang-format), adds warp-lang's aarch64 wheel to the
-# wheelhouse (the aarch64 builds unpack it), then removes what no runner runs:
+# calls besides (tools/setup.sh's: clang + libFuzzer, the aarch64 cross GCC 12 and
+# qemu-user-static, nginx, locales; toolchains/host_releases.tsv's bookworm row), adds
+# warp-lang's aarch64 wheel to the wheelhouse (the aarch64 builds unpack it), then removes
+# what no runner runs:
 #   - docs, man pages, translations (build_image.sh already), apt lists and caches,
 #     __pycache__, dpkg's md5sums, Debian's Java libraries (/usr/share/java: Bazel's
 #     server jar holds every class it loads), JavaScript of the docs (/usr/share/nodejs)
@@ -47,7 +48,10 @@ mkdir -p "$work"
 start=$(date +%s)
 say() { echo "runner_pack.sh: $* ($(($(date +%s) - start)) s)" >&2; }
 
-test_tools=clang-14,libclang-rt-14-dev,clang-format,g++-aarch64-linux-gnu,qemu-user-static,nginx,locales
+# The image is Debian bookworm whatever the host runs: its row of the host-release table.
+clang=$("$repo/tools/host_release.sh" --release bookworm clang)
+gcc_major=$("$repo/tools/host_release.sh" --release bookworm aarch64_gcc | cut -d. -f1)
+test_tools=clang-$clang,libclang-rt-$clang-dev,g++-$gcc_major-aarch64-linux-gnu,qemu-user-static,nginx,locales
 if [ "$reuse" = 0 ] || [ ! -f "$work/image/rootfs.tar" ]; then
   "$repo/toolchains/containers/build_image.sh" --no-docker --no-xz --include "$test_tools" "$work/image"
   rm -f "$work/image/image.tar"
@@ -85,10 +89,10 @@ say "Java runtime: $modules ($(du -sm "$root/usr/lib/jvm/bazel-server-jre" | cut
 
 # --- what no runner runs ---
 rm -f "$root"/usr/bin/*lto-dump* "$root"/usr/lib/gcc/x86_64-linux-gnu/12/lto1 \
-  "$root"/usr/lib/gcc-cross/aarch64-linux-gnu/12/lto1
+  "$root"/usr/lib/gcc-cross/aarch64-linux-gnu/"$gcc_major"/lto1
 find "$root/usr/bin" -name 'qemu-*-static' ! -name qemu-aarch64-static -delete
 rm -rf "$root/usr/lib32" "$root/lib32" "$root/usr/libx32" "$root/usr/share/nodejs"
-rt=$root/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux
+rt=$(echo "$root/usr/lib/llvm-$clang"/lib/clang/*/lib/linux)
 find "$rt" -type f ! \( -name '*asan*x86_64*' -o -name '*ubsan*x86_64*' -o -name '*fuzzer*x86_64*' \) -delete
 find "$rt" -name '*hwasan*' -delete
 rm -f "$root"/usr/lib/x86_64-linux-gnu/libc.a "$root"/usr/lib/x86_64-linux-gnu/libm-2.36.a \
