@@ -88,6 +88,8 @@ ELSEWHERE = {
     "tools/gpu/runner_unpack.sh": "on the GPU machine, piece by piece: run by hand (toolchains/containers/README.md)",
     "tools/gpu/enter_runner.sh": "needs root and an unpacked runner root filesystem: run by hand "
     "(toolchains/containers/README.md)",
+    "tools/check_host.sh trixie": "a fresh root filesystem and the whole build inside (an hour, root, the "
+    "registries): //tests/hosts:check_host_trixie_test (tagged manual)",
 }
 # command -> what its output must say
 RUN = {
