@@ -147,6 +147,7 @@ def _impl(rctx):
     host_cpu = _HOST_CPU.get(machine)
     if not host_cpu:
         fail("wrp_gcc_cross_toolchain {}: unsupported build host CPU '{}'".format(rctx.name, machine))
+
     # GCC's own programs carry the major version (aarch64-linux-gnu-g++-12, from
     # g++-12-aarch64-linux-gnu), binutils' do not: one GCC major on every host release.
     gcc_major = pinned.split(".")[0] if pinned else None
