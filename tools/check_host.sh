@@ -86,13 +86,15 @@ echo "@@ tools/dev.sh test: exit $test"
 for model in sim_wrp sim_cpu_wrp; do
   echo "@@ //models:$model content hash: $(cut -d" " -f1 "bazel-bin/models/$model.sha256" 2>/dev/null || echo missing)"
 done
+# The Bazel server would outlive the command, and with it this mount namespace.
+bazel shutdown >/dev/null 2>&1
 [ "$build" = 0 ] && [ "$test" = 0 ]
 '
 say "running the README's two commands inside (log: $log)"
 set +e
 # No GPU inside even on a GPU host: the check is of a CI machine (tools/dev.sh picks --config=gpu
 # where nvidia-smi finds one).
-NVIDIA_VISIBLE_DEVICES=none "$repo/tools/gpu/enter_runner.sh" --root "$root" -w / -- /bin/bash -c "$inner" >"$log" 2>&1
+NVIDIA_VISIBLE_DEVICES=none "$repo/tools/gpu/enter_runner.sh" --root "$root" -w / -- /bin/bash -c "$inner" >"$log" 2>&1 9>&-
 rc=$?
 set -e
 # The .ci/run summary line ("N passed, M failed") and the lines marked above.
