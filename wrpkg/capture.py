@@ -35,12 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wrpkg import atomic
+from wrpkg import atomic, crash_watch
 from wrpkg.errors import CaptureError
 from wrpkg.golden import as_tolerance
 from wrpkg.interface import INTERFACE_SCHEMA
 from wrpkg.launch_recorder import LaunchRecorder
 from wrpkg.stale_pointers import check_launches
+from wrpkg.step_guard import StepRefusal
 from wrpkg.warp_init import init_warp
 
 CAPTURE_MODES = ("gpu", "retarget", "auto")
@@ -377,6 +378,7 @@ def _capture_into(
         # The script runs on the CPU; retarget.retarget() writes the CUDA capture.
         device_name = "cpu"
     device = _require_device(wp, device_name, target)
+    crash_watch.phase(f"importing {script.name} and its build({device.alias!r})")
     spec, bindings = _build_spec(wp, script, device, target)
 
     if mode == "retarget":
@@ -384,7 +386,9 @@ def _capture_into(
         recorder = retarget.RetargetRecorder(user_dirs=tuple(sorted(user_dirs)), target=target)
     else:
         recorder = LaunchRecorder(target=target)
+    crash_watch.phase(f"step() under capture on {device.alias}")
     graph = _record_step(wp, spec, device, script, target, recorder)
+    crash_watch.phase("wp.capture_save")
     try:
         wp.capture_save(
             graph,
@@ -403,6 +407,7 @@ def _capture_into(
         source_paths.canonicalize_sources(
             wrp_path, modules_dir, source_paths.relocate(wp, script.parent), target
         )
+    crash_watch.phase(f"golden replay of the saved {wrp_path.name}")
     golden_files, golden_records = _replay_golden(
         wp, wrp_path, modules_dir, work / "golden", spec, device, target
     )
@@ -410,6 +415,7 @@ def _capture_into(
     golden_device = "cuda" if device.is_cuda else "cpu"
     if mode == "retarget":
         arch = cuda_arch or retarget.DEFAULT_CUDA_ARCH
+        crash_watch.phase(f"retargeting to sm_{arch}")
         paths = source_paths.relocate(wp, script.parent)
         retarget.retarget(wrp_path, modules_dir, recorder, arch)
         source_paths.canonicalize_sources(wrp_path, modules_dir, paths, target)
@@ -482,7 +488,7 @@ def _record_step(wp, spec, device, script: Path, target: str, recorder):
     try:
         with recorder.recording(device):
             spec.step()
-    except retarget.RetargetError:
+    except (retarget.RetargetError, StepRefusal):
         with contextlib.suppress(Exception):
             wp.capture_end(device=device)
         raise
@@ -490,10 +496,16 @@ def _record_step(wp, spec, device, script: Path, target: str, recorder):
         # End the half-recorded capture so Warp's state is clean; its own error is secondary.
         with contextlib.suppress(Exception):
             wp.capture_end(device=device)
+        # A refusal the step caught (and then failed otherwise) is the error to report.
+        recorder.guard.check()
         raise CaptureError(
             f"{target}: step() raised {type(exc).__name__} during capture:\n{_script_traceback(exc, script)}",
             fix="fix the error in the capture script",
         ) from exc
+    if recorder.guard.refusals:
+        with contextlib.suppress(Exception):
+            wp.capture_end(device=device)
+        recorder.guard.check()
     graph = wp.capture_end(device=device)
     _check_bindings_captured(graph, spec, target)
     check_launches(wp, recorder, [*spec.inputs.values(), *spec.outputs.values(), *spec.keep_alive], target)
@@ -566,6 +578,13 @@ def configure_parser(parser) -> None:
 
 
 def run(args) -> int:
+    if not crash_watch.in_child():
+        # The capture itself runs in a watched child: a native crash becomes a message.
+        return crash_watch.run_watched(
+            "wrpkg.capture", _argv(args), _target_name(args.label, Path(args.script)), Path(args.out_dir)
+        )
+    crash_watch.start_child()
+    crash_watch.phase("starting Warp")
     result = capture(
         args.script,
         args.device,
@@ -579,6 +598,20 @@ def run(args) -> int:
     outputs = ", ".join(sorted(result.golden))
     print(f"captured {result.wrp_path} ({result.info['device']}); golden outputs: {outputs}")
     return 0
+
+
+def _argv(args) -> list[str]:
+    """The command line that configure_parser() parses back into `args`."""
+    argv = ["--script", args.script, "--device", args.device, "--out-dir", args.out_dir, "--stem", args.stem]
+    argv += ["--mode", args.mode]
+    for flag, value in (
+        ("--label", args.label),
+        ("--cache-dir", args.cache_dir),
+        ("--cuda-arch", args.cuda_arch),
+    ):
+        if value is not None:
+            argv += [flag, str(value)]
+    return argv
 
 
 if __name__ == "__main__":

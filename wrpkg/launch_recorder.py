@@ -1,7 +1,8 @@
 """The hook on Warp while a capture's step records: one install, one restore.
 
 Every capture keeps each launch parameter's packed bytes, as APIC stores them, for the
-stale-pointer check (`wrpkg.stale_pointers`). The retarget mode's recorder
+stale-pointer check (`wrpkg.stale_pointers`), and refuses what the saved graph would not
+replay (`wrpkg.step_guard`: nested graphs, host read-backs, host memory in a CUDA capture). The retarget mode's recorder
 (`wrpkg.retarget.RetargetRecorder`) extends this one with hooks on the launch API; a
 capture runs one recorder, so Warp is patched and restored in one place.
 
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
+
+from wrpkg.step_guard import StepGuard
 
 
 @dataclass
@@ -34,14 +37,21 @@ class LaunchRecorder:
     params: list[PackedParam] = field(default_factory=list)
     # Warp's APICapture of the device being recorded.
     capture: object = None
+    # The step's refusals (set by recording()).
+    guard: StepGuard | None = None
 
     @contextlib.contextmanager
     def recording(self, device):
         import warp._src.context as ctx  # noqa: PLC0415 - Warp is imported lazily
 
         self.capture = ctx._get_apic_capture_for_device(device)
-        patches = self._packing_patches() + self._patches(device)
-        saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
+        self.guard = StepGuard(self.target, capture_is_cuda=device.is_cuda)
+        patches = self._packing_patches() + self._patches(device) + self.guard.patches()
+        # vars() first: a property must come back as the property, not its value.
+        saved = [
+            (owner, name, vars(owner)[name] if name in vars(owner) else getattr(owner, name))
+            for owner, name, _ in patches
+        ]
         try:
             for owner, name, value in patches:
                 setattr(owner, name, value)

@@ -7,6 +7,11 @@ dies with SIGSEGV. Warp accepts this silently, so the capture harness records ev
 launch's argument bytes (`wrpkg.launch_recorder`) and, once the step has run, compares
 each 8-byte slot that APIC did not relocate with the ids and data ranges of the Warp
 objects alive in the capture.
+
+Warp 1.19's APIC relocates the handles of wp.Mesh only ("the save path only registers
+meshes", warp/_src/apic/capture.py): a wp.Bvh, wp.HashGrid or wp.Volume id cannot be saved
+in any form, so such an id is refused in a relocated `wp.handle` slot too, and its fix
+says what does work for that kind of object.
 """
 
 from __future__ import annotations
@@ -22,6 +27,16 @@ from wrpkg.launch_recorder import LaunchRecorder
 
 _SLOT = 8
 _ARRAY = "wp.array data"
+
+# What works instead, for each kind of object APIC cannot save (a wp.Mesh id works as wp.handle).
+_UNSAVABLE = {
+    "wp.Bvh": "for a BVH over triangles, build a wp.Mesh of them and use mesh_query_* (a wp.Mesh id "
+    "passed as wp.handle is saved and relocated); otherwise keep the BVH queries out of step()",
+    "wp.HashGrid": "keep the hash-grid queries out of step(), or find neighbours with arrays only inside "
+    "the step (e.g. a uniform grid binned by a kernel and sorted with wp.utils.radix_sort_pairs)",
+    "wp.Volume": "pass the voxel data as a wp.array3d and sample it in the kernel (trilinear interpolation "
+    "by hand) instead of volume_sample_*, or keep the volume queries out of step()",
+}
 
 
 @dataclass
@@ -79,18 +94,30 @@ def check_launches(wp, recorder: LaunchRecorder, extra: list, target: str) -> No
     for packed in recorder.params:
         blob = packed.blob
         for offset in range(0, len(blob) - _SLOT + 1, _SLOT):
-            if offset in packed.relocated:
-                continue
             (value,) = struct.unpack_from("<Q", blob, offset)
             if value == 0:
                 continue
-            hit = by_id.get(value) or in_array(value)
+            if offset in packed.relocated:
+                # A relocated handle slot is saved as a mesh: right for a mesh only.
+                hit = by_id.get(value)
+                if hit is None or hit.kind == "wp.Mesh":
+                    continue
+            else:
+                hit = by_id.get(value) or in_array(value)
             if hit is None:
                 continue
             where = f"parameter '{packed.param}'" + (
                 f" (byte {offset} of its value)" if len(blob) > _SLOT else ""
             )
             side = "adjoint of " if packed.adjoint else ""
+            if hit.kind in _UNSAVABLE:
+                raise CaptureError(
+                    f"{target}: kernel '{packed.kernel}', {side}{where}, holds the id of a live {hit.kind} "
+                    f"(0x{value:x}). Warp's APIC (1.19) saves and relocates wp.Mesh handles only: a {hit.kind} "
+                    "cannot be part of a saved graph, as wp.uint64 (saved verbatim, a crash at replay) or as "
+                    "wp.handle (saved as if it were a mesh).",
+                    fix=_UNSAVABLE[hit.kind],
+                )
             if hit.kind == _ARRAY:
                 fix = (
                     f"declare '{packed.param}' of kernel '{packed.kernel}' as a wp.array and pass the array "

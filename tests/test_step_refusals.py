@@ -1,0 +1,105 @@
+"""Captures whose saved graph would not replay what the step did are refused at capture, on
+the CPU and when retargeted to CUDA, naming the file and line and what to do instead; the
+fixed program of each pattern captures. A native crash ends with a message, not a signal."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_capture import PROGRAMS, assert_no_output, assert_refused, run_capture
+from wrp_testing import run_python
+
+LABEL = "//tests:refused_wrp"
+
+
+def capture(script, out, mode_var, mode, capture_mode):
+    env = {mode_var: mode}
+    if capture_mode == "cpu":
+        return run_capture(script, out, label=LABEL, env_extra=env)
+    args = ["--script", str(script), "--device", "cuda", "--mode", "retarget", "--out-dir", str(out)]
+    return run_python("-m", "wrpkg.capture", *args, "--stem", "sim", "--label", LABEL, env_extra=env)
+
+
+CAPTURE_MODES = ["cpu", "retarget"]
+
+
+@pytest.mark.parametrize("capture_mode", CAPTURE_MODES)
+@pytest.mark.parametrize(
+    "mode, line",
+    [
+        ("direct", "wp.capture_launch(capture.graph)"),
+        ("alias", "launch_graph(capture.graph)"),
+        ("swallowed", "wp.capture_launch(capture.graph)"),
+    ],
+)
+def test_a_nested_graph_launch_is_refused_naming_the_line(tmp_path, capture_mode, mode, line):
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "nested_graph.py", out, "WRP_TEST_NESTED_MODE", mode, capture_mode)
+    assert_refused(proc, out, LABEL, "step() launches a captured graph", "nested_graph.py:", line)
+    assert "call the code that was captured into that graph directly inside step()" in proc.stderr
+
+
+def test_the_inlined_nested_graph_captures_and_replays_its_work(tmp_path):
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "nested_graph.py", out, "WRP_TEST_NESTED_MODE", "inline", "cpu")
+    assert proc.returncode == 0, proc.stderr
+    # Both launches are in the graph: the golden replay adds 2 to the saved zeros.
+    golden = np.frombuffer((out / "golden" / "x.bin").read_bytes(), dtype=np.float32)
+    assert np.array_equal(golden, np.full(64, 2.0, dtype=np.float32))
+
+
+@pytest.mark.parametrize("capture_mode", CAPTURE_MODES)
+@pytest.mark.parametrize(
+    "mode, what",
+    [
+        ("numpy", "array.numpy()"),
+        ("list", "array.list()"),
+        ("asarray", "__array_interface__"),
+        ("swallowed", "array.numpy()"),
+    ],
+)
+def test_a_host_read_back_is_refused_naming_the_line(tmp_path, capture_mode, mode, what):
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "host_readback.py", out, "WRP_TEST_READBACK_MODE", mode, capture_mode)
+    assert_refused(proc, out, LABEL, "reads an array's values on the host", what, "host_readback.py:")
+    assert "move the read-back out of step()" in proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["print", "kernel"])
+def test_a_step_computing_on_the_device_captures(tmp_path, mode):
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "host_readback.py", out, "WRP_TEST_READBACK_MODE", mode, "cpu")
+    assert proc.returncode == 0, proc.stderr
+    golden = np.frombuffer((out / "golden" / "x.bin").read_bytes(), dtype=np.float32)
+    expected = np.arange(1, 65, dtype=np.float32) / np.float32(64)
+    assert np.array_equal(golden, expected)
+
+
+@pytest.mark.parametrize(
+    "mode, kind, fix",
+    [
+        ("hashgrid_uint64", "wp.HashGrid", "keep the hash-grid queries out of step()"),
+        ("hashgrid_handle", "wp.HashGrid", "keep the hash-grid queries out of step()"),
+        ("bvh_handle", "wp.Bvh", "build a wp.Mesh of them"),
+        ("volume_uint64", "wp.Volume", "pass the voxel data as a wp.array3d"),
+    ],
+)
+def test_ids_apic_cannot_save_are_refused_with_what_works(tmp_path, mode, kind, fix):
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "geometry_ids.py", out, "WRP_TEST_GEOMETRY_MODE", mode, "cpu")
+    assert_refused(
+        proc, out, LABEL, f"holds the id of a live {kind}", "saves and relocates wp.Mesh handles only", fix
+    )
+    # Not the advice that would make it crash: wp.handle does not help these kinds.
+    assert "as wp.handle (not wp.uint64)" not in proc.stderr
+
+
+def test_a_native_crash_names_the_target_the_phase_and_the_line(tmp_path):
+    out = tmp_path / "raw"
+    proc = run_capture(PROGRAMS / "crash_in_step.py", out, label=LABEL)
+    assert proc.returncode == 1, proc.stderr
+    assert f"error: {LABEL}" in proc.stderr
+    assert "died of SIGSEGV during step() under capture on cpu" in proc.stderr
+    assert 'crash_in_step.py", line 23 in step' in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert_no_output(out)

@@ -1,0 +1,96 @@
+"""A native crash of a capture becomes a message: which target, in which phase, and where.
+
+A capture runs the user's kernels and Warp's native replay in-process; a bad address there
+kills the process with a signal (SIGSEGV), which no Python handler can turn into an error.
+So the capture tool runs its work in a child process and watches it: the child says which
+phase it is in (`phase()`, a line appended to a file: it survives the crash) and has
+faulthandler write the Python stack to a file when a fatal signal arrives; the parent, when
+the child dies of a signal, prints one error naming the target, the last phase and that
+stack, removes the child's half-written staging directory, and exits 1.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from wrpkg import atomic
+
+_CHILD = "WRPKG_CRASH_WATCH_DIR"
+
+
+def in_child() -> bool:
+    """True in the watched process."""
+    return bool(os.environ.get(_CHILD))
+
+
+def start_child() -> None:
+    """In the watched process: have faulthandler write the stack of a fatal signal to the report."""
+    import faulthandler  # noqa: PLC0415
+
+    folder = os.environ.get(_CHILD)
+    if not folder:
+        return
+    # Kept open for the life of the process: faulthandler writes to it from the signal handler.
+    report = open(os.path.join(folder, "stack.txt"), "w")  # noqa: SIM115
+    faulthandler.enable(file=report, all_threads=False)
+    start_child.report = report
+
+
+def phase(text: str) -> None:
+    """Records what the watched process is doing now (no-op outside a watched child)."""
+    folder = os.environ.get(_CHILD)
+    if folder:
+        with open(os.path.join(folder, "phase.txt"), "a") as f:
+            f.write(text.replace("\n", " ") + "\n")
+
+
+def run_watched(module: str, argv: list[str], target: str, out_dir: Path) -> int:
+    """Runs `python -m module argv...` as a watched child; returns its exit status, or 1 after
+    reporting a crash."""
+    with tempfile.TemporaryDirectory(prefix="wrpkg-crash-watch-") as folder:
+        env = dict(os.environ, **{_CHILD: folder})
+        returncode = subprocess.run([sys.executable, "-m", module, *argv], env=env, check=False).returncode
+        if returncode >= 0:
+            return returncode
+        phases = _read(Path(folder) / "phase.txt").splitlines()
+        stack = _read(Path(folder) / "stack.txt").strip()
+    atomic.remove_abandoned_staging(out_dir)
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    last = phases[-1] if phases else "starting up"
+    lines = [
+        f"error: {target}: the capture process died of {name} during {last}; nothing was written to {out_dir}.",
+    ]
+    if stack:
+        lines.append("  crash report (Python stack at the signal, innermost last):")
+        lines.extend("    " + line for line in stack.splitlines())
+    lines.append(f"  fix: {_fix(last)}")
+    print("\n".join(lines), file=sys.stderr)
+    return 1
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _fix(last_phase: str) -> str:
+    if last_phase.startswith("golden replay"):
+        return (
+            "the saved graph crashed when replayed in a fresh state: a launch parameter probably holds an "
+            "address or object id that only the capturing process had (pass arrays as wp.array and mesh ids "
+            "as wp.handle); if the step passes only those, report this message with the script"
+        )
+    return (
+        "the crash is in native code the capture script called (see the stack above): run the script's "
+        "build() and step() outside the capture to reproduce it, and fix the kernel or call that crashes"
+    )

@@ -1,0 +1,199 @@
+"""Refuse, while a capture's step records, what the saved graph would not replay as it ran.
+
+APIC saves the operations Warp records. Three ordinary patterns run fine in the step and
+leave a graph that does something else when it is replayed with other inputs:
+
+- a nested graph (`wp.capture_launch(g)` of a graph captured in build()): on the CPU its
+  work runs without an APIC record (Warp prints "kernel launch during capture without
+  APICLaunchInfo" and goes on), so the bundle lacks it; on CUDA the capture fails with a
+  CUDA error that names no line.
+- a host read-back (`x.numpy()`, `x.list()`, `np.asarray(x)`): the value read is the one of
+  this run, and whatever Python computes from it is frozen into the graph as a constant. A
+  CUDA capture refuses the device-to-host copy; a CPU or retargeted capture would not.
+- host memory in a CUDA capture (a `device="cpu"` array in `wp.copy`, or filled, zeroed or
+  assigned in the step): APIC records regions of the capture device only.
+
+A StepGuard hooks the Warp calls behind each pattern for the length of the step and
+refuses the first use with the file and line of the user's call and what to do instead.
+The refusal is also kept, so a step that catches the exception is refused all the same.
+It reads Warp's private native entry points (`runtime.core`), pinned with the Warp version
+as the rest of the harness is.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+from dataclasses import dataclass, field
+
+from wrpkg.errors import CaptureError
+
+
+class StepRefusal(CaptureError):
+    """The step does something its saved graph would not replay."""
+
+
+_WRPKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+# The native calls behind wp.capture_launch: a live CPU graph, a loaded CPU graph, a CUDA
+# graph. Hooking them, not wp.capture_launch, also catches a step that imported
+# capture_launch under another name before the hooks went in.
+_GRAPH_LAUNCH_CALLS = ("wp_apic_cpu_replay_state", "wp_apic_cpu_replay_graph", "wp_cuda_graph_launch")
+
+
+def _caller_outside(skip_dirs: tuple[str, ...], depth: int = 2):
+    """The first frame, from `depth` up, whose file is in none of `skip_dirs`: (file, line)."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        filename = os.path.abspath(frame.f_code.co_filename)
+        if not filename.startswith(skip_dirs):
+            return filename, frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
+def _where(location) -> str:
+    if location is None:
+        return "in step()"
+    filename, line = location
+    code = linecache.getline(filename, line).strip()
+    shown = os.path.relpath(filename)  # a Bazel action runs in the execroot: models/sim.py, not its path
+    if shown.startswith(".."):
+        shown = filename
+    return f"at {shown}:{line}" + (f" ({code})" if code else "")
+
+
+@dataclass
+class StepGuard:
+    """Hooks for one recording. `target` names the capture; `capture_is_cuda` says whether
+    host memory is foreign to the capture (a native CUDA capture)."""
+
+    target: str
+    capture_is_cuda: bool
+    refusals: list[StepRefusal] = field(default_factory=list)
+
+    def patches(self) -> list[tuple[object, str, object]]:
+        """(owner, attribute, replacement) for LaunchRecorder to install and restore."""
+        import warp  # noqa: PLC0415 - Warp is imported lazily
+        import warp._src.context as ctx  # noqa: PLC0415
+
+        warp_dir = os.path.dirname(os.path.abspath(warp.__file__)) + os.sep
+        patches = self._graph_launch_patches(ctx.runtime.core, warp_dir)
+        patches += self._read_back_patches(warp, warp_dir)
+        if self.capture_is_cuda:
+            patches += self._host_memory_patches(warp, warp_dir)
+        return patches
+
+    def check(self) -> None:
+        """Raises the first refusal, also when the step caught it."""
+        if self.refusals:
+            raise self.refusals[0]
+
+    def _refuse(self, message: str, fix: str) -> StepRefusal:
+        refusal = StepRefusal(f"{self.target}: {message}", fix=fix)
+        self.refusals.append(refusal)
+        return refusal
+
+    def _graph_launch_patches(self, core, warp_dir: str):
+        guard = self
+        skip = (warp_dir, _WRPKG_DIR)
+
+        def refuse_graph_launch(*_args, **_kwargs):
+            where = _where(_caller_outside(skip))
+            raise guard._refuse(
+                f"step() launches a captured graph {where}. APIC does not record the operations of a graph "
+                "launched inside a capture, so the bundle would replay without them.",
+                fix="call the code that was captured into that graph directly inside step() (the step is "
+                "captured as a graph itself), and keep wp.capture_launch out of it",
+            )
+
+        return [(core, name, refuse_graph_launch) for name in _GRAPH_LAUNCH_CALLS if hasattr(core, name)]
+
+    def _read_back_patches(self, warp, warp_dir: str):
+        guard = self
+        array = warp.array
+        # Warp's own code reads arrays too (str() of an array, its copies): only a call made
+        # directly from outside Warp and wrpkg is the user's read-back.
+        own = (warp_dir, _WRPKG_DIR)
+
+        def refuse_if_users(what: str) -> None:
+            caller = sys._getframe(2)
+            filename = os.path.abspath(caller.f_code.co_filename)
+            if filename.startswith(own):
+                return
+            where = _where((filename, caller.f_lineno))
+            raise guard._refuse(
+                f"step() reads an array's values on the host ({what}) {where}. The capture records device "
+                "operations only: a value computed from this read is frozen into the graph as it was in this "
+                "run, and replay with other inputs would be silently wrong (a CUDA capture refuses the "
+                "device-to-host copy).",
+                fix="move the read-back out of step(): compute the value in a kernel and pass the array to "
+                "the kernels that use it, or read it after the replay",
+            )
+
+        def reading(original, what: str):
+            def method(self, *args, **kwargs):
+                refuse_if_users(what)
+                return original(self, *args, **kwargs)
+
+            return method
+
+        patches = []
+        for cls in (array, getattr(warp, "indexedarray", None)):
+            if cls is None:
+                continue
+            for name in ("numpy", "list"):
+                if name in vars(cls):
+                    patches.append((cls, name, reading(vars(cls)[name], f"{cls.__name__}.{name}()")))
+            interface = vars(cls).get("__array_interface__")
+            if isinstance(interface, property):
+                # NumPy reads it from C (np.asarray, ufuncs): the nearest Python frame is the caller.
+                getter = reading(interface.fget, "NumPy's __array_interface__, e.g. np.asarray(array)")
+                patches.append((cls, "__array_interface__", property(getter)))
+        return patches
+
+    def _host_memory_patches(self, warp, warp_dir: str):
+        guard = self
+        skip = (warp_dir, _WRPKG_DIR)
+        array = warp.array
+
+        def refuse_host(what: str, arr) -> None:
+            where = _where(_caller_outside(skip, depth=3))
+            raise guard._refuse(
+                f"step() uses host memory in a CUDA capture: {what} of a {arr.device} array {where}. APIC "
+                "records regions and copies of the capture device only: the host array would be replayed as "
+                "device memory.",
+                fix="keep host arrays out of step(): copy results to the host after the replay, and give the "
+                "step device arrays only",
+            )
+
+        def on_host(arr) -> bool:
+            device = getattr(arr, "device", None)
+            return device is not None and device.is_cpu
+
+        original_copy = warp.copy
+
+        def copy(dest, src, *args, **kwargs):
+            for arr in (dest, src):
+                if on_host(arr):
+                    refuse_host("wp.copy", arr)
+            return original_copy(dest, src, *args, **kwargs)
+
+        patches = [(warp, "copy", copy)]
+        import warp._src.context as ctx  # noqa: PLC0415
+
+        if getattr(ctx, "copy", None) is original_copy:
+            patches.append((ctx, "copy", copy))
+        for name in ("zero_", "fill_", "assign"):
+            original = getattr(array, name, None)
+            if original is None:
+                continue
+
+            def method(self, *args, _name=name, _original=original, **kwargs):
+                if on_host(self):
+                    refuse_host(f"array.{_name}()", self)
+                return _original(self, *args, **kwargs)
+
+            patches.append((array, name, method))
+        return patches
