@@ -103,3 +103,11 @@ def test_a_native_crash_names_the_target_the_phase_and_the_line(tmp_path):
     assert 'crash_in_step.py", line 23 in step' in proc.stderr
     assert "Traceback" not in proc.stderr
     assert_no_output(out)
+
+
+@pytest.mark.parametrize("mode", ["copy_out", "copy_in", "zero_host"])
+def test_host_memory_is_ordinary_on_a_cpu_capture(tmp_path, mode):
+    # The host is the capture device here; a CUDA capture refuses it (test_step_refusals_gpu.py).
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "host_memory.py", out, "WRP_TEST_HOST_MODE", mode, "cpu")
+    assert proc.returncode == 0, proc.stderr

@@ -1,0 +1,53 @@
+"""Outside Bazel, a bundle's bytes depend neither on the working directory nor on how the
+capture script's path is written (relative, absolute, through `..`, run from /)."""
+
+from __future__ import annotations
+
+import os
+
+from test_capture import REPO
+from wrp_testing import run_python
+
+
+def _bundle_hash(tmp_path, name, cwd, script):
+    raw, out = tmp_path / name / "raw", tmp_path / name
+    proc = run_python(
+        "-m",
+        "wrpkg.capture",
+        "--script",
+        script,
+        "--device",
+        "cpu",
+        "--out-dir",
+        str(raw),
+        "--stem",
+        "sim",
+        cwd=cwd,
+    )
+    assert proc.returncode == 0, proc.stderr
+    args = ["--raw-dir", str(raw), "--stem", "sim", "--name", "sim_wrp", "--label", "//models:sim_cpu_wrp"]
+    args += [
+        "--out-dir",
+        str(out / "sim_wrp"),
+        "--tar",
+        str(out / "sim_wrp.tar"),
+        "--hash",
+        str(out / "sim.sha256"),
+    ]
+    proc = run_python("-m", "wrpkg.bundle", *args, cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    return (out / "sim.sha256").read_text().split()[0]
+
+
+def test_script_path_spellings_give_one_bundle(tmp_path):
+    sim = REPO / "models" / "sim.py"
+    hashes = {
+        "relative from the repository": _bundle_hash(tmp_path, "rel", REPO, "models/sim.py"),
+        "absolute from /": _bundle_hash(tmp_path, "abs", "/", str(sim)),
+        "./ from its folder": _bundle_hash(tmp_path, "dot", sim.parent, "./sim.py"),
+        "through .. from elsewhere": _bundle_hash(
+            tmp_path, "up", tmp_path, os.path.relpath(sim.parent / ".." / "models" / "sim.py", tmp_path)
+        ),
+    }
+    print(hashes)
+    assert len(set(hashes.values())) == 1, hashes
