@@ -4,6 +4,8 @@ fixed program of each pattern captures. A native crash ends with a message, not 
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from test_capture import PROGRAMS, assert_no_output, assert_refused, run_capture
@@ -111,3 +113,11 @@ def test_host_memory_is_ordinary_on_a_cpu_capture(tmp_path, mode):
     out = tmp_path / "raw"
     proc = capture(PROGRAMS / "host_memory.py", out, "WRP_TEST_HOST_MODE", mode, "cpu")
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_repeatable_step_passes_the_two_replay_check_without_a_tolerance(tmp_path):
+    # Serial on the CPU: both replays agree bit for bit (on CUDA: test_step_refusals_gpu.py).
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "nondeterministic_sum.py", out, "WRP_TEST_SUM_MODE", "exact", "cpu")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((out / "interface.json").read_text())["golden"][0]["atol"] is None

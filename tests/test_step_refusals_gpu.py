@@ -58,3 +58,13 @@ def test_the_fixed_programs_capture_natively(tmp_path, script, mode_var, mode):
     proc = capture_cuda(PROGRAMS / script, out, mode_var, mode)
     assert proc.returncode == 0, proc.stderr
     assert (out / "sim.wrp").is_file()
+
+
+def test_an_output_two_replays_disagree_on_is_refused_unless_a_tolerance_covers_it(tmp_path):
+    script = PROGRAMS / "nondeterministic_sum.py"
+    proc = capture_cuda(script, tmp_path / "exact", "WRP_TEST_SUM_MODE", "exact")
+    assert_refused(
+        proc, tmp_path / "exact", LABEL, "output 'sum' differs between two replays", "declare a tolerance"
+    )
+    proc = capture_cuda(script, tmp_path / "tolerance", "WRP_TEST_SUM_MODE", "tolerance")
+    assert proc.returncode == 0, proc.stderr

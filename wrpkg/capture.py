@@ -37,7 +37,7 @@ from typing import Any
 
 from wrpkg import atomic, crash_watch
 from wrpkg.errors import CaptureError
-from wrpkg.golden import as_tolerance
+from wrpkg.golden import as_tolerance, compare
 from wrpkg.interface import INTERFACE_SCHEMA
 from wrpkg.launch_recorder import LaunchRecorder
 from wrpkg.stale_pointers import check_launches
@@ -513,28 +513,43 @@ def _record_step(wp, spec, device, script: Path, target: str, recorder):
 
 
 def _replay_golden(wp, wrp_path: Path, modules_dir: Path, golden_dir: Path, spec, device, target: str):
-    """Golden values: load the saved file as a user would and replay it once from its saved
-    initial state. Files Warp may add while loading (a guest-compile cache) are not part of
-    the capture: they are removed. Returns the golden files by name and their records."""
+    """Golden values: load the saved file as a user would and replay it from its saved initial
+    state, twice, each from a fresh load. An output the two replays disagree on (atomics,
+    order across blocks) has no golden value to hold a replay to: it is refused unless it
+    declares a tolerance the two replays meet. Files Warp may add while loading (a
+    guest-compile cache) are not part of the capture: they are removed. Returns the golden
+    files by name and their records."""
     saved_module_files = set(os.listdir(modules_dir)) if modules_dir.exists() else set()
-    try:
-        loaded = wp.capture_load(str(wrp_path), device=device)
-        wp.capture_launch(loaded)
-        wp.synchronize_device(device)
-    except RuntimeError as exc:
-        raise CaptureError(f"{target}: the saved graph does not load or replay: {exc}") from exc
+    first = _replay_outputs(wp, wrp_path, spec, device, target)
+    second = _replay_outputs(wp, wrp_path, spec, device, target)
+    tolerances = {
+        name: as_tolerance(spec.tolerances[name]) for name in spec.outputs if name in spec.tolerances
+    }
+    for name in sorted(spec.outputs):
+        verdict = compare(first[name], second[name], tolerances.get(name))
+        if not verdict.match:
+            declared = tolerances.get(name)
+            raise CaptureError(
+                f"{target}: output '{name}' differs between two replays of the saved graph on {device.alias} "
+                f"({verdict.detail}): the step is not deterministic on this device (float atomics, or an order "
+                "that depends on scheduling), so no golden value can hold a replay to it"
+                + (
+                    f"; its declared tolerance (atol {declared.atol}, rtol {declared.rtol}) is too tight"
+                    if declared
+                    else ""
+                ),
+                fix=f"declare a tolerance for '{name}' in the CaptureSpec (tolerances={{'{name}': Tolerance(atol=..., "
+                "rtol=...)}}) that covers the run-to-run spread, or make the step deterministic",
+            )
     golden_dir.mkdir()
     golden_files = {}
     golden_records = []
     for name in sorted(spec.outputs):
-        size = loaded._params[name]["size"]
-        buffer = wp.empty(size, dtype=wp.uint8, device=device)
-        loaded.get_param(name, buffer)
-        data = buffer.numpy().tobytes()
+        data = first[name]
         path = golden_dir / f"{name}.bin"
         path.write_bytes(data)
         golden_files[name] = path
-        tol = as_tolerance(spec.tolerances[name]) if name in spec.tolerances else None
+        tol = tolerances.get(name)
         golden_records.append(
             {
                 "name": name,
@@ -544,7 +559,6 @@ def _replay_golden(wp, wrp_path: Path, modules_dir: Path, golden_dir: Path, spec
                 "rtol": None if tol is None else tol.rtol,
             }
         )
-    del loaded
     if modules_dir.exists():
         for extra in set(os.listdir(modules_dir)) - saved_module_files:
             extra_path = modules_dir / extra
@@ -553,6 +567,24 @@ def _replay_golden(wp, wrp_path: Path, modules_dir: Path, golden_dir: Path, spec
             else:
                 extra_path.unlink()
     return golden_files, golden_records
+
+
+def _replay_outputs(wp, wrp_path: Path, spec, device, target: str) -> dict[str, bytes]:
+    """One fresh load and replay of the saved graph: each output's bytes."""
+    try:
+        loaded = wp.capture_load(str(wrp_path), device=device)
+        wp.capture_launch(loaded)
+        wp.synchronize_device(device)
+    except RuntimeError as exc:
+        raise CaptureError(f"{target}: the saved graph does not load or replay: {exc}") from exc
+    outputs = {}
+    for name in sorted(spec.outputs):
+        size = loaded._params[name]["size"]
+        buffer = wp.empty(size, dtype=wp.uint8, device=device)
+        loaded.get_param(name, buffer)
+        outputs[name] = buffer.numpy().tobytes()
+    del loaded
+    return outputs
 
 
 def configure_parser(parser) -> None:
