@@ -37,9 +37,15 @@ class StepRefusal(CaptureError):
 _WRPKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 # The native calls behind wp.capture_launch: a live CPU graph, a loaded CPU graph, a CUDA
-# graph. Hooking them, not wp.capture_launch, also catches a step that imported
-# capture_launch under another name before the hooks went in.
-_GRAPH_LAUNCH_CALLS = ("wp_apic_cpu_replay_state", "wp_apic_cpu_replay_graph", "wp_cuda_graph_launch")
+# graph (its first launch instantiates it, which the driver refuses while the stream
+# captures: CUDA error 900). Hooking them, not wp.capture_launch, also catches a step that
+# imported capture_launch under another name before the hooks went in.
+_GRAPH_LAUNCH_CALLS = (
+    "wp_apic_cpu_replay_state",
+    "wp_apic_cpu_replay_graph",
+    "wp_cuda_graph_create_exec",
+    "wp_cuda_graph_launch",
+)
 
 
 def _caller_outside(skip_dirs: tuple[str, ...], depth: int = 2):
