@@ -121,3 +121,19 @@ def test_a_repeatable_step_passes_the_two_replay_check_without_a_tolerance(tmp_p
     proc = capture(PROGRAMS / "nondeterministic_sum.py", out, "WRP_TEST_SUM_MODE", "exact", "cpu")
     assert proc.returncode == 0, proc.stderr
     assert json.loads((out / "interface.json").read_text())["golden"][0]["atol"] is None
+
+
+@pytest.mark.parametrize("mode", ["kernel", "numpy"])
+def test_a_retargeted_capture_names_initial_state_computed_by_build_kernels(tmp_path, mode):
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "build_kernel_state.py", out, "WRP_TEST_INIT_MODE", mode, "retarget")
+    assert proc.returncode == 0, proc.stderr
+    recorded = json.loads((out / "capture.json").read_text()).get("initial_state_from_build_kernels")
+    if mode == "numpy":
+        assert recorded is None and "computed in build()" not in proc.stderr
+        return
+    assert recorded == [
+        {"kernel": "spiral", "where": "build_kernel_state.py:35", "arrays": ["x"], "other_arrays": 0}
+    ]
+    assert "x by kernel 'spiral' at build_kernel_state.py:35" in proc.stderr
+    assert "compute initial state on the host (NumPy)" in proc.stderr

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wrpkg import atomic, crash_watch
+from wrpkg import atomic, build_launches, crash_watch
+from wrpkg.build_launches import BuildLaunchWatch
 from wrpkg.errors import CaptureError
 from wrpkg.golden import as_tolerance, compare
 from wrpkg.interface import INTERFACE_SCHEMA
@@ -379,11 +380,14 @@ def _capture_into(
         device_name = "cpu"
     device = _require_device(wp, device_name, target)
     crash_watch.phase(f"importing {script.name} and its build({device.alias!r})")
-    spec, bindings = _build_spec(wp, script, device, target)
+    user_dirs = tuple(
+        sorted({os.path.abspath(script.parent) + os.sep, os.path.realpath(script.parent) + os.sep})
+    )
+    build_watch = BuildLaunchWatch(user_dirs) if mode == "retarget" else None
+    spec, bindings = _build_spec(wp, script, device, target, build_watch)
 
     if mode == "retarget":
-        user_dirs = {os.path.abspath(script.parent) + os.sep, os.path.realpath(script.parent) + os.sep}
-        recorder = retarget.RetargetRecorder(user_dirs=tuple(sorted(user_dirs)), target=target)
+        recorder = retarget.RetargetRecorder(user_dirs=user_dirs, target=target)
     else:
         recorder = LaunchRecorder(target=target)
     crash_watch.phase(f"step() under capture on {device.alias}")
@@ -420,6 +424,10 @@ def _capture_into(
         retarget.retarget(wrp_path, modules_dir, recorder, arch)
         source_paths.canonicalize_sources(wrp_path, modules_dir, paths, target)
         info = _retarget_versions(wp, arch)
+        computed = build_watch.computed_state({**spec.inputs, **spec.outputs}, recorder.array_ptrs)
+        if computed:
+            info["initial_state_from_build_kernels"] = computed
+            print(build_launches.note(target, computed), file=sys.stderr)
     else:
         info = _versions(wp, device)
     interface = {
@@ -456,7 +464,7 @@ def _use_kernel_cache(wp, work: Path, cache_dir) -> Path | None:
     return cache if own_cache else None
 
 
-def _build_spec(wp, script: Path, device, target: str):
+def _build_spec(wp, script: Path, device, target: str, build_watch=None):
     """Runs the script's build(device) and loads every Warp module it brought in (its own and
     the ones it imports), so no compile happens inside the capture."""
     modules_before = set(wp._src.context.user_modules)
@@ -466,7 +474,8 @@ def _build_spec(wp, script: Path, device, target: str):
     # Before any code is generated, so Warp writes machine-independent source paths itself.
     source_paths.relocate(wp, script.parent)
     try:
-        spec = module.build(device.alias)
+        with build_watch.watching() if build_watch else contextlib.nullcontext():
+            spec = module.build(device.alias)
     except Exception as exc:  # the user's code
         raise CaptureError(
             f"{target}: build({device.alias!r}) raised {type(exc).__name__}:\n{_script_traceback(exc, script)}",

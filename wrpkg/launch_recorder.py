@@ -39,6 +39,8 @@ class LaunchRecorder:
     capture: object = None
     # The step's refusals (set by recording()).
     guard: StepGuard | None = None
+    # Data addresses of the arrays the step's launches take (wrpkg.build_launches).
+    array_ptrs: set[int] = field(default_factory=set)
 
     @contextlib.contextmanager
     def recording(self, device):
@@ -88,6 +90,9 @@ class LaunchRecorder:
             self, rec, arg, original_value, packed_value, value_data_buf, relocs_buf, adjoint=False
         ):
             first_reloc = len(relocs_buf)
+            ptr = getattr(original_value, "ptr", None)
+            if isinstance(ptr, int) and ptr:
+                recorder.array_ptrs.add(ptr)
             original_pack(self, rec, arg, original_value, packed_value, value_data_buf, relocs_buf, adjoint)
             start, size = rec.value_offset, rec.value_size
             relocated = frozenset(int(r.value_byte_offset) for r in relocs_buf[first_reloc:])

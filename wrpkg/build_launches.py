@@ -1,0 +1,112 @@
+"""Which parts of a retargeted capture's initial state were computed by kernels in build().
+
+The bytes every array holds when the step is captured are saved as the graph's starting
+state. When build() computes them with Warp kernels, a retargeted capture saves what the
+CPU computed; a GPU computes the same floats with other rounding in the last bits (fused
+multiply-adds, fast math), so the retargeted bundle is then not byte-identical to a native
+capture of the same program, although both are correct. That is not an error, but it is a
+difference a user comparing bundles must be able to explain: the capture says which arrays
+and which launches, in its log and in capture.json (`initial_state_from_build_kernels`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from dataclasses import dataclass, field
+
+
+@dataclass
+class BuildLaunch:
+    kernel: str
+    where: str  # "script.py:42"
+    array_ptrs: frozenset[int]
+
+
+@dataclass
+class BuildLaunchWatch:
+    """Records, while `watching()` is active, every wp.launch/wp.launch_tiled with its arrays."""
+
+    user_dirs: tuple[str, ...]
+    launches: list[BuildLaunch] = field(default_factory=list)
+
+    def _where(self) -> str:
+        frame = sys._getframe(2)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if os.path.abspath(filename).startswith(self.user_dirs) or os.path.realpath(filename).startswith(
+                self.user_dirs
+            ):
+                return f"{os.path.basename(filename)}:{frame.f_lineno}"
+            frame = frame.f_back
+        return "a module the script imports"
+
+    @contextlib.contextmanager
+    def watching(self):
+        import warp  # noqa: PLC0415 - Warp is imported lazily
+        import warp._src.context as ctx  # noqa: PLC0415
+
+        watch = self
+        patches = []
+        for name in ("launch", "launch_tiled"):
+            original = getattr(ctx, name)
+
+            def hooked(kernel, *args, _original=original, **kwargs):
+                arrays = [*kwargs.get("inputs", ()), *kwargs.get("outputs", ())]
+                arrays += [a for arg in args[1:3] if isinstance(arg, (list, tuple)) for a in arg]
+                ptrs = frozenset(int(a.ptr) for a in arrays if isinstance(a, warp.array) and a.ptr)
+                watch.launches.append(BuildLaunch(str(kernel.key), watch._where(), ptrs))
+                return _original(kernel, *args, **kwargs)
+
+            for owner in (ctx, warp):
+                if getattr(owner, name, None) is original:
+                    patches.append((owner, name, original, hooked))
+        try:
+            for owner, name, _original, hooked in patches:
+                setattr(owner, name, hooked)
+            yield self
+        finally:
+            for owner, name, original, _hooked in patches:
+                setattr(owner, name, original)
+
+    def computed_state(self, named_arrays: dict, step_ptrs: set[int]) -> list[dict]:
+        """For each build() launch whose arrays the step uses: the kernel, its line, and the
+        names of those arrays (spec bindings by name, others counted)."""
+        names = {}
+        for name, arr in sorted(named_arrays.items()):
+            ptr = int(getattr(arr, "ptr", 0) or 0)
+            if ptr:
+                names.setdefault(ptr, name)
+        found = []
+        for launch in self.launches:
+            used = sorted(launch.array_ptrs & (step_ptrs | set(names)))
+            if not used:
+                continue
+            named = sorted({names[p] for p in used if p in names})
+            found.append(
+                {
+                    "kernel": launch.kernel,
+                    "where": launch.where,
+                    "arrays": named,
+                    "other_arrays": sum(1 for p in used if p not in names),
+                }
+            )
+        return found
+
+
+def note(target: str, computed: list[dict]) -> str:
+    """The capture log's line about `computed` (from computed_state)."""
+    parts = []
+    for item in computed:
+        what = ", ".join(item["arrays"]) or "no bound array"
+        if item["other_arrays"]:
+            what += f" and {item['other_arrays']} other array(s) the step uses"
+        parts.append(f"{what} by kernel '{item['kernel']}' at {item['where']}")
+    return (
+        f"note: {target}: part of the saved initial state was computed in build() on the CPU ("
+        + "; ".join(parts)
+        + "): a GPU rounds such floats differently in the last bits, so this retargeted bundle may differ "
+        "from a native capture's bytes (both replay correctly). To make them byte-identical, compute initial "
+        "state on the host (NumPy) in build()."
+    )
