@@ -137,3 +137,10 @@ def test_a_retargeted_capture_names_initial_state_computed_by_build_kernels(tmp_
     ]
     assert "x by kernel 'spiral' at build_kernel_state.py:35" in proc.stderr
     assert "compute initial state on the host (NumPy)" in proc.stderr
+
+
+def test_a_kernel_warp_cannot_build_is_one_error_naming_it(tmp_path):
+    out = tmp_path / "raw"
+    proc = run_capture(PROGRAMS / "broken_kernel.py", out, label=LABEL)
+    assert_refused(proc, out, LABEL, "Warp could not build module 'broken_kernel'", "broken_kernel.py:15")
+    assert "Traceback" not in proc.stderr

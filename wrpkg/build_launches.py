@@ -16,6 +16,8 @@ import os
 import sys
 from dataclasses import dataclass, field
 
+from wrpkg import warp_internals
+
 
 @dataclass
 class BuildLaunch:
@@ -45,7 +47,8 @@ class BuildLaunchWatch:
     @contextlib.contextmanager
     def watching(self):
         import warp  # noqa: PLC0415 - Warp is imported lazily
-        import warp._src.context as ctx  # noqa: PLC0415
+
+        ctx = warp_internals.context()
 
         watch = self
         patches = []

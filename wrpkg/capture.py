@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wrpkg import atomic, build_launches, crash_watch
+from wrpkg import atomic, build_launches, crash_watch, warp_internals
 from wrpkg.build_launches import BuildLaunchWatch
 from wrpkg.errors import CaptureError
 from wrpkg.golden import as_tolerance, compare
@@ -98,8 +98,8 @@ def array_layout(wp, arr) -> dict:
     base_ptr = base._storage_base_ptr if base._storage_base_ptr is not None else base.ptr
     offset = 0 if arr.ptr is None or base_ptr is None else arr.ptr - base_ptr
     return {
-        "dtype": wp._src.types.type_repr(arr.dtype),
-        "dtype_bytes": wp._src.types.type_size_in_bytes(arr.dtype),
+        "dtype": warp_internals.types().type_repr(arr.dtype),
+        "dtype_bytes": warp_internals.types().type_size_in_bytes(arr.dtype),
         "shape": [int(n) for n in arr.shape],
         "strides": [int(n) for n in arr.strides],
         "offset": int(offset),
@@ -271,7 +271,7 @@ def _check_bindings_captured(graph, spec: CaptureSpec, target: str) -> None:
 
 
 def _versions(wp, device) -> dict:
-    runtime = wp._src.context.runtime
+    runtime = warp_internals.context().runtime
 
     def dotted(version):
         return None if version is None else ".".join(str(part) for part in version)
@@ -289,7 +289,7 @@ def _versions(wp, device) -> dict:
 
 def _retarget_versions(wp, arch: int) -> dict:
     """Provenance of a retargeted capture: no GPU ran it; Warp's own NVRTC compiled it."""
-    toolkit = wp._src.context.runtime.toolkit_version
+    toolkit = warp_internals.context().runtime.toolkit_version
     return {
         "schema": CAPTURE_INFO_SCHEMA,
         "warp_version": wp.config.version,
@@ -456,18 +456,18 @@ def _use_kernel_cache(wp, work: Path, cache_dir) -> Path | None:
     # Warp's greeting and per-module load lines are noise in a build log.
     wp.config.log_level = wp.LOG_WARNING
     wp.config.cpu_compiler_flags = PORTABLE_CPU_COMPILER_FLAGS
-    if wp._src.context.runtime is None:
+    if warp_internals.context().runtime is None:
         wp.config.kernel_cache_dir = str(cache)
         init_warp(wp)
     else:
-        wp._src.build.init_kernel_cache(str(cache))
+        warp_internals.private("build").init_kernel_cache(str(cache))
     return cache if own_cache else None
 
 
 def _build_spec(wp, script: Path, device, target: str, build_watch=None):
     """Runs the script's build(device) and loads every Warp module it brought in (its own and
     the ones it imports), so no compile happens inside the capture."""
-    modules_before = set(wp._src.context.user_modules)
+    modules_before = set(warp_internals.context().user_modules)
     from wrpkg import source_paths  # noqa: PLC0415 - imports Warp
 
     module = _import_script(script, target)
@@ -484,8 +484,14 @@ def _build_spec(wp, script: Path, device, target: str, build_watch=None):
     bindings = _check_spec(wp, spec, device, target)
     # Again for the modules build() imported.
     source_paths.relocate(wp, script.parent)
-    for name in sorted(set(wp._src.context.user_modules) - modules_before):
-        wp.load_module(name, device=device)
+    for name in sorted(set(warp_internals.context().user_modules) - modules_before):
+        try:
+            wp.load_module(name, device=device)
+        except Exception as exc:  # Warp's code generator or compiler on the user's kernels
+            raise CaptureError(
+                f"{target}: Warp could not build module '{name}' for {device.alias}: {type(exc).__name__}: {exc}",
+                fix="fix the kernel named above (Warp's message gives its file and line)",
+            ) from exc
     return spec, bindings
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 
+from wrpkg import warp_internals
 from wrpkg.step_guard import StepGuard
 
 
@@ -44,7 +45,7 @@ class LaunchRecorder:
 
     @contextlib.contextmanager
     def recording(self, device):
-        import warp._src.context as ctx  # noqa: PLC0415 - Warp is imported lazily
+        ctx = warp_internals.context()
 
         self.capture = ctx._get_apic_capture_for_device(device)
         self.guard = StepGuard(self.target, capture_is_cuda=device.is_cuda)
@@ -72,7 +73,7 @@ class LaunchRecorder:
         return contextlib.nullcontext()
 
     def _packing_patches(self) -> list[tuple[object, str, object]]:
-        from warp._src.apic.capture import APICapture  # noqa: PLC0415
+        APICapture = warp_internals.apic_capture_class()  # noqa: N806 - Warp's class
 
         recorder = self
         original_build = APICapture.build_launch_info

@@ -37,7 +37,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wrpkg import wrpformat
+from wrpkg import warp_internals, wrpformat
 from wrpkg.errors import CaptureError
 from wrpkg.launch_recorder import LaunchRecorder
 
@@ -143,12 +143,13 @@ class RetargetRecorder(LaunchRecorder):
 
     def _patches(self, device) -> list[tuple[object, str, object]]:
         import warp as wp  # noqa: PLC0415
-        import warp._src.context as ctx  # noqa: PLC0415
+
+        ctx = warp_internals.context()
 
         capture = self.capture
         if capture is None:
             raise CaptureError(f"{self.target}: retarget hooks installed outside an APIC capture")
-        import warp._src.types as wptypes  # noqa: PLC0415
+        wptypes = warp_internals.types()
 
         original = {
             "launch": ctx.launch,
@@ -295,7 +296,7 @@ class RetargetRecorder(LaunchRecorder):
         return {rid for rid, _, _, base in self.capture._regions.values() if id(base) in allocated}
 
     def _check_kernel(self, kernel, max_blocks: int, where: str) -> None:
-        import warp._src.context as ctx  # noqa: PLC0415
+        ctx = warp_internals.context()
         from warp import config  # noqa: PLC0415
 
         if ctx._get_kernel_cluster_dim(kernel) > 1:
@@ -311,7 +312,7 @@ class RetargetRecorder(LaunchRecorder):
 def _bounds(dim: tuple[int, ...], kernel) -> tuple[tuple[int, int, int, int], int]:
     """The (shape, size) a launch record stores for `dim`: Warp's launch bounds, as
     wp_cpu_launch_kernel / wp_cuda_launch_kernel copy them into the record."""
-    import warp._src.context as ctx  # noqa: PLC0415
+    ctx = warp_internals.context()
 
     bounds = ctx._build_launch_bounds_from_tuple(tuple(dim), kernel.adj.kernel_dim)
     ndim = min(max(kernel.adj.kernel_dim, 1), 4)
@@ -345,7 +346,8 @@ def _build_cuda_module(
 ) -> _CudaModule:
     """Generates and compiles one CUDA module variant with Warp, as Module.load would on a GPU."""
     import warp as wp  # noqa: PLC0415
-    import warp._src.context as ctx  # noqa: PLC0415
+
+    ctx = warp_internals.context()
 
     options = module.resolve_options(wp.config, block_dim=block_dim)
     module_hash = module.get_module_hash(block_dim)

@@ -33,7 +33,7 @@ import re
 import sys
 from pathlib import Path
 
-from wrpkg import wrpformat
+from wrpkg import warp_internals, wrpformat
 from wrpkg.errors import CaptureError
 
 # Warp's function header comment (codegen.py's *_function_template) and line directive.
@@ -69,7 +69,7 @@ def _adjoints(wp):
     functions, their overloads and templates, custom gradient/replay functions)."""
     seen = set()
     pending = []
-    for module in list(wp._src.context.user_modules.values()):
+    for module in list(warp_internals.context().user_modules.values()):
         for kernel in list(module.kernels.values()):
             pending.append(kernel)
             pending.extend(getattr(kernel, "overloads", {}).values())
@@ -104,7 +104,7 @@ def relocate(wp, script_dir: str | os.PathLike | None = None) -> dict[str, str]:
 
 
 def _rewrite(text: str, paths: dict[str, str]) -> str:
-    from warp._src.codegen import _escape_line_directive_filename  # noqa: PLC0415
+    _escape_line_directive_filename = warp_internals.private("codegen")._escape_line_directive_filename
 
     escaped = {
         _escape_line_directive_filename(a): _escape_line_directive_filename(s) for a, s in paths.items()

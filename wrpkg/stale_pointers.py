@@ -22,6 +22,7 @@ import gc
 import struct
 from dataclasses import dataclass
 
+from wrpkg import warp_internals
 from wrpkg.errors import CaptureError
 from wrpkg.launch_recorder import LaunchRecorder
 
@@ -64,7 +65,9 @@ def _live_objects(wp, extra: list) -> list[_LiveObject]:
                 return
         if isinstance(obj, wp.array) and getattr(obj, "ptr", None):
             # The whole allocation, on any device: a pointer into the middle of it is just as stale.
-            size = int(getattr(obj, "capacity", 0) or obj.size * wp._src.types.type_size_in_bytes(obj.dtype))
+            size = int(
+                getattr(obj, "capacity", 0) or obj.size * warp_internals.types().type_size_in_bytes(obj.dtype)
+            )
             found.append(_LiveObject(_ARRAY, int(obj.ptr), int(obj.ptr) + max(size, 1)))
 
     for obj in extra:

@@ -16,8 +16,7 @@ leave a graph that does something else when it is replayed with other inputs:
 A StepGuard hooks the Warp calls behind each pattern for the length of the step and
 refuses the first use with the file and line of the user's call and what to do instead.
 The refusal is also kept, so a step that catches the exception is refused all the same.
-It reads Warp's private native entry points (`runtime.core`), pinned with the Warp version
-as the rest of the harness is.
+It hooks Warp's private native entry points (`runtime.core`) through wrpkg.warp_internals.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
+from wrpkg import warp_internals
 from wrpkg.errors import CaptureError
 
 
@@ -36,16 +36,10 @@ class StepRefusal(CaptureError):
 
 _WRPKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
-# The native calls behind wp.capture_launch: a live CPU graph, a loaded CPU graph, a CUDA
-# graph (its first launch instantiates it, which the driver refuses while the stream
-# captures: CUDA error 900). Hooking them, not wp.capture_launch, also catches a step that
-# imported capture_launch under another name before the hooks went in.
-_GRAPH_LAUNCH_CALLS = (
-    "wp_apic_cpu_replay_state",
-    "wp_apic_cpu_replay_graph",
-    "wp_cuda_graph_create_exec",
-    "wp_cuda_graph_launch",
-)
+# The native calls behind wp.capture_launch (warp_internals.NATIVE_CALLS): a live CPU graph,
+# a loaded CPU graph, a CUDA graph (its first launch instantiates it, which the driver refuses
+# while the stream captures: CUDA error 900). Hooking them, not wp.capture_launch, also
+# catches a step that imported capture_launch under another name before the hooks went in.
 
 
 def _caller_outside(skip_dirs: tuple[str, ...], depth: int = 2):
@@ -82,7 +76,8 @@ class StepGuard:
     def patches(self) -> list[tuple[object, str, object]]:
         """(owner, attribute, replacement) for LaunchRecorder to install and restore."""
         import warp  # noqa: PLC0415 - Warp is imported lazily
-        import warp._src.context as ctx  # noqa: PLC0415
+
+        ctx = warp_internals.context()
 
         warp_dir = os.path.dirname(os.path.abspath(warp.__file__)) + os.sep
         patches = self._graph_launch_patches(ctx.runtime.core, warp_dir)
@@ -114,7 +109,9 @@ class StepGuard:
                 "captured as a graph itself), and keep wp.capture_launch out of it",
             )
 
-        return [(core, name, refuse_graph_launch) for name in _GRAPH_LAUNCH_CALLS if hasattr(core, name)]
+        return [
+            (core, name, refuse_graph_launch) for name in warp_internals.NATIVE_CALLS if hasattr(core, name)
+        ]
 
     def _read_back_patches(self, warp, warp_dir: str):
         guard = self
@@ -187,7 +184,7 @@ class StepGuard:
             return original_copy(dest, src, *args, **kwargs)
 
         patches = [(warp, "copy", copy)]
-        import warp._src.context as ctx  # noqa: PLC0415
+        ctx = warp_internals.context()
 
         if getattr(ctx, "copy", None) is original_copy:
             patches.append((ctx, "copy", copy))

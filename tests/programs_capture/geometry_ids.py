@@ -22,8 +22,8 @@ ID_TYPE = wp.handle if MODE.endswith("_handle") else wp.uint64
 def neighbours(grid: ID_TYPE, points: wp.array(dtype=wp.vec3), out: wp.array(dtype=int)):
     i = wp.tid()
     query = wp.hash_grid_query(wp.uint64(grid), points[i], 0.25)
-    n = 0
-    j = 0
+    n = wp.int32(0)
+    j = wp.int32(0)
     while wp.hash_grid_query_next(query, j):
         n += 1
     out[i] = n
@@ -33,8 +33,8 @@ def neighbours(grid: ID_TYPE, points: wp.array(dtype=wp.vec3), out: wp.array(dty
 def overlaps(bvh: ID_TYPE, points: wp.array(dtype=wp.vec3), out: wp.array(dtype=int)):
     i = wp.tid()
     query = wp.bvh_query_aabb(wp.uint64(bvh), points[i] - wp.vec3(0.1), points[i] + wp.vec3(0.1))
-    n = 0
-    index = 0
+    n = wp.int32(0)
+    index = wp.int32(0)
     while wp.bvh_query_next(query, index):
         n += 1
     out[i] = n

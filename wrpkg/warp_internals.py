@@ -1,0 +1,116 @@
+"""The one door to Warp's private modules (`warp._src`), and what wrpkg assumes of them.
+
+APIC's launch packing, Warp's launch entry points, its module table and its native library
+are not public API, yet the capture harness must read or hook them: the stale-pointer
+check, the step guard, the retargeted launch records and the source-path rewrite all do.
+They reach `warp._src` only through this module, so a Warp upgrade has one place to look:
+`ASSUMPTIONS` lists every private name wrpkg uses with the parameters it relies on, checked
+against Warp CHECKED_WARP_VERSION; `check_assumptions()` (run by
+//tests:warp_internals_test) names each one a new Warp breaks.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+CHECKED_WARP_VERSION = "1.19.0"
+
+# (module under warp._src, dotted name, parameter names the hook relies on or None).
+ASSUMPTIONS = (
+    ("context", "runtime", None),
+    ("context", "user_modules", None),
+    ("context", "launch", ("kernel", "dim", "inputs", "outputs", "adj_inputs", "adj_outputs", "device")),
+    ("context", "launch_tiled", None),
+    ("context", "capture_if", None),
+    ("context", "capture_while", None),
+    ("context", "capture_launch", ("graph", "stream")),
+    ("context", "copy", ("dest", "src")),
+    ("context", "Launch", None),
+    ("context", "_get_apic_capture_for_device", ("device",)),
+    ("context", "_normalize_launch_dim", None),
+    ("context", "_build_launch_bounds_from_tuple", None),
+    ("context", "_get_kernel_cluster_dim", None),
+    ("context", "_apic_prepare_cuda_source", None),
+    ("types", "array", None),
+    ("types", "type_repr", None),
+    ("types", "type_size_in_bytes", None),
+    ("build", "init_kernel_cache", None),
+    ("codegen", "_escape_line_directive_filename", None),
+    ("apic.capture", "APICapture.build_launch_info", ("self", "kernel")),
+    (
+        "apic.capture",
+        "APICapture._pack_param_record",
+        ("self", "rec", "arg", "original_value", "packed_value", "value_data_buf", "relocs_buf", "adjoint"),
+    ),
+)
+
+# Native entry points of Warp's library (runtime.core) that the step guard replaces.
+NATIVE_CALLS = (
+    "wp_apic_cpu_replay_state",
+    "wp_apic_cpu_replay_graph",
+    "wp_cuda_graph_create_exec",
+    "wp_cuda_graph_launch",
+)
+
+
+def private(module: str):
+    """`warp._src.<module>`, e.g. private("context")."""
+    return importlib.import_module(f"warp._src.{module}")
+
+
+def context():
+    return private("context")
+
+
+def types():
+    return private("types")
+
+
+def apic_capture_class():
+    return private("apic.capture").APICapture
+
+
+def native_library():
+    """Warp's loaded native library (ctypes), after wp.init()."""
+    return context().runtime.core
+
+
+def _resolve(module: str, dotted: str):
+    value = private(module)
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def check_assumptions() -> list[str]:
+    """What the installed Warp breaks of ASSUMPTIONS: one sentence each; empty when all hold.
+    The native calls are checked only once Warp's library is loaded (wp.init())."""
+    import warp  # noqa: PLC0415 - Warp is imported lazily
+
+    problems = []
+    if warp.__version__ != CHECKED_WARP_VERSION:
+        problems.append(
+            f"warp {warp.__version__} is installed; wrpkg.warp_internals was checked against {CHECKED_WARP_VERSION}"
+        )
+    for module, dotted, params in ASSUMPTIONS:
+        try:
+            value = _resolve(module, dotted)
+        except (ImportError, AttributeError) as exc:
+            problems.append(f"warp._src.{module}.{dotted} is gone ({exc})")
+            continue
+        if params is None:
+            continue
+        try:
+            names = tuple(inspect.signature(value).parameters)
+        except (TypeError, ValueError):
+            problems.append(f"warp._src.{module}.{dotted} has no Python signature")
+            continue
+        if names[: len(params)] != params:
+            problems.append(f"warp._src.{module}.{dotted} takes {names}, wrpkg relies on {params} first")
+    runtime = context().runtime
+    if runtime is not None:
+        problems += [
+            f"Warp's native library has no {name}" for name in NATIVE_CALLS if not hasattr(runtime.core, name)
+        ]
+    return problems
