@@ -71,8 +71,9 @@ def run_tool(module: str, args: list[str], fault: str | None = None, at: int = 0
 
 
 def capture_args(out: Path, cache: Path, label: str) -> list[str]:
+    # In process: the faults are injected into this process's writes (a watched child would not see them).
     return ["--script", str(SCRIPT), "--device", "cpu", "--out-dir", str(out), "--stem", "atomic",
-            "--label", label, "--cache-dir", str(cache)]  # fmt: skip
+            "--label", label, "--cache-dir", str(cache), "--in-process"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,7 @@ def test_replay_of_a_stale_pointer_bundle_reports_the_crash(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     env["WRP_TEST_STALE_MODE"] = "mesh_uint64"
     args = ["--script", str(PROGRAMS / "stale_pointer.py"), "--device", "cpu", "--out-dir", str(raw),
-            "--stem", "sim", "--label", LABEL]  # fmt: skip
+            "--stem", "sim", "--label", LABEL, "--in-process"]  # fmt: skip
     proc = subprocess.run(
         [sys.executable, "-c", UNCHECKED_CAPTURE, str(address_file), *args],
         capture_output=True, text=True, env=env, cwd=REPO, timeout=300,

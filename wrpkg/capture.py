@@ -622,15 +622,22 @@ def configure_parser(parser) -> None:
         default=None,
         help="SM of a retargeted capture's module binaries (default: 90)",
     )
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run the capture in this process, not in a watched child (for a debugger or in-process "
+        "fault injection; a native crash then ends the process with its signal and no report)",
+    )
 
 
 def run(args) -> int:
-    if not crash_watch.in_child():
+    if not crash_watch.in_child() and not args.in_process:
         # The capture itself runs in a watched child: a native crash becomes a message.
         return crash_watch.run_watched(
             "wrpkg.capture", _argv(args), _target_name(args.label, Path(args.script)), Path(args.out_dir)
         )
-    crash_watch.start_child()
+    if crash_watch.in_child():
+        crash_watch.start_child()
     crash_watch.phase("starting Warp")
     result = capture(
         args.script,
