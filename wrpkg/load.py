@@ -38,7 +38,6 @@ from wrpkg.verify import (
     digest_checks,
     open_regular,
     read_listed,
-    read_manifest,
     read_manifest_and_hash,
     rebuild_fix,
     verify_files,
@@ -611,7 +610,7 @@ def load(
                 raise failure
             return _load_view_while_verifying(wp, view, dev), manifest
     else:
-        manifest = read_manifest(bundle_dir)
+        manifest, _ = read_manifest_and_hash(bundle_dir, golden_canonical_check=False)
         if manifest.device != "cpu":
             raise ArchMismatchError(
                 f"bundle {manifest.label} was captured for {manifest.device}, but the load device is {dev}",

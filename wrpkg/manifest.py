@@ -324,31 +324,39 @@ def strict_json_loads(data: bytes | bytearray | memoryview, path, file_name: str
         raise refuse(f"nested deeper than {MAX_JSON_DEPTH} levels") from exc
     except MemoryError as exc:
         raise refuse("too large to parse in the memory available") from exc
-    _check_nesting(value, refuse)
+    # Only a \u escape can spell a surrogate: text without one needs no string walk.
+    _check_nesting(value, refuse, strings="\\u" in text)
     return value
 
 
-def _check_nesting(value, refuse) -> None:
-    """Refuses nesting deeper than MAX_JSON_DEPTH, and strings that are no Unicode text (a lone
-    surrogate such as \\ud800, which JSON escapes allow but UTF-8 cannot hold). Iterative: the
-    depth being checked is what a recursive walk would overflow on."""
-    stack = [(value, 1)]
+def _check_nesting(value, refuse, *, strings: bool) -> None:
+    """Refuses nesting deeper than MAX_JSON_DEPTH and, with `strings`, strings that are no
+    Unicode text (a lone surrogate such as \\ud800, which a JSON escape can spell but UTF-8
+    cannot hold). Iterative: the depth being checked is what a recursive walk overflows on."""
+    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
+    if strings and isinstance(value, str):
+        _check_text(value, refuse)
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, dict):
-            children = [*item.keys(), *item.values()]
-        elif isinstance(item, list):
-            children = item
-        else:
-            if isinstance(item, str):
-                try:
-                    item.encode("utf-8")
-                except UnicodeEncodeError as exc:
-                    raise refuse(f"string {json.dumps(item)[:40]} holds a lone surrogate") from exc
-            continue
         if depth > MAX_JSON_DEPTH:
             raise refuse(f"nested deeper than {MAX_JSON_DEPTH} levels")
-        stack.extend((child, depth + 1) for child in children)
+        if isinstance(item, dict):
+            if strings:
+                for key in item:
+                    _check_text(key, refuse)
+            item = item.values()
+        for child in item:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+            elif strings and isinstance(child, str):
+                _check_text(child, refuse)
+
+
+def _check_text(text: str, refuse) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise refuse(f"string {json.dumps(text)[:40]} holds a lone surrogate") from exc
 
 
 def plain_relpath_problem(value) -> str | None:

@@ -7,6 +7,21 @@ with its size and sha256, golden.json belongs to manifest.json's content hash, n
 file is present (capture.json aside), and the manifest agrees with the `.wrp` it describes
 (modules, their binaries' digests, bindings, golden sizes). Any failure is a VerifyError
 that names the file and says which target to rebuild.
+
+What is read, and how (issue 26; runtime/bundle.cc reads the same way): only regular files,
+opened with O_NONBLOCK (a FIFO cannot block the reader) and judged by fstat of the open
+descriptor, their size checked against the manifest, or against MAX_JSON_BYTES (16 MiB) for
+manifest.json, golden.json and `<dir>.sha256`, before a byte is read. Both manifests are JSON
+in the strict profile (manifest.strict_json_loads) and every path they name is a plain
+relative path, refused before any file is read. The sibling `<dir>.sha256` is looked up
+beside the resolved directory, so `DIR/.` and `.` inside DIR meet DIR's hash.
+
+golden.json is not covered by the content hash, by design: it holds test data (golden outputs,
+their tolerances, the target's name and label), not deployed bytes, and keeping it out lets a
+retargeted capture and a native one of the same program share one content hash although their
+golden values differ. What guards it instead is that it names the content hash it belongs to,
+and gets the manifest's limits and checks: the size limit, strict JSON, field types, plain
+relative paths for the golden files, and their size and sha256.
 """
 
 from __future__ import annotations
