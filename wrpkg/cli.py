@@ -73,6 +73,23 @@ def run_tool(module_name: str, prog: list[str], argv: list[str]) -> int:
         # The reader (e.g. `| head`) closed the pipe: not an error of ours.
         sys.stderr.close()
         return 0
+    # The checks turn what a user can cause into WrpErrors that name the file; these are the
+    # net under them, so that what one missed is still one line and exit 1, not a traceback.
+    except OSError as err:
+        where = err.filename if err.filename is not None else f"wrpkg {' '.join(prog)}"
+        print(
+            f"error: {where}: {err.strerror or err}\n  fix: check that the path exists and this user can read it",
+            file=sys.stderr,
+        )
+        return 1
+    except (MemoryError, RecursionError) as err:
+        what = "ran out of memory" if isinstance(err, MemoryError) else "met input nested too deeply"
+        print(
+            f"error: wrpkg {' '.join(prog)} {' '.join(argv)}: {what}\n"
+            "  fix: check the input files; a bundle's manifests are at most 16 MiB and 64 levels deep",
+            file=sys.stderr,
+        )
+        return 1
 
 
 def tool_main(module_name: str) -> None:

@@ -20,14 +20,19 @@ def sha256_file(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
+def _raise(error: OSError) -> None:
+    raise error
+
+
 def relative_entries(root: str | os.PathLike) -> list[tuple[str, bool]]:
     """Every entry under `root` as ('/'-joined relative path, is_directory), sorted by path.
 
     Symlinks are not followed: a link to a directory is listed as a non-directory entry, so
-    a check that refuses anything but regular files sees it."""
+    a check that refuses anything but regular files sees it. A directory that cannot be listed
+    raises its OSError (os.walk would skip it silently, and hide what it holds)."""
     root = Path(root)
     found = []
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in os.walk(root, onerror=_raise):
         dirnames.sort()
         rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
         for name in dirnames:

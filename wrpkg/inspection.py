@@ -11,12 +11,14 @@ the same as one JSON object."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
 from wrpkg import manifest as manifest_mod
-from wrpkg.errors import CompileError, WrpFormatError
+from wrpkg.errors import CompileError, VerifyError, WrpFormatError
+from wrpkg.verify import read_json_file, read_manifest_and_hash, read_regular
 from wrpkg.wrpformat import Direction, WrpFile, binding_infos, read_wrp
 
 # The first four bytes of a fatbin container (little-endian 0xBA55ED50); anything else
@@ -64,12 +66,13 @@ def _recorded_bindings(wrp_path: Path) -> tuple[dict[str, dict] | None, str]:
         if not sidecar.is_file():
             continue
         try:
-            doc = json.loads(sidecar.read_text())
+            doc = manifest_mod.strict_json_loads(read_json_file(sidecar, name, ""), sidecar, name)
             recorded = {b["name"]: dict(b) for b in doc["bindings"]}
             for b in recorded.values():
                 b["direction"] = _DIRECTIONS[b["direction"]]
             return recorded, name
-        except (OSError, ValueError, KeyError, TypeError):
+        except (VerifyError, KeyError, TypeError):
+            # A sidecar is a hint for directions only; the .wrp's own records stand without it.
             continue
     return None, "the .wrp alone"
 
@@ -99,14 +102,17 @@ def _fatbin_holds(binary: Path) -> tuple[list[str] | None, str | None]:
     if not binary.is_file():
         return None, None
     try:
-        return module_contents(binary.read_bytes()), None
+        return module_contents(read_regular(binary, "a module binary", "rebuild the capture")), None
+    except VerifyError as err:
+        return None, f"not read: {err.message}"
     except CompileError as err:
         # The pinned cuobjdump comes with the `cuda` extra (pip install 'wrpkg[cuda]').
         return None, f"not read: {err.message}"
 
 
 def summarize(wrp_path: Path, wrp: WrpFile | None = None) -> dict:
-    wrp = wrp or read_wrp(wrp_path)
+    # read_regular: a FIFO or /dev/zero named *.wrp is refused, not read forever.
+    wrp = wrp or read_wrp(bytes(read_regular(wrp_path, "the .wrp", "pass a .wrp file")), path=wrp_path)
     modules_dir = wrp_path.with_name(wrp_path.stem + "_modules")
     modules = []
     for module in wrp.metadata.modules:
@@ -176,20 +182,15 @@ def summarize(wrp_path: Path, wrp: WrpFile | None = None) -> dict:
 
 
 def summarize_bundle(bundle_dir: Path) -> dict:
-    """The bundle-level facts, from its manifest (the one source the runtime trusts too)."""
-    path = bundle_dir / manifest_mod.MANIFEST_NAME
-    data = path.read_bytes()
-    manifest = manifest_mod.from_json_bytes(data, path)
-    golden_path = bundle_dir / manifest_mod.GOLDEN_NAME
-    manifest_mod.attach_golden(
-        manifest, golden_path.read_bytes(), manifest_mod.content_hash_of_bytes(data), golden_path
-    )
+    """The bundle-level facts, from its manifest (the one source the runtime trusts too), read
+    under `wrpkg verify`'s rules (regular files, size limits, strict JSON, the content hash)."""
+    manifest, content_hash = read_manifest_and_hash(bundle_dir)
     ptx_archs = manifest.ptx_archs()
     return {
         "bundle": str(bundle_dir),
         "name": manifest.name,
         "label": manifest.label,
-        "content_sha256": manifest_mod.content_hash_of_bytes(data),
+        "content_sha256": content_hash,
         "device": manifest.device,
         "warp_version": manifest.warp_version,
         "sass": manifest.sass_archs(),
@@ -323,7 +324,8 @@ def run(args) -> int:
     wrp_path = find_wrp(args.path)
     bundle_dir = wrp_path.parent
     bundle = None
-    if (bundle_dir / manifest_mod.MANIFEST_NAME).is_file():
+    # lexists: a manifest.json that is a FIFO or a dangling link is refused, not passed over.
+    if os.path.lexists(bundle_dir / manifest_mod.MANIFEST_NAME):
         bundle = summarize_bundle(bundle_dir)
     summary = summarize(wrp_path)
     if args.json:

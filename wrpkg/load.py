@@ -10,17 +10,20 @@ it compares the device's SM with what the bundle holds before Warp tries to load
 When every module has SASS for the device, it hands Warp a per-device view (`device_view`):
 each module's own cubin instead of the multi-arch fatbin, so Warp's per-load SHA-256 of the
 module file covers one image, not every SM's, and only what Warp is given is read and
-verified. Otherwise (PTX JIT, source fallback) every file is verified and Warp loads the
-bundle directory itself, as `wp.capture_load` would.
+verified. Otherwise every file is verified and Warp gets the verified bytes, never a path into
+the bundle it would read again: a CPU bundle through `wp.capture_load_from_bytes`, a CUDA one
+that needs PTX JIT or source fallback from a private copy (`_load_private_copy`).
 """
 
 from __future__ import annotations
 
 import _thread
 import contextlib
+import hashlib
 import mmap
 import os
 import struct
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,8 +36,8 @@ from wrpkg.verify import (
     DigestCheck,
     check_digests,
     digest_checks,
+    open_regular,
     read_listed,
-    read_manifest,
     read_manifest_and_hash,
     rebuild_fix,
     verify_files,
@@ -447,15 +450,12 @@ def _mapped(bundle_dir: Path, manifest: Manifest, path: str) -> Iterator[memoryv
     manifest's (a truncated copy is named here); its content is checked image by image."""
     full = bundle_dir / path
     expected = next(e.size for e in manifest.files if e.path == path)
-    try:
-        handle = open(full, "rb")  # noqa: SIM115 - closed below, after the mapping
-    except OSError as exc:
-        raise VerifyError(
-            f"{full}: listed in manifest.json but cannot be read ({exc.strerror})",
-            fix=f"rebuild {manifest.label} and copy the whole bundle directory",
-        ) from exc
-    with handle:
-        size = os.fstat(handle.fileno()).st_size
+    fd, size = open_regular(
+        full,
+        "a file listed in manifest.json",
+        f"rebuild {manifest.label} and copy the whole bundle directory",
+    )
+    with open(fd, "rb", closefd=True) as handle:
         if size != expected:
             raise VerifyError(
                 f"{full}: {size} bytes, manifest.json says {expected}",
@@ -577,8 +577,9 @@ def load(
     view (`device_view`) through `wp.capture_load_from_bytes`, and exactly the bytes it gets
     are verified before the graph is returned: the .wrp here, while Warp parses it, and each
     module's image by Warp, against the manifest's digest the view writes
-    (`_load_view_while_verifying`). Otherwise every bundle file is verified
-    and `wp.capture_load` loads the directory (PTX JIT and source fallback need it).
+    (`_load_view_while_verifying`). Otherwise every bundle file is verified and Warp is
+    given the verified bytes: on the CPU through `wp.capture_load_from_bytes`, on CUDA (PTX
+    JIT and source fallback need Warp's path loader) from a private copy (`_load_private_copy`).
 
     Why that is enough: the content hash is the sha256 of manifest.json, and manifest.json
     records the sha256 of the .wrp, of each module file and of each SM's image in it. With
@@ -609,12 +610,51 @@ def load(
                 raise failure
             return _load_view_while_verifying(wp, view, dev), manifest
     else:
-        manifest = read_manifest(bundle_dir)
+        manifest, _ = read_manifest_and_hash(bundle_dir, golden_canonical_check=False)
         if manifest.device != "cpu":
             raise ArchMismatchError(
                 f"bundle {manifest.label} was captured for {manifest.device}, but the load device is {dev}",
                 fix=f"load it on a {manifest.device} device, or build a cpu variant of {manifest.label}",
             )
-    verify_files(bundle_dir, manifest, whole_digests=False)
-    graph = wp.capture_load(str(bundle_dir / manifest.wrp), device=dev)
-    return graph, manifest
+    # Every file is verified (as `wrpkg verify` would), and Warp gets the bytes that were: a
+    # second read by Warp could find a file swapped since (wrpkg.load's check and Warp's read
+    # raced, issue 26).
+    verified = verify_files(
+        bundle_dir, manifest, whole_digests=False, keep=frozenset(f.path for f in manifest.files)
+    )
+    if dev.is_cpu:
+        modules = {m.binary.rsplit("/", 1)[-1]: verified[m.binary] for m in manifest.modules}
+        return wp.capture_load_from_bytes(verified[manifest.wrp], modules, device=dev), manifest
+    return _load_private_copy(wp, manifest, verified, dev), manifest
+
+
+def _load_private_copy(wp, manifest: Manifest, verified: Mapping[str, bytes | bytearray | mmap.mmap], device):
+    """`wp.capture_load` of a copy of the verified bytes. Only for CUDA loads that JIT PTX or
+    compile the retained source: Warp's from-bytes loader does neither (it takes binaries only),
+    and its path loader re-reads the files, which in the bundle directory anyone who can write
+    there may swap after the check. So the copy is written, from memory, into a directory made
+    by mkdtemp (mode 0700: only this user can enter it) with O_EXCL|O_NOFOLLOW files, and read
+    back after Warp's load: a graph is returned only when every file still holds the bytes that
+    were verified. The directory is removed once Warp has loaded (it keeps nothing open there)."""
+    digests = {path: hashlib.sha256(data).hexdigest() for path, data in verified.items()}
+    fix = rebuild_fix(manifest)
+    with tempfile.TemporaryDirectory(prefix="wrpkg-load-") as private:
+        root = Path(private)
+        for path, data in verified.items():
+            (root / path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(
+                root / path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+            )
+            with open(fd, "wb", closefd=True) as handle:
+                handle.write(data)
+        graph = wp.capture_load(str(root / manifest.wrp), device=device)
+        for path, digest in digests.items():
+            again = hashlib.sha256((root / path).read_bytes()).hexdigest()
+            if again != digest:
+                del graph
+                raise VerifyError(
+                    f"{root / path}: the private copy of {path} changed while Warp loaded it "
+                    f"(sha256 {again}, verified {digest})",
+                    fix=fix + "; another process of this user writes into wrpkg's private load directory",
+                )
+    return graph

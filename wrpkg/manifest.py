@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import NoReturn
 
 from wrpkg.archs import split_arch
 from wrpkg.errors import VerifyError
@@ -259,19 +261,310 @@ def _require(cond: bool, path, what: str) -> None:
         )
 
 
-def _json_object(data: bytes, path, schema: str, file_name: str) -> dict:
-    """`data` parsed as one JSON object whose "schema" is `schema`; a VerifyError naming `path`
-    otherwise (both manifests are read this way)."""
-    fix = f"rebuild the bundle's wrp_artifact target; do not edit {file_name} by hand"
+# The strict JSON profile, the same in both readers (runtime/json.cc): a duplicate key, NaN or
+# Infinity, an integer outside 64 bits, nesting deeper than MAX_JSON_DEPTH or invalid UTF-8 is
+# refused, because each is read differently by different parsers (a later duplicate wins in
+# Python, NaN is no JSON at all), so two readers would otherwise see two manifests in one file.
+# Nesting counts containers: the top-level object is depth 1.
+MAX_JSON_BYTES = 16 << 20  # manifest.json and golden.json, checked before they are read
+MAX_JSON_DEPTH = 64
+_INT_MIN, _INT_END = -(2**63), 2**64  # an integer must fit int64 or uint64
+_INT_MAX_DIGITS = 20  # len(str(2**64 - 1)): longer digit strings are refused before int()
+
+
+def _edit_fix(file_name: str) -> str:
+    return f"rebuild the bundle's wrp_artifact target; do not edit {file_name} by hand"
+
+
+def strict_json_loads(data: bytes | bytearray | memoryview, path, file_name: str):
+    """`data` parsed in the strict profile (above); any deviation is one VerifyError naming `path`."""
+    fix = _edit_fix(file_name)
+
+    def refuse(what: str) -> VerifyError:
+        return VerifyError(f"{path}: not valid JSON in the strict profile: {what}", fix=fix)
+
+    def unique_keys(pairs: list[tuple[str, object]]) -> dict:
+        obj = dict(pairs)
+        if len(obj) != len(pairs):
+            seen = set()
+            duplicate = next(key for key, _ in pairs if key in seen or seen.add(key))
+            raise refuse(f"duplicate key {json.dumps(duplicate)}")
+        return obj
+
+    def no_constant(name: str):
+        raise refuse(f"{name} is not a JSON number")
+
+    def int64(text: str) -> int:
+        if len(text.lstrip("-")) > _INT_MAX_DIGITS or not _INT_MIN <= int(text) < _INT_END:
+            raise refuse(f"integer {text[:24]}{'...' if len(text) > 24 else ''} does not fit in 64 bits")
+        return int(text)
+
+    def finite(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise refuse(f"number {text[:24]} is out of range")
+        return value
+
     try:
-        raw = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = str(data, "utf-8")
+    except UnicodeDecodeError as exc:
+        raise refuse(f"invalid UTF-8 at byte {exc.start}") from exc
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=unique_keys,
+            parse_constant=no_constant,
+            parse_int=int64,
+            parse_float=finite,
+        )
+    except json.JSONDecodeError as exc:
         raise VerifyError(f"{path}: not valid JSON ({exc})", fix=fix) from exc
+    except RecursionError as exc:
+        # The decoder recurses per container: far deeper nesting than the limit ends here.
+        raise refuse(f"nested deeper than {MAX_JSON_DEPTH} levels") from exc
+    except MemoryError as exc:
+        raise refuse("too large to parse in the memory available") from exc
+    # Only a \u escape can spell a surrogate: text without one needs no string walk.
+    _check_nesting(value, refuse, strings="\\u" in text)
+    return value
+
+
+def _check_nesting(value, refuse, *, strings: bool) -> None:
+    """Refuses nesting deeper than MAX_JSON_DEPTH and, with `strings`, strings that are no
+    Unicode text (a lone surrogate such as \\ud800, which a JSON escape can spell but UTF-8
+    cannot hold). Iterative: the depth being checked is what a recursive walk overflows on."""
+    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
+    if strings and isinstance(value, str):
+        _check_text(value, refuse)
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise refuse(f"nested deeper than {MAX_JSON_DEPTH} levels")
+        if isinstance(item, dict):
+            if strings:
+                for key in item:
+                    _check_text(key, refuse)
+            item = item.values()
+        for child in item:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+            elif strings and isinstance(child, str):
+                _check_text(child, refuse)
+
+
+def _check_text(text: str, refuse) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise refuse(f"string {json.dumps(text)[:40]} holds a lone surrogate") from exc
+
+
+def plain_relpath_problem(value) -> str | None:
+    """Why `value` is not a plain relative path inside the bundle, or None: the rule of
+    runtime/manifest.cc's CheckRelativePath (a string; not empty; no leading '/', backslash or
+    NUL; no empty, '.' or '..' component), for every path a manifest names."""
+    if not isinstance(value, str):
+        return f"expected a string path, got {_json_type(value)}"
+    if _is_safe_relpath(value):
+        return None
+    return f"{json.dumps(value)} is not a plain relative path inside the bundle"
+
+
+def _json_type(value) -> str:
+    """The JSON type name of a parsed value, as runtime/json.cc's Value::TypeName spells it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+
+
+class _Fields:
+    """Type checks of one parsed manifest before any record is built from it. Each failure is a
+    VerifyError naming the field as runtime/manifest.cc names it ("modules[0].binary"), so a
+    wrong type is refused by what it is, not by the TypeError it would raise later."""
+
+    def __init__(self, path, file_name: str):
+        self.path = path
+        self.fix = _edit_fix(file_name)
+
+    def fail(self, field_name: str, what: str) -> NoReturn:
+        raise VerifyError(f'{self.path}: field "{field_name}": {what}', fix=self.fix)
+
+    def get(self, obj: dict, key: str, prefix: str):
+        if key not in obj:
+            self.fail(prefix + key, "missing")
+        return obj[key]
+
+    def expect(self, value, kind: type, field_name: str, *, nullable: bool = False):
+        ok = (value is None and nullable) or (
+            isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+        )
+        if not ok:
+            wanted = {str: "string", int: "integer", list: "array", dict: "object"}[kind]
+            self.fail(
+                field_name, f"expected {wanted}{' or null' if nullable else ''}, got {_json_type(value)}"
+            )
+        return value
+
+    def string(self, obj: dict, key: str, prefix: str, *, nullable: bool = False) -> str | None:
+        return self.expect(self.get(obj, key, prefix), str, prefix + key, nullable=nullable)
+
+    def size(self, obj: dict, key: str, prefix: str) -> int:
+        value = self.get(obj, key, prefix)
+        if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+            self.fail(prefix + key, f"expected a non-negative integer, got {json.dumps(value)[:40]}")
+        return value
+
+    def sha256(self, value, field_name: str) -> str:
+        if not isinstance(value, str) or not _is_sha256_hex(value):
+            self.fail(field_name, f"expected 64 lowercase hex digits, got {json.dumps(value)[:80]}")
+        return value
+
+    def relpath(self, obj: dict, key: str, prefix: str, *, nullable: bool = False) -> str | None:
+        value = self.get(obj, key, prefix)
+        if value is None and nullable:
+            return None
+        problem = plain_relpath_problem(value)
+        if problem is not None:
+            self.fail(prefix + key, problem)
+        return value
+
+    def objects(self, obj: dict, key: str, prefix: str) -> list[tuple[dict, str]]:
+        """Each element of the array `key`, which must be an object, with its field prefix."""
+        items = self.expect(self.get(obj, key, prefix), list, prefix + key)
+        out = []
+        for i, item in enumerate(items):
+            p = f"{prefix}{key}[{i}]."
+            self.expect(item, dict, p[:-1])
+            out.append((item, p))
+        return out
+
+
+def _is_sha256_hex(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+
+
+def _check_manifest_fields(raw: dict, path) -> None:
+    """Every field of manifest.json of the type runtime/manifest.cc reads, every path plain and
+    relative, and every path a module names listed in "files" (so it is verified before use)."""
+    f = _Fields(path, MANIFEST_NAME)
+    f.relpath(raw, "wrp", "")
+    f.string(raw, "warp_version", "")
+    f.expect(f.get(raw, "format_version", ""), int, "format_version")
+    f.string(raw, "device", "")
+    f.size(raw, "chunk_bytes", "")
+    listed = set()
+    for item, p in f.objects(raw, "files", ""):
+        rel = f.relpath(item, "path", p)
+        f.size(item, "size", p)
+        f.sha256(f.get(item, "sha256", p), p + "sha256")
+        chunks = f.expect(f.get(item, "chunk_sha256", p), list, p + "chunk_sha256")
+        for i, digest in enumerate(chunks):
+            f.sha256(digest, f"{p}chunk_sha256[{i}]")
+        if rel in UNHASHED_FILES:
+            f.fail(p + "path", f"{rel} is not a deployed file: manifest.json cannot list it")
+        listed.add(rel)
+
+    def require_listed(rel: str, field_name: str) -> None:
+        if rel not in listed:
+            f.fail(field_name, f'{json.dumps(rel)} is not listed in "files", so it cannot be verified')
+
+    require_listed(raw["wrp"], "wrp")
+    for item, p in f.objects(raw, "modules", ""):
+        f.string(item, "name", p)
+        f.string(item, "hash", p)
+        require_listed(f.relpath(item, "binary", p), p + "binary")
+        f.string(item, "binary_kind", p)
+        source = f.relpath(item, "source", p, nullable=True)
+        if source is not None:
+            require_listed(source, p + "source")
+        for sass, sp in f.objects(item, "sass", p):
+            f.string(sass, "arch", sp)
+            f.size(sass, "size", sp)
+            f.sha256(f.get(sass, "sha256", sp), sp + "sha256")
+        ptx = f.expect(f.get(item, "ptx", p), dict, p + "ptx", nullable=True)
+        if ptx is not None:
+            pp = p + "ptx."
+            f.string(ptx, "arch", pp)
+            f.size(ptx, "size", pp)
+            f.sha256(f.get(ptx, "sha256", pp), pp + "sha256")
+            f.string(ptx, "nvrtc_version", pp, nullable=True)
+    names = set()
+    region_bytes: dict = {}
+    for item, p in f.objects(raw, "bindings", ""):
+        name = f.string(item, "name", p)
+        if name in names:
+            f.fail(p + "name", f"binding {json.dumps(name)} is listed twice")
+        names.add(name)
+        f.string(item, "direction", p)
+        size = f.size(item, "bytes", p)
+        region = f.get(item, "region", p)
+        if not isinstance(region, (int, str)) or isinstance(region, bool):
+            f.fail(p + "region", f"expected an integer or a string, got {_json_type(region)}")
+        # Names of one region alias one allocation, so they must agree on its capacity.
+        if region_bytes.setdefault(region, (name, size))[1] != size:
+            other, other_size = region_bytes[region]
+            f.fail(
+                "bindings",
+                f"{json.dumps(other)} and {json.dumps(name)} share region {region} but record "
+                f"different sizes ({other_size} and {size} bytes)",
+            )
+        f.string(item, "dtype", p)
+        f.size(item, "dtype_bytes", p)
+        for key in ("shape", "strides"):
+            dims = f.expect(f.get(item, key, p), list, p + key)
+            if not dims or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in dims):
+                f.fail(p + key, "expected a non-empty array of non-negative integers")
+        f.size(item, "offset", p)
+    toolchain = f.expect(f.get(raw, "toolchain", ""), dict, "toolchain")
+    f.string(toolchain, "warp", "toolchain.")
+    for key in ("nvrtc", "nvfatbin", "nvrtc_ptx"):
+        if key in toolchain:
+            f.string(toolchain, key, "toolchain.", nullable=True)
+    driver = f.get(raw, "ptx_min_driver", "")
+    if not (
+        driver is None
+        or isinstance(driver, str)
+        or (isinstance(driver, int) and not isinstance(driver, bool))
+    ):
+        f.fail(
+            "ptx_min_driver", f"expected null, a CUDA version string or an integer, got {_json_type(driver)}"
+        )
+
+
+def _check_golden_fields(raw: dict, path) -> None:
+    """Every field of golden.json of the type runtime/manifest.cc's ReadGolden reads, and every
+    golden file a plain relative path: golden.json is outside the content hash (README: bundle
+    validity), so these checks, not a digest, are what stand between it and the reader."""
+    f = _Fields(path, GOLDEN_NAME)
+    f.sha256(f.get(raw, "content_hash", ""), "content_hash")
+    f.string(raw, "name", "")
+    f.string(raw, "label", "")
+    f.string(raw, "golden_device", "", nullable=True)
+    for item, p in f.objects(raw, "golden", ""):
+        f.string(item, "name", p)
+        f.relpath(item, "file", p)
+        f.size(item, "bytes", p)
+        f.sha256(f.get(item, "sha256", p), p + "sha256")
+        for key in ("atol", "rtol"):
+            f.get(item, key, p)
+
+
+def _json_object(data: bytes, path, schema: str, file_name: str) -> dict:
+    """`data` parsed (strict_json_loads) as one JSON object whose "schema" is `schema`; a
+    VerifyError naming `path` otherwise (both manifests are read this way)."""
+    fix = _edit_fix(file_name)
+    raw = strict_json_loads(data, path, file_name)
     kind = "manifest" if schema == MANIFEST_SCHEMA else "test manifest"
     if not isinstance(raw, dict):
         raise VerifyError(f"{path}: not a valid {schema} {kind}: the top level is not an object", fix=fix)
     if raw.get("schema") != schema:
-        raise VerifyError(f"{path}: not a valid {schema} {kind}: schema is {raw.get('schema')!r}", fix=fix)
+        raise VerifyError(
+            f"{path}: not a valid {schema} {kind}: schema is {json.dumps(raw.get('schema'))[:80]}", fix=fix
+        )
     return raw
 
 
@@ -282,6 +575,7 @@ def from_json_bytes(
     `canonical_check=False` skips re-serializing it, for bytes already matched against the
     bundle's content hash (so they are the bundler's own)."""
     raw = _json_object(data, path, MANIFEST_SCHEMA, MANIFEST_NAME)
+    _check_manifest_fields(raw, path)
     try:
         modules = []
         for m in raw["modules"]:
@@ -381,6 +675,7 @@ def attach_golden(
     that manifest.json does not list, and be in canonical form; any deviation is a VerifyError
     naming the file. The golden files' bytes are checked by wrpkg.verify."""
     raw = _json_object(data, path, GOLDEN_SCHEMA, GOLDEN_NAME)
+    _check_golden_fields(raw, path)
     try:
         name, label, owner = raw["name"], raw["label"], raw["content_hash"]
         golden_device = raw["golden_device"]
@@ -438,4 +733,10 @@ def attach_golden(
 
 def _is_safe_relpath(relpath: str) -> bool:
     parts = relpath.split("/")
-    return bool(relpath) and not relpath.startswith("/") and all(p not in ("", ".", "..") for p in parts)
+    return (
+        bool(relpath)
+        and not relpath.startswith("/")
+        and "\\" not in relpath
+        and "\0" not in relpath
+        and all(p not in ("", ".", "..") for p in parts)
+    )

@@ -7,6 +7,21 @@ with its size and sha256, golden.json belongs to manifest.json's content hash, n
 file is present (capture.json aside), and the manifest agrees with the `.wrp` it describes
 (modules, their binaries' digests, bindings, golden sizes). Any failure is a VerifyError
 that names the file and says which target to rebuild.
+
+What is read, and how (issue 26; runtime/bundle.cc reads the same way): only regular files,
+opened with O_NONBLOCK (a FIFO cannot block the reader) and judged by fstat of the open
+descriptor, their size checked against the manifest, or against MAX_JSON_BYTES (16 MiB) for
+manifest.json, golden.json and `<dir>.sha256`, before a byte is read. Both manifests are JSON
+in the strict profile (manifest.strict_json_loads) and every path they name is a plain
+relative path, refused before any file is read. The sibling `<dir>.sha256` is looked up
+beside the resolved directory, so `DIR/.` and `.` inside DIR meet DIR's hash.
+
+golden.json is not covered by the content hash, by design: it holds test data (golden outputs,
+their tolerances, the target's name and label), not deployed bytes, and keeping it out lets a
+retargeted capture and a native one of the same program share one content hash although their
+golden values differ. What guards it instead is that it names the content hash it belongs to,
+and gets the manifest's limits and checks: the size limit, strict JSON, field types, plain
+relative paths for the golden files, and their size and sha256.
 """
 
 from __future__ import annotations
@@ -14,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,16 +38,77 @@ from wrpkg.files import relative_files
 from wrpkg.manifest import (
     GOLDEN_NAME,
     MANIFEST_NAME,
+    MAX_JSON_BYTES,
     UNHASHED_FILES,
     FileEntry,
     Manifest,
     attach_golden,
     content_hash_of_bytes,
     from_json_bytes,
+    plain_relpath_problem,
 )
 
 # (what, bytes, expected sha256): one piece of a listed file and the digest the manifest records.
 DigestCheck = tuple[str, bytes | bytearray | memoryview, str]
+
+_FILE_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a directory",
+}
+
+
+def open_regular(path: str | os.PathLike, what: str, fix: str) -> tuple[int, int]:
+    """An open descriptor of the regular file `path` (symlinks followed: Bazel stages inputs
+    as symlinks) and its size, both from the descriptor, so the file judged is the file read.
+    O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever. Anything
+    but a regular file (a FIFO, /dev/zero, a directory) is a VerifyError naming `path`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError as exc:
+        raise VerifyError(f"{path}: cannot read {what}: missing ({exc.strerror})", fix=fix) from exc
+    except OSError as exc:
+        raise VerifyError(f"{path}: cannot read {what} ({exc.strerror})", fix=fix) from exc
+    try:
+        info = os.fstat(fd)
+    except OSError as exc:
+        os.close(fd)
+        raise VerifyError(f"{path}: cannot read {what} ({exc.strerror})", fix=fix) from exc
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = _FILE_KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+        raise VerifyError(
+            f"{path}: {what} is {kind}, not a regular file; only regular files are read", fix=fix
+        )
+    return fd, info.st_size
+
+
+def read_regular(path: str | os.PathLike, what: str, fix: str, max_bytes: int | None = None) -> bytearray:
+    """The bytes of the regular file `path` (open_regular), refused before any read when fstat
+    says it holds more than `max_bytes`, and refused when it changes size while being read."""
+    fd, size = open_regular(path, what, fix)
+    with open(fd, "rb", buffering=0, closefd=True) as handle:
+        if max_bytes is not None and size > max_bytes:
+            raise VerifyError(f"{path}: {what} is {size} bytes, more than the {max_bytes} allowed", fix=fix)
+        data = bytearray(size)
+        got = 0
+        try:
+            with memoryview(data) as view:
+                while got < size and (step := handle.readinto(view[got:])):
+                    got += step
+            grew = got == size and handle.read(1)
+        except OSError as exc:
+            raise VerifyError(f"{path}: cannot read {what} ({exc.strerror})", fix=fix) from exc
+    if got != size or grew:
+        raise VerifyError(f"{path}: {what} changed size while it was read", fix=fix)
+    return data
+
+
+def read_json_file(path: str | os.PathLike, what: str, fix: str) -> bytes:
+    """manifest.json's or golden.json's bytes: a regular file of at most MAX_JSON_BYTES."""
+    return read_regular(path, what, fix, MAX_JSON_BYTES)
 
 
 def sha256_each(pieces: Sequence[bytes | bytearray | memoryview]) -> list[str]:
@@ -92,13 +169,8 @@ def check_content(
 def bundle_content_hash(bundle_dir: str | os.PathLike) -> str:
     """The bundle's content hash: sha256 of manifest.json's bytes (not verified here)."""
     path = Path(bundle_dir) / MANIFEST_NAME
-    try:
-        return content_hash_of_bytes(path.read_bytes())
-    except OSError as exc:
-        raise VerifyError(
-            f"{path}: cannot read the manifest ({exc.strerror})",
-            fix="pass a bundle directory made by a wrp_artifact target",
-        ) from exc
+    data = read_json_file(path, "the manifest", "pass a bundle directory made by a wrp_artifact target")
+    return content_hash_of_bytes(data)
 
 
 def rebuild_fix(manifest: Manifest | None) -> str:
@@ -124,28 +196,44 @@ def _refuse_unlisted(present, listed: list[tuple[FileEntry, str]], where: str, f
             raise VerifyError(f"{where}{rel}: file not listed in {MANIFEST_NAME} or {GOLDEN_NAME}", fix=fix)
 
 
-def verify_files(bundle_dir: Path, manifest: Manifest, *, whole_digests: bool = True) -> None:
-    """Every listed file, and nothing else, is there with its size and digests (check_content)."""
+def _present_files(bundle_dir: Path, fix: str) -> list[str]:
+    """relative_files, with a directory that cannot be listed refused: what it holds could be
+    a file no manifest lists."""
+    try:
+        return relative_files(bundle_dir)
+    except OSError as exc:
+        raise VerifyError(
+            f"{exc.filename}: cannot list this directory of the bundle ({exc.strerror}), so a file in it "
+            "that no manifest lists could not be refused",
+            fix=fix + "; make every directory of the bundle readable",
+        ) from exc
+
+
+def verify_files(
+    bundle_dir: Path, manifest: Manifest, *, whole_digests: bool = True, keep: frozenset[str] = frozenset()
+) -> dict[str, bytearray | mmap.mmap]:
+    """Every listed file, and nothing else, is there with its size and digests (check_content).
+    Returns the verified bytes of the files in `keep` (by manifest path): whoever uses them then
+    uses what was checked, not what a second read of the file would find."""
     fix = rebuild_fix(manifest)
     listed = listed_files(manifest)
-    _refuse_unlisted(relative_files(bundle_dir), listed, f"{bundle_dir}/", fix)
+    _refuse_unlisted(_present_files(bundle_dir, fix), listed, f"{bundle_dir}/", fix)
+    kept = {}
     for entry, lister in listed:
-        path = bundle_dir / entry.path
         # A symlink to a file is fine (Bazel's runfiles are symlinks): its content is what is hashed.
-        if not path.is_file():
-            raise VerifyError(f"{path}: listed in {lister} but missing (or not a plain file)", fix=fix)
-        size = path.stat().st_size
-        if size != entry.size:
-            raise VerifyError(f"{path}: {size} bytes, {lister} says {entry.size}", fix=fix)
+        data = _read_entry(bundle_dir, entry, lister, fix)
         check_content(
-            str(path),
-            path.read_bytes(),
+            str(bundle_dir / entry.path),
+            data,
             entry,
             lister,
             manifest.chunk_bytes,
             fix,
             whole_digests=whole_digests,
         )
+        if entry.path in keep:
+            kept[entry.path] = data
+    return kept
 
 
 def verify_against_wrp(bundle_dir: Path, manifest: Manifest, wrp_bytes: bytes | None = None) -> None:
@@ -158,7 +246,9 @@ def verify_against_wrp(bundle_dir: Path, manifest: Manifest, wrp_bytes: bytes | 
     fix = rebuild_fix(manifest)
     wrp_path = bundle_dir / manifest.wrp
     try:
-        wrp = wrpformat.read_wrp(wrp_bytes if wrp_bytes else wrp_path, path=wrp_path, operations=False)
+        if wrp_bytes is None:
+            wrp_bytes = read_listed(bundle_dir, manifest, manifest.wrp)
+        wrp = wrpformat.read_wrp(memoryview(wrp_bytes), path=wrp_path, operations=False)
     except WrpFormatError as exc:
         raise VerifyError(f"{wrp_path}: {exc.message}", fix=fix) from exc
     files = {entry.path: entry for entry in manifest.files}
@@ -231,11 +321,14 @@ def verify_against_wrp(bundle_dir: Path, manifest: Manifest, wrp_bytes: bytes | 
 
 def read_hash_file(path: str | os.PathLike) -> str:
     """The content hash from a `<name>.sha256` file (`HEX  <name>/manifest.json`)."""
+    data = read_regular(path, "the content-hash file", rebuild_fix(None), MAX_JSON_BYTES)
     try:
         # bytes.decode: a text-mode open looks the codec up (an import, in a fresh process).
-        text = Path(path).read_bytes().decode("ascii")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise VerifyError(f"{path}: cannot read the content-hash file ({exc})") from exc
+        text = data.decode("ascii")
+    except UnicodeDecodeError as exc:
+        raise VerifyError(
+            f"{path}: the content-hash file is not ASCII ({exc})", fix=rebuild_fix(None)
+        ) from exc
     token = text.split()[0] if text.split() else ""
     if len(token) != 64 or any(ch not in "0123456789abcdef" for ch in token):
         raise VerifyError(f"{path}: does not start with a lowercase sha256", fix=rebuild_fix(None))
@@ -262,12 +355,14 @@ def read_manifest_and_hash(
         raise VerifyError(
             f"{bundle_dir}: not a directory", fix="pass a bundle directory (e.g. bazel-bin/<pkg>/<name>)"
         )
-    try:
-        data = manifest_path.read_bytes()
-    except OSError as exc:
-        raise VerifyError(f"{manifest_path}: cannot read ({exc.strerror})", fix=rebuild_fix(None)) from exc
-    sibling = bundle_dir.parent / f"{bundle_dir.name}.sha256"
-    if expected_hash is None and sibling.is_file():
+    data = read_json_file(manifest_path, "the manifest", rebuild_fix(None))
+    # Beside the resolved directory: `DIR/.`, `DIR/` and `.` run inside DIR all name DIR, and
+    # each must meet DIR's hash file (else an edited manifest passes as a bundle without one).
+    # Anything there counts, not only a regular file: a FIFO or a dangling link must not turn
+    # the check off; read_hash_file refuses it.
+    resolved = Path(os.path.realpath(bundle_dir))
+    sibling = resolved.parent / f"{resolved.name}.sha256"
+    if expected_hash is None and os.path.lexists(sibling):
         expected_hash = read_hash_file(sibling)
     content_hash = content_hash_of_bytes(data)
     if expected_hash is not None and content_hash != expected_hash:
@@ -277,13 +372,9 @@ def read_manifest_and_hash(
         )
     manifest = from_json_bytes(data, manifest_path, canonical_check=expected_hash is None)
     golden_path = bundle_dir / GOLDEN_NAME
-    try:
-        golden_bytes = golden_path.read_bytes()
-    except OSError as exc:
-        raise VerifyError(
-            f"{golden_path}: cannot read the test manifest ({exc.strerror})",
-            fix=rebuild_fix(None) + " and copy the whole bundle directory",
-        ) from exc
+    golden_bytes = read_json_file(
+        golden_path, "the test manifest", rebuild_fix(None) + " and copy the whole bundle directory"
+    )
     manifest = attach_golden(
         manifest, golden_bytes, content_hash, golden_path, canonical_check=golden_canonical_check
     )
@@ -308,13 +399,21 @@ def read_listed(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) ->
     """The bytes of one listed file, of the manifest's size (not yet hashed: see read_verified),
     in writable memory of their own (wrpkg.load patches the .wrp's digests in place, without a
     copy): a bytearray, or for a large file an anonymous mapping (`_fresh_buffer`)."""
-    entry = next((e for e, _ in listed_files(manifest) if e.path == path), None)
-    full = Path(bundle_dir) / path
-    if entry is None:
-        raise VerifyError(f"{full}: not listed in {MANIFEST_NAME}", fix=rebuild_fix(manifest))
-    try:
-        with open(full, "rb", buffering=0) as handle:
-            got = os.fstat(handle.fileno()).st_size
+    found = next(((e, lister) for e, lister in listed_files(manifest) if e.path == path), None)
+    if found is None:
+        raise VerifyError(
+            f"{Path(bundle_dir) / path}: not listed in {MANIFEST_NAME}", fix=rebuild_fix(manifest)
+        )
+    return _read_entry(Path(bundle_dir), found[0], found[1], rebuild_fix(manifest))
+
+
+def _read_entry(bundle_dir: Path, entry: FileEntry, lister: str, fix: str) -> bytearray | mmap.mmap:
+    """read_listed's work: a regular file (open_regular) whose fstat size is the manifest's,
+    checked before a byte is read, and which neither shrinks nor grows while read."""
+    full = bundle_dir / entry.path
+    fd, got = open_regular(full, f"a file listed in {lister}", fix)
+    with open(fd, "rb", buffering=0, closefd=True) as handle:
+        try:
             if got == entry.size:
                 data = _fresh_buffer(entry.size)
                 view = memoryview(data)
@@ -324,15 +423,12 @@ def read_listed(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) ->
                 view.release()
                 # A file that grew since fstat shows as too long.
                 got += len(handle.read(1)) if got == entry.size else 0
-    except OSError as exc:
-        raise VerifyError(
-            f"{full}: listed in {MANIFEST_NAME} but cannot be read ({exc.strerror})",
-            fix=rebuild_fix(manifest),
-        ) from exc
+        except OSError as exc:
+            raise VerifyError(
+                f"{full}: listed in {lister} but cannot be read ({exc.strerror})", fix=fix
+            ) from exc
     if got != entry.size:
-        raise VerifyError(
-            f"{full}: {got} bytes, {MANIFEST_NAME} says {entry.size}", fix=rebuild_fix(manifest)
-        )
+        raise VerifyError(f"{full}: {got} bytes, {lister} says {entry.size}", fix=fix)
     return data
 
 
@@ -348,8 +444,8 @@ def read_verified(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) 
 def verify_bundle(bundle_dir: str | os.PathLike, expected_hash: str | None = None) -> Manifest:
     """Runs every check (read_manifest, verify_files, verify_against_wrp); returns the manifest."""
     manifest = read_manifest(bundle_dir, expected_hash)
-    verify_files(Path(bundle_dir), manifest)
-    verify_against_wrp(Path(bundle_dir), manifest)
+    verified = verify_files(Path(bundle_dir), manifest, keep=frozenset({manifest.wrp}))
+    verify_against_wrp(Path(bundle_dir), manifest, verified[manifest.wrp])
     return manifest
 
 
@@ -366,16 +462,19 @@ def _octal(field: bytes) -> int | None:
     return int(digits, 8)
 
 
-def _ustar_entries(data: bytes, origin: str) -> dict[str, bytes]:
-    """Regular-file entries of a ustar archive, by path, with runtime/ustar.cc's rules: ustar magic,
-    header checksums, sizes inside the archive, regular files and directories only, safe paths, each
-    path once."""
+def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str]]:
+    """Regular-file entries of a ustar archive, by path, and the directory entries' paths (without
+    their trailing '/'), with runtime/ustar.cc's rules: ustar magic, header checksums, sizes inside
+    the archive, regular files and directories only, each path once. Every path, a directory's too,
+    must be a plain relative path (manifest.plain_relpath_problem), and a directory has no payload:
+    an extractor would otherwise create or write what no check saw."""
     fix = "rebuild the wrp_artifact target that produced this archive"
     if len(data) % _BLOCK:
         raise VerifyError(
             f"{origin}: not a ustar archive: size {len(data)} is not a multiple of 512", fix=fix
         )
     entries: dict[str, bytes] = {}
+    directories: list[str] = []
     offset = 0
     while offset + _BLOCK <= len(data):
         header = data[offset : offset + _BLOCK]
@@ -401,18 +500,31 @@ def _ustar_entries(data: bytes, origin: str) -> dict[str, bytes]:
                 fix=fix,
             )
         if typeflag in (b"0", b"\0"):
-            if not path or path.startswith("/") or ".." in path.split("/"):
-                raise VerifyError(f"{origin}: entry path {path!r} is not a safe relative path", fix=fix)
+            problem = plain_relpath_problem(path)
+            if problem is not None:
+                raise VerifyError(f"{origin}: entry path {path!r}: {problem}", fix=fix)
             if path in entries:
                 raise VerifyError(f"{origin}: entry {path} appears twice", fix=fix)
             entries[path] = data[offset : offset + size]
-        elif typeflag != b"5":
+        elif typeflag == b"5":
+            # ustar writes a directory as "a/b/"; only that one trailing '/' is its spelling.
+            directory = path[:-1] if path.endswith("/") else path
+            problem = plain_relpath_problem(directory)
+            if problem is not None:
+                raise VerifyError(f"{origin}: directory entry {path!r}: {problem}", fix=fix)
+            if size:
+                raise VerifyError(
+                    f"{origin}: directory entry {path!r} carries a {size}-byte payload; a directory has none",
+                    fix=fix,
+                )
+            directories.append(directory)
+        else:
             raise VerifyError(
                 f"{origin}: entry {path} has tar type {typeflag!r}; bundles hold only regular files and directories",
                 fix=fix,
             )
         offset += (size + _BLOCK - 1) // _BLOCK * _BLOCK
-    return entries
+    return entries, directories
 
 
 def verify_tar(tar_path: str | os.PathLike, expected_hash: str | None = None) -> Manifest:
@@ -420,11 +532,13 @@ def verify_tar(tar_path: str | os.PathLike, expected_hash: str | None = None) ->
     the C++ runtime reads an embedded bundle: the one `<name>/` holding manifest.json, every listed
     file with its size and sha256, nothing unlisted but capture.json."""
     tar_path = Path(tar_path)
-    try:
-        data = tar_path.read_bytes()
-    except OSError as exc:
-        raise VerifyError(f"{tar_path}: cannot read ({exc.strerror})", fix=rebuild_fix(None)) from exc
-    entries = _ustar_entries(data, str(tar_path))
+    fd, _ = open_regular(tar_path, "the bundle archive", rebuild_fix(None))
+    with open(fd, "rb", closefd=True) as handle:
+        try:
+            data = handle.read()
+        except OSError as exc:
+            raise VerifyError(f"{tar_path}: cannot read ({exc.strerror})", fix=rebuild_fix(None)) from exc
+    entries, directories = _ustar_entries(data, str(tar_path))
     manifests = [p for p in entries if p.count("/") >= 1 and p.split("/", 1)[1] == MANIFEST_NAME]
     if len(manifests) != 1:
         raise VerifyError(
@@ -451,6 +565,9 @@ def verify_tar(tar_path: str | os.PathLike, expected_hash: str | None = None) ->
         raise VerifyError(
             f"{origin}: archive directory {prefix!r} does not match the name {manifest.name!r}", fix=fix
         )
+    for directory in directories:
+        if directory != manifest.name and not directory.startswith(prefix):
+            raise VerifyError(f"{tar_path}: directory entry {directory}/ lies outside {prefix}", fix=fix)
     files = {}
     for path, content in entries.items():
         if not path.startswith(prefix):
