@@ -3,6 +3,7 @@
 #include <chrono>
 #include <string>
 
+#include "runtime/json.h"
 #include "runtime/test_util.h"
 
 namespace {
@@ -194,20 +195,26 @@ std::string ManyBindings(size_t count, uint64_t last_bytes = 4) {
 // Binding checks are linear: 40k bindings took 43 s when each was compared with every other.
 WRP_TEST(FortyThousandBindingsAreCheckedInLinearTime) {
   const std::string text = ManyBindings(40000);
-  const auto start = std::chrono::steady_clock::now();
+  const auto seconds_since = [](std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  auto start = std::chrono::steady_clock::now();
+  (void)wrp::json::Parse(text, "m.json");
+  const double json_seconds = seconds_since(start);
+  start = std::chrono::steady_clock::now();
   wrp::Manifest m = wrp::ParseManifest(text, "m.json");
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = seconds_since(start);
   std::cout << "    40002 bindings (" << text.size() << " bytes of JSON) parsed and checked in " << seconds
-            << " s\n";
+            << " s; the JSON alone in " << json_seconds << " s\n";
   CHECK_EQ(m.bindings.size(), size_t(40002));
   CHECK_EQ(m.bindings.back().name, "b39999");
-  // The all-pairs check took 43 s optimized and 120 s in this unoptimized test build. Linear, an optimized
-  // build takes about 0.35 s and this one 1.5 to 2.5 s on a loaded 2-core host, most of it the JSON reader:
-  // the bound leaves room for that and none for a quadratic check.
-  CHECK(seconds < 10.0);
+  // Judged against the JSON reader's own time on the same text, so that an unoptimized build, a loaded
+  // host or qemu (25 s) passes and an all-pairs check (43 s optimized, 120 s unoptimized, against
+  // 0.2 s and 1.5 s for the JSON) does not. An optimized x86-64 build takes about 0.35 s in all.
+  CHECK(seconds < 3 * json_seconds + 0.5);
   // ... and the check still finds a clash at the very end.
-  CHECK_THROWS_WITH(wrp::ParseManifest(ManyBindings(40000, 8), "m.json"), "m.json",
-                    "\"b39998\" and \"b39999\" share region 20099", "(4 and 8 bytes)");
+  CHECK_THROWS_WITH(wrp::ParseManifest(ManyBindings(1000, 8), "m.json"), "m.json",
+                    "\"b998\" and \"b999\" share region 599", "(4 and 8 bytes)");
 }
 
 // The pair named is the one the all-pairs check named: the first binding with any partner of another size
