@@ -1,7 +1,13 @@
 #include "runtime/buffer.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <new>
 #include <utility>
 
@@ -10,6 +16,24 @@ namespace {
 
 // Below this, malloc's arenas are warm and a mapping per buffer costs more than it saves.
 constexpr size_t kMapBytes = 256 << 10;
+
+// One read() asks for at most this much: large enough that a GiB takes a few hundred calls, small enough
+// that the kernel never has to pin a huge range at once.
+constexpr size_t kReadBytes = 16 << 20;
+
+class Descriptor {
+ public:
+  explicit Descriptor(int fd) : fd_(fd) {}
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  ~Descriptor() {
+    if (fd_ >= 0) close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
 
 }  // namespace
 
@@ -50,6 +74,50 @@ void Buffer::Release() {
   }
   data_ = nullptr;
   size_ = mapped_ = 0;
+}
+
+const char* FileKind(unsigned mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symlink";
+  return "not a regular file";
+}
+
+std::string ReadRegularFile(const std::string& path, uint64_t max_bytes, Buffer* out, int* open_errno) {
+  if (open_errno) *open_errno = 0;
+  const auto failed = [&] {
+    if (open_errno) *open_errno = errno;
+    return std::string("cannot read (") + std::strerror(errno) + ")";
+  };
+  const Descriptor fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (fd.get() < 0) return failed();
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0) return failed();
+  if (!S_ISREG(st.st_mode)) return std::string("is not a regular file (") + FileKind(st.st_mode) + ")";
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size > max_bytes) {
+    return "is " + std::to_string(size) + " bytes, over the limit of " + std::to_string(max_bytes);
+  }
+  Buffer bytes(static_cast<size_t>(size));
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = read(fd.get(), bytes.data() + done, std::min<uint64_t>(size - done, kReadBytes));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::string("cannot read (") + std::strerror(errno) + ")";
+    if (n == 0) return "changed size while being read";
+    done += static_cast<size_t>(n);
+  }
+  // A file that grew since fstat would otherwise be judged by a prefix of it.
+  uint8_t extra;
+  ssize_t n;
+  while ((n = read(fd.get(), &extra, 1)) < 0 && errno == EINTR) {
+  }
+  if (n > 0) return "changed size while being read";
+  *out = std::move(bytes);
+  return "";
 }
 
 }  // namespace wrp

@@ -1,5 +1,6 @@
 #include "runtime/bundle.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -27,6 +28,11 @@ constexpr size_t kMaxHelpers = 7;
 
 std::string Errno() { return std::strerror(errno); }
 
+std::string Join(const std::string& dir, const std::string& path) {
+  if (dir.empty()) return path;
+  return dir.back() == '/' ? dir + path : dir + "/" + path;
+}
+
 // What is wrong with a listed file of `expected_size` bytes, judged by fstat, or "".
 std::string CheckStat(const struct stat& st, uint64_t expected_size) {
   if (!S_ISREG(st.st_mode)) return "is not a regular file";
@@ -39,9 +45,9 @@ std::string CheckStat(const struct stat& st, uint64_t expected_size) {
 }
 
 // Opens a listed file (symlinks followed) and checks its type and size. Returns the descriptor, or -1 with
-// `problem` set.
+// `problem` set. O_NONBLOCK: a FIFO put in a listed file's place must be refused, not waited on.
 int OpenListedFile(const std::string& path, uint64_t expected_size, std::string* problem) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     *problem = "cannot be read (" + Errno() + ")";
     return -1;
@@ -53,41 +59,98 @@ int OpenListedFile(const std::string& path, uint64_t expected_size, std::string*
   return -1;
 }
 
-// Reads a whole file. Returns false (errno set) when it cannot be opened or read.
-bool ReadFile(const std::string& path, std::vector<uint8_t>* out) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return false;
-  out->clear();
-  uint8_t chunk[1 << 16];
-  size_t n;
-  while ((n = std::fread(chunk, 1, sizeof(chunk), f)) > 0) out->insert(out->end(), chunk, chunk + n);
-  bool ok = !std::ferror(f);
-  std::fclose(f);
-  return ok;
-}
+struct CloseDir {
+  void operator()(DIR* d) const { closedir(d); }
+};
 
-// Every entry under `root` as a '/'-joined relative path, directories excluded but symlinks to directories
-// included (they are never followed): the same walk as wrpkg/verify.py's _walk_files.
-std::vector<std::string> WalkFiles(const std::string& root) {
-  namespace fs = std::filesystem;
+}  // namespace
+
+namespace internal {
+
+std::vector<std::string> ListBundleFiles(const std::string& root, const std::string& fix,
+                                         const OpenSubdirectory& open_subdirectory) {
+  // A walk of our own rather than recursive_directory_iterator: libstdc++'s sets itself to the end when
+  // increment(ec) cannot open a subdirectory, so an unreadable one would hide what it holds. Directories
+  // are opened relative to their parent (O_NOFOLLOW: a symlink is an entry, never a way out), and only
+  // one descriptor per level is held while its subdirectories are walked.
+  struct Level {
+    int fd;
+    std::string rel;  // "" or "a/b/"
+    std::vector<std::string> subdirs;
+    size_t next = 0;
+  };
+  std::vector<Level> stack;
   std::vector<std::string> found;
-  std::error_code ec;
-  fs::recursive_directory_iterator it(root, fs::directory_options::none, ec), end;
-  if (ec) throw Error(root + ": cannot list the bundle directory (" + ec.message() + ")");
-  for (; it != end; it.increment(ec)) {
-    if (ec) throw Error(root + ": cannot list the bundle directory (" + ec.message() + ")");
-    const fs::directory_entry& entry = *it;
-    if (entry.is_directory(ec) && !entry.is_symlink(ec)) continue;
-    found.push_back(entry.path().lexically_relative(root).generic_string());
+  const auto cannot_list = [&](const std::string& rel, int error) {
+    const std::string where = rel.empty() ? root : Join(root, rel.substr(0, rel.size() - 1));
+    return Error(where + ": cannot list " +
+                 (rel.empty() ? "the bundle directory" : "this directory of the bundle") + " (" +
+                 std::strerror(error) + "), so an unlisted file in it cannot be ruled out" + fix);
+  };
+  // Reads one directory's entries; takes ownership of `fd`.
+  const auto list = [&](int fd, const std::string& rel) {
+    const int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    std::unique_ptr<DIR, CloseDir> dir(dup_fd < 0 ? nullptr : fdopendir(dup_fd));
+    if (!dir) {
+      const int error = errno;
+      if (dup_fd >= 0) close(dup_fd);
+      close(fd);
+      throw cannot_list(rel, error);
+    }
+    Level level{fd, rel, {}, 0};
+    stack.push_back(std::move(level));
+    for (;;) {
+      errno = 0;
+      const dirent* entry = readdir(dir.get());
+      if (!entry) {
+        if (errno != 0) throw cannot_list(rel, errno);
+        break;
+      }
+      const std::string name = entry->d_name;
+      if (name == "." || name == "..") continue;
+      struct stat st;
+      if (fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) throw cannot_list(rel, errno);
+      if (S_ISDIR(st.st_mode)) {
+        stack.back().subdirs.push_back(name);
+      } else {
+        found.push_back(rel + name);
+      }
+    }
+  };
+  const auto close_all = [&] {
+    for (const Level& level : stack) close(level.fd);
+    stack.clear();
+  };
+  try {
+    const int root_fd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0) throw cannot_list("", errno);
+    list(root_fd, "");
+    while (!stack.empty()) {
+      Level& top = stack.back();
+      if (top.next == top.subdirs.size()) {
+        close(top.fd);
+        stack.pop_back();
+        continue;
+      }
+      const std::string name = top.subdirs[top.next++];
+      const std::string rel = top.rel + name + "/";
+      const int fd = open_subdirectory
+                         ? open_subdirectory(top.fd, name.c_str())
+                         : openat(top.fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0) throw cannot_list(rel, errno);
+      list(fd, rel);
+    }
+  } catch (...) {
+    close_all();
+    throw;
   }
   std::sort(found.begin(), found.end());
   return found;
 }
 
-std::string Join(const std::string& dir, const std::string& path) {
-  if (dir.empty()) return path;
-  return dir.back() == '/' ? dir + path : dir + "/" + path;
-}
+}  // namespace internal
+
+namespace {
 
 bool IsHex64(const std::string& s) {
   if (s.size() != 64) return false;
@@ -97,17 +160,32 @@ bool IsHex64(const std::string& s) {
   return true;
 }
 
-// The content hash from "<dir>.sha256" beside the directory (the layout the bundle action writes), or "".
-std::string SiblingContentHash(std::string dir) {
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  std::vector<uint8_t> bytes;
-  if (!ReadFile(dir + ".sha256", &bytes)) return "";
-  std::string text(bytes.begin(), bytes.end());
+// The content hash from "<dir>.sha256" beside the directory (the layout the bundle action writes), or "" when
+// there is none. The directory is resolved first: "DIR/.", "DIR/sub/.." and "." run inside DIR all find the
+// DIR.sha256 that "DIR" finds, so naming a bundle another way cannot skip its hash.
+std::string SiblingContentHash(const std::string& dir) {
+  std::error_code ec;
+  const std::filesystem::path resolved = std::filesystem::canonical(dir, ec);
+  if (ec) {
+    throw Error(dir + ": cannot resolve the bundle directory (" + ec.message() +
+                ") to look for its <dir>.sha256; fix: pass an existing bundle directory");
+  }
+  if (!resolved.has_parent_path() || resolved == resolved.root_path()) return "";
+  const std::string path = resolved.string() + ".sha256";
+  Buffer bytes;
+  int open_errno = 0;
+  const std::string problem = ReadRegularFile(path, Manifest::kMaxManifestBytes, &bytes, &open_errno);
+  if (open_errno == ENOENT) return "";
+  if (!problem.empty()) {
+    throw Error(path + ": " + problem +
+                "; fix: the content-hash file beside the bundle must be the regular file the build wrote: "
+                "rebuild the bundle's wrp_artifact, or remove it and pass the hash with --content-hash");
+  }
+  std::string text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   size_t end = text.find_first_of(" \t\r\n");
   std::string token = text.substr(0, end);
   if (!IsHex64(token)) {
-    throw Error(dir +
-                ".sha256: does not start with a lowercase sha256; fix: rebuild the bundle's wrp_artifact");
+    throw Error(path + ": does not start with a lowercase sha256; fix: rebuild the bundle's wrp_artifact");
   }
   return token;
 }
@@ -276,21 +354,32 @@ Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& option
   bundle.from_directory_ = true;
 
   const std::string manifest_path = Join(dir, "manifest.json");
-  std::vector<uint8_t> manifest_bytes;
-  if (!ReadFile(manifest_path, &manifest_bytes)) {
-    throw Error(manifest_path + ": cannot read (" + std::strerror(errno) +
-                "); fix: pass the bundle directory of a wrp_artifact target (the one holding manifest.json)");
+  Buffer manifest_bytes;
+  int manifest_errno = 0;
+  const std::string manifest_problem =
+      ReadRegularFile(manifest_path, Manifest::kMaxManifestBytes, &manifest_bytes, &manifest_errno);
+  if (manifest_errno != 0) {
+    throw Error(manifest_path + ": " + manifest_problem +
+                "; fix: pass the bundle directory of a wrp_artifact target (the one holding manifest.json)");
+  }
+  if (!manifest_problem.empty()) {
+    throw Error(manifest_path + ": " + manifest_problem +
+                "; fix: a bundle's manifest.json is the regular file its wrp_artifact wrote: copy the whole "
+                "bundle directory again");
   }
   bundle.content_hash_ = Sha256::HexDigest(manifest_bytes.data(), manifest_bytes.size());
   const std::string golden_path = Join(dir, Manifest::kGolden);
-  std::vector<uint8_t> golden_bytes;
-  const bool golden_read = ReadFile(golden_path, &golden_bytes);
-  const int golden_errno = errno;
-  const std::string golden_text(golden_bytes.begin(), golden_bytes.end());
+  Buffer golden_bytes;
+  int golden_errno = 0;
+  const std::string golden_problem =
+      ReadRegularFile(golden_path, Manifest::kMaxManifestBytes, &golden_bytes, &golden_errno);
+  const bool golden_read = golden_problem.empty();
+  const std::string golden_text(reinterpret_cast<const char*>(golden_bytes.data()), golden_bytes.size());
   const std::string label_hint = golden_read ? GoldenLabelHint(golden_text) : "";
   BundleOptions effective = options;
   if (effective.expected_content_hash.empty()) effective.expected_content_hash = SiblingContentHash(dir);
-  const std::string manifest_text(manifest_bytes.begin(), manifest_bytes.end());
+  const std::string manifest_text(reinterpret_cast<const char*>(manifest_bytes.data()),
+                                  manifest_bytes.size());
   if (!effective.expected_content_hash.empty() && effective.expected_content_hash != bundle.content_hash_ &&
       IsHex64(effective.expected_content_hash)) {
     // An edited manifest is reported as edited, whatever else is wrong with it.
@@ -300,16 +389,22 @@ Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& option
                 effective.expected_content_hash + "; fix: the manifest was changed after the build: " + hint);
   }
   bundle.manifest_ = ParseManifest(manifest_text, manifest_path, label_hint);
-  if (!golden_read) {
+  if (golden_errno != 0) {
     throw Error(golden_path + ": cannot read the test manifest (" + std::strerror(golden_errno) +
                 "); fix: copy the whole bundle directory of the wrp_artifact target");
+  }
+  if (!golden_read) {
+    throw Error(golden_path + ": " + golden_problem + "; fix: " + bundle.manifest_.RebuildHint() +
+                " and copy the whole bundle directory (golden.json is the regular file it wrote)");
   }
   ParseGolden(golden_text, golden_path, bundle.content_hash_, &bundle.manifest_);
   bundle.IndexFiles(nullptr);
 
   // Files are judged by content: a listed file may be reached through a symlink (Bazel's sandbox stages
   // inputs that way), but nothing may be there that the manifests do not list.
-  for (const std::string& rel : WalkFiles(dir)) {
+  const std::string list_fix = "; fix: make every directory of the bundle readable, or " +
+                               bundle.manifest_.RebuildHint() + " and copy the whole bundle directory";
+  for (const std::string& rel : internal::ListBundleFiles(dir, list_fix)) {
     if (!bundle.files_->by_path.count(rel) && rel != "manifest.json" && rel != Manifest::kGolden &&
         rel != Manifest::kCaptureInfo) {
       throw Error(Join(dir, rel) +
@@ -336,7 +431,8 @@ Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& option
 Bundle Bundle::FromTar(const void* data, size_t size, std::string origin, const BundleOptions& options) {
   Bundle bundle;
   bundle.origin_ = std::move(origin);
-  std::vector<TarEntry> entries = ReadUstar(data, size, bundle.origin_);
+  std::vector<std::string> directories;
+  std::vector<TarEntry> entries = ReadUstar(data, size, bundle.origin_, &directories);
 
   // The bundle is the one top-level directory holding manifest.json.
   std::string prefix;
@@ -357,10 +453,20 @@ Bundle Bundle::FromTar(const void* data, size_t size, std::string origin, const 
                 ": no <name>/manifest.json inside; fix: embed the <name>.tar of a wrp_artifact");
   }
   const std::string manifest_origin = bundle.origin_ + ":" + manifest_entry->path;
+  if (manifest_entry->size > Manifest::kMaxManifestBytes) {
+    throw Error(manifest_origin + ": is " + std::to_string(manifest_entry->size) +
+                " bytes, over the limit of " + std::to_string(Manifest::kMaxManifestBytes) +
+                "; fix: embed the <name>.tar of a wrp_artifact");
+  }
   bundle.content_hash_ = Sha256::HexDigest(manifest_entry->data, manifest_entry->size);
   const TarEntry* golden_entry = nullptr;
   for (const TarEntry& entry : entries) {
     if (entry.path == prefix + Manifest::kGolden) golden_entry = &entry;
+  }
+  if (golden_entry && golden_entry->size > Manifest::kMaxManifestBytes) {
+    throw Error(bundle.origin_ + ":" + golden_entry->path + ": is " + std::to_string(golden_entry->size) +
+                " bytes, over the limit of " + std::to_string(Manifest::kMaxManifestBytes) +
+                "; fix: embed the whole <name>.tar of a wrp_artifact");
   }
   const std::string golden_text =
       golden_entry ? std::string(reinterpret_cast<const char*>(golden_entry->data), golden_entry->size) : "";
@@ -379,6 +485,14 @@ Bundle Bundle::FromTar(const void* data, size_t size, std::string origin, const 
                 "\"; fix: " + bundle.manifest_.RebuildHint());
   }
 
+  // A directory entry is created on extraction like a file, so it too must lie under the bundle's directory.
+  const std::string root = prefix.substr(0, prefix.size() - 1);
+  for (const std::string& dir : directories) {
+    if (dir != root && dir.compare(0, prefix.size(), prefix) != 0) {
+      throw Error(bundle.origin_ + ": directory entry " + dir + "/ lies outside " + prefix +
+                  "; fix: " + bundle.manifest_.RebuildHint());
+    }
+  }
   std::map<std::string, ByteView> present;
   for (const TarEntry& entry : entries) {
     if (&entry == manifest_entry || &entry == golden_entry) continue;

@@ -120,8 +120,10 @@ class Bundle {
  public:
   // Reads <dir>/manifest.json and golden.json and checks the listing: any file or symlink the manifest does
   // not list (capture.json aside) is an error, as is a listed file that is missing, not a regular file or of
-  // another size than recorded. Validity is the README's bundle-validity policy, shared with wrpkg.verify.
-  // Without options.expected_content_hash, "<dir>.sha256" beside the directory supplies it when present.
+  // another size than recorded, and a directory that cannot be listed. manifest.json and golden.json must be
+  // regular files of at most Manifest::kMaxManifestBytes. Validity is the README's bundle-validity policy,
+  // shared with wrpkg.verify. Without options.expected_content_hash, "<dir>.sha256" beside the directory
+  // (the directory resolved first, so "DIR/." finds DIR.sha256) supplies it when present.
   static Bundle OpenDirectory(const std::string& dir, const BundleOptions& options = {});
 
   // Reads a ustar archive whose entries lie under "<name>/". Zero-copy: `data` must outlive the Bundle and
@@ -179,6 +181,21 @@ class Bundle {
   // The listed files and what is known of them; shared so that Bundle copies stay valid and share checks.
   std::shared_ptr<Files> files_;
 };
+
+namespace internal {
+
+// Opens the subdirectory `name` of the directory open as `parent_fd`, for listing: a descriptor, or -1 with
+// errno set. Tests pass one that fails, to reach the error path as root (whom no permission stops).
+using OpenSubdirectory = std::function<int(int parent_fd, const char* name)>;
+
+// Every entry under `root` but directories, as sorted '/'-joined relative paths; symlinks (to directories
+// too) are entries and never followed: the walk of wrpkg/verify.py's _walk_files. Throws wrp::Error naming
+// a directory that cannot be opened or read, followed by `fix` ("; fix: ..."): a directory that cannot be
+// listed could hold an unlisted file. `open_subdirectory` replaces openat(O_DIRECTORY | O_NOFOLLOW).
+std::vector<std::string> ListBundleFiles(const std::string& root, const std::string& fix,
+                                         const OpenSubdirectory& open_subdirectory = nullptr);
+
+}  // namespace internal
 
 // Throws wrp::Error unless the linked Warp's version equals the one the bundle was captured with (the .wrp
 // loader accepts only its own version, and kernels are compiled against its headers).

@@ -104,6 +104,7 @@ struct Graph::Impl {
   std::optional<CrashMessage> launch_message;
   std::optional<CrashMessage> wait_message;
   std::vector<BindingRecord> bindings;
+  std::map<std::string, size_t> binding_index;  // by name, into `bindings`: a lookup per Set/GetParam
   std::string load_note;
   std::string load_source;
   void* cuda_context = nullptr;
@@ -119,9 +120,7 @@ struct Graph::Impl {
   GraphHandle graph;
 
   const BindingRecord& Binding(const std::string& name) const {
-    for (const BindingRecord& b : bindings) {
-      if (b.name == name) return b;
-    }
+    if (auto it = binding_index.find(name); it != binding_index.end()) return bindings[it->second];
     std::string known;
     for (const BindingRecord& b : bindings) known += (known.empty() ? "" : ", ") + b.name;
     throw Error(title + ": no parameter named \"" + name +
@@ -377,6 +376,7 @@ Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions&
   impl->launch_message.emplace("launching " + impl->title + " on " + device.ToString(), impl->crash_cause);
   impl->wait_message.emplace("waiting for " + impl->title + " on " + device.ToString(), impl->crash_cause);
   impl->bindings = manifest.bindings;
+  for (size_t i = 0; i < impl->bindings.size(); ++i) impl->binding_index.emplace(impl->bindings[i].name, i);
   CrashContext crash_context("loading " + impl->title + " on " + device.ToString(), impl->crash_cause);
 
   if ((manifest.device == "cpu") != device.is_cpu()) {

@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <map>
 #include <set>
 
 #include "runtime/error.h"
@@ -273,15 +275,31 @@ class ManifestReader {
         Fail(p + "name", "binding \"" + b.name + "\" is listed twice");
       m.bindings.push_back(std::move(b));
     });
-    // Names of one region alias one allocation, so they must agree on its capacity.
-    for (const BindingRecord& a : m.bindings) {
-      for (const BindingRecord& b : m.bindings) {
-        if (a.region == b.region && a.bytes != b.bytes) {
-          Fail("bindings", "\"" + a.name + "\" and \"" + b.name + "\" share region " + a.region +
-                               " but record different sizes (" + std::to_string(a.bytes) + " and " +
-                               std::to_string(b.bytes) + " bytes)");
-        }
+    // Names of one region alias one allocation, so they must agree on its capacity. One pass, by region
+    // (a manifest may hold tens of thousands of bindings): the pair named is the region's first binding and
+    // its first of another size, in the region whose first binding comes first.
+    struct RegionSizes {
+      size_t first;
+      size_t first_other = SIZE_MAX;
+    };
+    std::map<std::string, RegionSizes> regions;
+    for (size_t i = 0; i < m.bindings.size(); ++i) {
+      auto [it, added] = regions.try_emplace(m.bindings[i].region, RegionSizes{i});
+      RegionSizes& r = it->second;
+      if (!added && r.first_other == SIZE_MAX && m.bindings[i].bytes != m.bindings[r.first].bytes) {
+        r.first_other = i;
       }
+    }
+    const RegionSizes* clash = nullptr;
+    for (const auto& [region, r] : regions) {
+      if (r.first_other != SIZE_MAX && (!clash || r.first < clash->first)) clash = &r;
+    }
+    if (clash) {
+      const BindingRecord& a = m.bindings[clash->first];
+      const BindingRecord& b = m.bindings[clash->first_other];
+      Fail("bindings", "\"" + a.name + "\" and \"" + b.name + "\" share region " + a.region +
+                           " but record different sizes (" + std::to_string(a.bytes) + " and " +
+                           std::to_string(b.bytes) + " bytes)");
     }
 
     if (const Value* ptx_min_driver = root.Find("ptx_min_driver");

@@ -81,6 +81,9 @@ struct Manifest {
   // Provenance of the capture machine: shipped in the bundle but deliberately not listed in "files", so that
   // it does not change the content hash. Never handed to Warp.
   static constexpr const char* kCaptureInfo = "capture.json";
+  // manifest.json, golden.json and a <name>.sha256 are read whole before anything vouches for them: larger
+  // ones are refused unread (a bundler's are kilobytes; 40k bindings are about 8 MiB). wrpkg uses the same.
+  static constexpr uint64_t kMaxManifestBytes = 16 << 20;
 
   std::string schema;
   // name, label, golden and golden_device come from golden.json (ParseGolden).

@@ -10,14 +10,17 @@
 // --content-hash-file FILE (expected sha256 of manifest.json; an embedded bundle carries its own).
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <exception>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "runtime/buffer.h"
 #include "runtime/bundle.h"
 #include "runtime/crash_report.h"
 #include "runtime/embedded.h"
@@ -46,16 +49,19 @@ void Usage() {
                "                   [--content-hash HEX | --content-hash-file FILE]\n";
 }
 
-std::vector<uint8_t> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw wrp::Error(path + ": cannot read; fix: pass an existing file");
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+// A whole regular file (a FIFO or device is refused, not waited on), in large reads.
+wrp::Buffer ReadWholeFile(const std::string& path, uint64_t max_bytes, const std::string& fix) {
+  wrp::Buffer bytes;
+  const std::string problem = wrp::ReadRegularFile(path, max_bytes, &bytes);
+  if (!problem.empty()) throw wrp::Error(path + ": " + problem + "; fix: " + fix);
+  return bytes;
 }
 
 // The first whitespace-separated token of a <name>.sha256 file ("<hex>" or "<hex>  <file>").
 std::string ReadHashFile(const std::string& path) {
-  std::vector<uint8_t> bytes = ReadWholeFile(path);
-  std::istringstream in(std::string(bytes.begin(), bytes.end()));
+  wrp::Buffer bytes = ReadWholeFile(path, wrp::Manifest::kMaxManifestBytes,
+                                    "pass the <name>.sha256 file the wrp_artifact wrote");
+  std::istringstream in(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
   std::string token;
   in >> token;
   return token;
@@ -110,13 +116,13 @@ int Run(const Flags& flags) {
   options.expected_content_hash = flags.content_hash;
   // A replay test vouches for the whole bundle, not only what the load reads.
   options.verify_all = true;
-  std::vector<uint8_t> tar_bytes;  // must outlive the bundle (zero-copy)
+  wrp::Buffer tar_bytes;  // must outlive the bundle (zero-copy)
   auto start = std::chrono::steady_clock::now();
 
   wrp::Bundle bundle = [&] {
     if (!flags.bundle_dir.empty()) return wrp::Bundle::OpenDirectory(flags.bundle_dir, options);
     if (!flags.tar_file.empty()) {
-      tar_bytes = ReadWholeFile(flags.tar_file);
+      tar_bytes = ReadWholeFile(flags.tar_file, UINT64_MAX, "pass the <name>.tar of a wrp_artifact");
       return wrp::Bundle::FromTar(tar_bytes.data(), tar_bytes.size(), flags.tar_file, options);
     }
     if (wrp_embedded_bundle == nullptr) {
@@ -154,6 +160,9 @@ int Run(const Flags& flags) {
   std::cout << "  launch " << ms(loaded, launched) << " ms\n";
 
   const wrp::Manifest& manifest = bundle.manifest();
+  // By name: a manifest may hold tens of thousands of bindings, and a search per output would be quadratic.
+  std::map<std::string, const wrp::BindingRecord*> binding_index;
+  for (const wrp::BindingRecord& b : manifest.bindings) binding_index.emplace(b.name, &b);
   size_t passed = 0;
   for (const wrp::GoldenRecord& golden : manifest.golden) {
     std::vector<uint8_t> actual(graph.ParamSize(golden.name));
@@ -162,7 +171,8 @@ int Run(const Flags& flags) {
     wrp::GoldenComparison result =
         wrp::CompareWithGolden(expected.data, expected.size, actual.data(), actual.size(), golden.tolerance);
     passed += result.match;
-    const wrp::BindingRecord* binding = manifest.FindBinding(golden.name);
+    const auto binding_at = binding_index.find(golden.name);
+    const wrp::BindingRecord* binding = binding_at == binding_index.end() ? nullptr : binding_at->second;
     std::cout << "  " << (result.match ? "PASS " : "FAIL ") << golden.name << " ("
               << (binding ? binding->ArrayText() : "?") << "): " << result.detail << "\n";
   }
@@ -188,7 +198,9 @@ int main(int argc, char** argv) {
       return kExitError;
     }
     return Run(flags);
-  } catch (const wrp::Error& e) {
+  } catch (const std::exception& e) {
+    // wrp::Error for what a bundle or flag got wrong; anything else (std::bad_alloc included) is reported the
+    // same way rather than aborting through std::terminate.
     std::cout.flush();
     std::cerr << "ERROR: " << e.what() << "\n";
     return kExitError;

@@ -50,13 +50,17 @@ bool IsZeroBlock(const uint8_t* block) {
   return true;
 }
 
-bool IsSafeRelativePath(const std::string& path) {
+// Every component non-empty and neither "." nor "..": the path names one place under the archive's root.
+bool IsPlainRelativePath(const std::string& path) {
   if (path.empty() || path[0] == '/') return false;
   size_t start = 0;
   while (start <= path.size()) {
     size_t end = path.find('/', start);
     if (end == std::string::npos) end = path.size();
-    if (path.compare(start, end - start, "..") == 0 && end - start == 2) return false;
+    const size_t length = end - start;
+    if (length == 0) return false;
+    if (path.compare(start, length, ".") == 0 && length == 1) return false;
+    if (path.compare(start, length, "..") == 0 && length == 2) return false;
     start = end + 1;
   }
   return true;
@@ -64,7 +68,8 @@ bool IsSafeRelativePath(const std::string& path) {
 
 }  // namespace
 
-std::vector<TarEntry> ReadUstar(const void* data, size_t size, const std::string& origin) {
+std::vector<TarEntry> ReadUstar(const void* data, size_t size, const std::string& origin,
+                                std::vector<std::string>* directories) {
   const uint8_t* bytes = static_cast<const uint8_t*>(data);
   std::vector<TarEntry> entries;
   std::set<std::string> seen;
@@ -108,10 +113,20 @@ std::vector<TarEntry> ReadUstar(const void* data, size_t size, const std::string
                   std::to_string(size - offset) + " remain (truncated archive)" + fix);
     }
     if (typeflag == '5') {
-      // Directory entry: the files carry their own paths.
+      // Extracting the archive creates every directory entry, so each is held to the rules of a file's path.
+      const std::string dir = !path.empty() && path.back() == '/' ? path.substr(0, path.size() - 1) : path;
+      if (!IsPlainRelativePath(dir)) {
+        throw Error(origin + ": directory entry path \"" + path + "\" is not a safe relative path" + fix);
+      }
+      if (entry_size != 0) {
+        throw Error(origin + ": directory entry " + path + " carries " + std::to_string(entry_size) +
+                    " bytes of payload (a directory entry has none)" + fix);
+      }
+      if (directories) directories->push_back(dir);
     } else if (typeflag == '0' || typeflag == '\0') {
-      if (!IsSafeRelativePath(path))
-        throw Error(origin + ": entry path \"" + path + "\" is not a safe relative path");
+      if (!IsPlainRelativePath(path)) {
+        throw Error(origin + ": entry path \"" + path + "\" is not a safe relative path" + fix);
+      }
       if (!seen.insert(path).second) throw Error(origin + ": entry " + path + " appears twice" + fix);
       entries.push_back(TarEntry{path, bytes + offset, static_cast<size_t>(entry_size)});
     } else {

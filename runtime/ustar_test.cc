@@ -9,32 +9,14 @@
 
 namespace {
 
-// Appends one ustar entry the way Python's tarfile (USTAR_FORMAT) writes it.
+using wrp::testing::AppendTarEntry;
+
 void AddEntry(std::vector<uint8_t>* tar, const std::string& path, const std::string& body, char type = '0',
               const std::string& prefix = "") {
-  uint8_t header[512] = {};
-  std::memcpy(header, path.data(), path.size());
-  std::snprintf(reinterpret_cast<char*>(header + 100), 8, "%07o", 0644);
-  std::snprintf(reinterpret_cast<char*>(header + 108), 8, "%07o", 0);
-  std::snprintf(reinterpret_cast<char*>(header + 116), 8, "%07o", 0);
-  std::snprintf(reinterpret_cast<char*>(header + 124), 12, "%011o", unsigned(body.size()));
-  std::snprintf(reinterpret_cast<char*>(header + 136), 12, "%011o", 0);
-  header[156] = uint8_t(type);
-  std::memcpy(header + 257,
-              "ustar\0"
-              "00",
-              8);
-  std::memcpy(header + 345, prefix.data(), prefix.size());
-  std::memset(header + 148, ' ', 8);
-  unsigned sum = 0;
-  for (uint8_t b : header) sum += b;
-  std::snprintf(reinterpret_cast<char*>(header + 148), 8, "%06o", sum);
-  tar->insert(tar->end(), header, header + 512);
-  tar->insert(tar->end(), body.begin(), body.end());
-  tar->resize((tar->size() + 511) / 512 * 512, 0);
+  AppendTarEntry(tar, path, body, type, prefix);
 }
 
-void Finish(std::vector<uint8_t>* tar) { tar->resize(tar->size() + 1024, 0); }
+void Finish(std::vector<uint8_t>* tar) { wrp::testing::FinishTar(tar); }
 
 std::string Body(const wrp::TarEntry& e) {
   return std::string(reinterpret_cast<const char*>(e.data), e.size);
@@ -104,4 +86,47 @@ WRP_TEST(RejectsLinksEscapesAndDuplicates) {
 WRP_TEST(EmptyArchive) {
   std::vector<uint8_t> tar(1024, 0);
   CHECK(wrp::ReadUstar(tar.data(), tar.size(), "t.tar").empty());
+}
+
+WRP_TEST(DirectoryEntriesArePlainRelativePathsWithoutPayload) {
+  std::vector<uint8_t> good;
+  AddEntry(&good, "b/", "", '5');
+  AddEntry(&good, "b/golden", "", '5');  // a directory without the trailing '/' is one too
+  AddEntry(&good, "b/golden/x.bin", "x");
+  Finish(&good);
+  std::vector<std::string> directories;
+  CHECK_EQ(wrp::ReadUstar(good.data(), good.size(), "t.tar", &directories).size(), size_t(1));
+  CHECK_EQ(directories.size(), size_t(2));
+  CHECK_EQ(directories.at(0), "b");
+  CHECK_EQ(directories.at(1), "b/golden");
+
+  for (const char* path : {"/b/", "/", "b/../", "../", "b/../../etc/", "b//c/", "./b/", "b/./c/", "b//"}) {
+    std::vector<uint8_t> tar;
+    AddEntry(&tar, path, "", '5');
+    Finish(&tar);
+    CHECK_THROWS_WITH(wrp::ReadUstar(tar.data(), tar.size(), "t.tar"), "t.tar",
+                      std::string("directory entry path \"") + path + "\"", "not a safe relative path");
+  }
+
+  // A payload behind a directory header: a reader that skips directories would not see these bytes.
+  std::vector<uint8_t> payload;
+  AddEntry(&payload, "b/", "hidden bytes", '5');
+  Finish(&payload);
+  CHECK_THROWS_WITH(wrp::ReadUstar(payload.data(), payload.size(), "t.tar"), "t.tar", "directory entry b/",
+                    "carries 12 bytes of payload");
+}
+
+WRP_TEST(FilePathsHaveNoEmptyOrDotComponents) {
+  for (const char* path : {"b//x", "./b/x", "b/./x", "b/x/", "/b/x", "b/..", ".."}) {
+    std::vector<uint8_t> tar;
+    AddEntry(&tar, path, "x");
+    Finish(&tar);
+    CHECK_THROWS_WITH(wrp::ReadUstar(tar.data(), tar.size(), "t.tar"),
+                      std::string("entry path \"") + path + "\"", "not a safe relative path");
+  }
+  // Names merely containing dots are ordinary.
+  std::vector<uint8_t> tar;
+  AddEntry(&tar, "b/..x/.y", "x");
+  Finish(&tar);
+  CHECK_EQ(wrp::ReadUstar(tar.data(), tar.size(), "t.tar").at(0).path, "b/..x/.y");
 }

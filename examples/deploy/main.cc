@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
                 mean_height, lowest, energy.back());
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "deploy: %s\n", e.what());
+    std::fprintf(stderr, "ERROR: deploy: %s\n", e.what());
     return 1;
   }
 }

@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
     std::printf("%s\n%s", decision.fits ? "fits" : "no fit", decision.message.c_str());
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "arch_message: %s\n", e.what());
+    std::fprintf(stderr, "ERROR: arch_message: %s\n", e.what());
     return 2;
   }
 }

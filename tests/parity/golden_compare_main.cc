@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     std::printf("%d %zu\n", result.match ? 1 : 0, result.mismatches);
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "golden_compare: %s\n", e.what());
+    std::fprintf(stderr, "ERROR: golden_compare: %s\n", e.what());
     return 2;
   }
 }

@@ -1,12 +1,13 @@
 // Prints the C++ runtime's verdict on a bundle, for tests/test_validity_parity.py to hold against
 // wrpkg.verify:   verify_bundle DIR   |   verify_bundle --tar FILE
-// Output: "ok" or "reject: <message>" (exit 0 either way; 2 for bad usage).
+// Output: "ok" or "reject: <message>" (exit 0 either way; 2 for bad usage). Anything but a wrp::Error
+// (std::bad_alloc, say) is a fault of the reader, not a verdict: "ERROR: <what>" on stderr, exit 2.
+#include <cstdint>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
+#include <exception>
 #include <string>
-#include <vector>
 
+#include "runtime/buffer.h"
 #include "runtime/bundle.h"
 #include "runtime/error.h"
 
@@ -20,8 +21,9 @@ int main(int argc, char** argv) {
     wrp::BundleOptions options;
     options.verify_all = true;  // wrpkg verify's verdict covers every file's bytes, not only the listing
     if (tar) {
-      std::ifstream in(argv[2], std::ios::binary);
-      std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      wrp::Buffer bytes;
+      const std::string problem = wrp::ReadRegularFile(argv[2], UINT64_MAX, &bytes);
+      if (!problem.empty()) throw wrp::Error(std::string(argv[2]) + ": " + problem);
       wrp::Bundle::FromTar(bytes.data(), bytes.size(), argv[2], options);
     } else {
       wrp::Bundle::OpenDirectory(argv[1], options);
@@ -29,6 +31,9 @@ int main(int argc, char** argv) {
     std::printf("ok\n");
   } catch (const wrp::Error& e) {
     std::printf("reject: %s\n", e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ERROR: verify_bundle: %s\n", e.what());
+    return 2;
   }
   return 0;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the runtime's libFuzzer targets with Debian's clang (ASan + UBSan; the host release's version,
 # toolchains/host_releases.tsv) and runs each one, seeded with a real bundle: its manifest.json for
-# manifest_fuzz, its <name>.tar for ustar_fuzz and bundle_fuzz.
+# manifest_fuzz, its <name>.tar for ustar_fuzz and bundle_fuzz, and for directory_fuzz (hostile manifest.json
+# and golden.json in a copy of the bundle directory) the two manifests joined by a NUL byte.
 #
 #   tools/fuzz/run.sh --seed-dir BUNDLE_DIR --seed-tar BUNDLE.tar (--seconds N | --runs N) [--work DIR]
 #
@@ -48,22 +49,27 @@ for src in buffer bundle json manifest sha256 ustar; do
   objs+=("$work/obj/$src.o")
 done
 wait
-for target in manifest_fuzz ustar_fuzz bundle_fuzz; do
+for target in manifest_fuzz ustar_fuzz bundle_fuzz directory_fuzz; do
   "$clangxx" "${flags[@]}" -fsanitize=fuzzer "$here/$target.cc" "${objs[@]}" -o "$work/$target" &
 done
 wait
 
-mkdir -p "$work/seeds/manifest" "$work/seeds/tar"
+mkdir -p "$work/seeds/manifest" "$work/seeds/tar" "$work/seeds/directory"
 cp "$seed_dir/manifest.json" "$work/seeds/manifest/"
 cp "$seed_tar" "$work/seeds/tar/"
+{ cat "$seed_dir/manifest.json"; printf '\0'; cat "$seed_dir/golden.json"; } >"$work/seeds/directory/manifests"
+# directory_fuzz copies the bundle from here, after the cd below.
+export WRP_FUZZ_BUNDLE_DIR
+WRP_FUZZ_BUNDLE_DIR=$(cd "$seed_dir" && pwd)
 
 limit=()
 [ -n "$seconds" ] && limit+=(-max_total_time="$seconds")
 [ -n "$runs" ] && limit+=(-runs="$runs")
 status=0
-for target in manifest_fuzz ustar_fuzz bundle_fuzz; do
+for target in manifest_fuzz ustar_fuzz bundle_fuzz directory_fuzz; do
   seeds=$work/seeds/tar
   [ "$target" = manifest_fuzz ] && seeds=$work/seeds/manifest
+  [ "$target" = directory_fuzz ] && seeds=$work/seeds/directory
   corpus=$work/corpus/$target
   mkdir -p "$corpus"
   log=$work/$target.log
@@ -71,6 +77,7 @@ for target in manifest_fuzz ustar_fuzz bundle_fuzz; do
   # reach sha256); a manifest is a few KiB.
   max_len=$(($(stat -c %s "$seed_tar") + 4096))
   [ "$target" = manifest_fuzz ] && max_len=16384
+  [ "$target" = directory_fuzz ] && max_len=32768
   if (cd "$work" && ASAN_OPTIONS=detect_leaks=1 "./$target" "${limit[@]}" -max_len="$max_len" \
     -print_final_stats=1 "$corpus" "$seeds") >"$log" 2>&1; then
     result=ok
