@@ -1,5 +1,6 @@
 #include "runtime/sha256.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
