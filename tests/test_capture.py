@@ -20,11 +20,11 @@ LABEL = "//models:sim_cpu_wrp"
 
 
 def run_capture(
-    script: Path, out_dir: Path, *, device="cpu", stem="sim", label=LABEL, cwd=None, env_extra=None
+    script: Path, out_dir: Path, *, device="cpu", mode=None, stem="sim", label=LABEL, cwd=None, env_extra=None
 ):
     """Runs `python -m wrpkg.capture` as the Bazel action does, in a fresh process."""
     args = ["--script", str(script), "--device", device, "--out-dir", str(out_dir)]
-    args += ["--stem", stem, "--label", label]
+    args += ["--stem", stem, "--label", label] + (["--mode", mode] if mode else [])
     return run_python("-m", "wrpkg.capture", *args, env_extra=env_extra, cwd=cwd or REPO)
 
 

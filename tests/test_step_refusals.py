@@ -9,17 +9,13 @@ import json
 import numpy as np
 import pytest
 from test_capture import PROGRAMS, assert_no_output, assert_refused, run_capture
-from wrp_testing import run_python
 
 LABEL = "//tests:refused_wrp"
 
 
 def capture(script, out, mode_var, mode, capture_mode):
-    env = {mode_var: mode}
-    if capture_mode == "cpu":
-        return run_capture(script, out, label=LABEL, env_extra=env)
-    args = ["--script", str(script), "--device", "cuda", "--mode", "retarget", "--out-dir", str(out)]
-    return run_python("-m", "wrpkg.capture", *args, "--stem", "sim", "--label", LABEL, env_extra=env)
+    device, capture_flag = ("cpu", None) if capture_mode == "cpu" else ("cuda", "retarget")
+    return run_capture(script, out, device=device, mode=capture_flag, label=LABEL, env_extra={mode_var: mode})
 
 
 CAPTURE_MODES = ["cpu", "retarget"]

@@ -5,17 +5,13 @@ host read-back, host memory in the step; each fixed program captures."""
 from __future__ import annotations
 
 import pytest
-from test_capture import PROGRAMS, assert_refused
-from wrp_testing import run_python
+from test_capture import PROGRAMS, assert_refused, run_capture
 
 LABEL = "//tests:refused_gpu_wrp"
 
 
 def capture_cuda(script, out, mode_var, mode):
-    args = ["--script", str(script), "--device", "cuda", "--mode", "gpu", "--out-dir", str(out)]
-    return run_python(
-        "-m", "wrpkg.capture", *args, "--stem", "sim", "--label", LABEL, env_extra={mode_var: mode}
-    )
+    return run_capture(script, out, device="cuda", mode="gpu", label=LABEL, env_extra={mode_var: mode})
 
 
 @pytest.mark.parametrize(

@@ -12,11 +12,11 @@ and which launches, in its log and in capture.json (`initial_state_from_build_ke
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from dataclasses import dataclass, field
 
 from wrpkg import warp_internals
+from wrpkg.launch_recorder import script_line
 
 
 @dataclass
@@ -34,15 +34,7 @@ class BuildLaunchWatch:
     launches: list[BuildLaunch] = field(default_factory=list)
 
     def _where(self) -> str:
-        frame = sys._getframe(2)
-        while frame is not None:
-            filename = frame.f_code.co_filename
-            if os.path.abspath(filename).startswith(self.user_dirs) or os.path.realpath(filename).startswith(
-                self.user_dirs
-            ):
-                return f"{os.path.basename(filename)}:{frame.f_lineno}"
-            frame = frame.f_back
-        return "a module the script imports"
+        return script_line(self.user_dirs, sys._getframe(2)) or "a module the script imports"
 
     @contextlib.contextmanager
     def watching(self):

@@ -655,16 +655,14 @@ def run(args) -> int:
 
 
 def _argv(args) -> list[str]:
-    """The command line that configure_parser() parses back into `args`."""
-    argv = ["--script", args.script, "--device", args.device, "--out-dir", args.out_dir, "--stem", args.stem]
-    argv += ["--mode", args.mode]
-    for flag, value in (
-        ("--label", args.label),
-        ("--cache-dir", args.cache_dir),
-        ("--cuda-arch", args.cuda_arch),
-    ):
-        if value is not None:
-            argv += [flag, str(value)]
+    """The command line that configure_parser() parses back into `args`: every option, so a
+    flag added to the parser reaches the watched child without a list here to keep up."""
+    argv = []
+    for dest, value in vars(args).items():
+        if value is None or value is False:
+            continue
+        flag = "--" + dest.replace("_", "-")
+        argv += [flag] if value is True else [flag, str(value)]
     return argv
 
 

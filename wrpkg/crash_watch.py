@@ -21,6 +21,9 @@ from pathlib import Path
 from wrpkg import atomic
 
 _CHILD = "WRPKG_CRASH_WATCH_DIR"
+# The watched child's crash report, open for the life of the process: faulthandler writes to
+# it from the signal handler.
+_report = None
 
 
 def in_child() -> bool:
@@ -32,13 +35,12 @@ def start_child() -> None:
     """In the watched process: have faulthandler write the stack of a fatal signal to the report."""
     import faulthandler  # noqa: PLC0415
 
+    global _report
     folder = os.environ.get(_CHILD)
     if not folder:
         return
-    # Kept open for the life of the process: faulthandler writes to it from the signal handler.
-    report = open(os.path.join(folder, "stack.txt"), "w")  # noqa: SIM115
-    faulthandler.enable(file=report, all_threads=False)
-    start_child.report = report
+    _report = open(os.path.join(folder, "stack.txt"), "w")  # noqa: SIM115 - see _report
+    faulthandler.enable(file=_report, all_threads=False)
 
 
 def phase(text: str) -> None:

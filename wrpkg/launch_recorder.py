@@ -13,10 +13,24 @@ capture.py's region check).
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass, field
 
 from wrpkg import warp_internals
 from wrpkg.step_guard import StepGuard
+
+
+def script_line(user_dirs: tuple[str, ...], frame) -> str | None:
+    """ "script.py:42" of the first frame, from `frame` outward, whose file is in one of
+    `user_dirs` (either spelling: Bazel's sandbox reaches the script through a symlink)."""
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if os.path.abspath(filename).startswith(user_dirs) or os.path.realpath(filename).startswith(
+            user_dirs
+        ):
+            return f"{os.path.basename(filename)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
 
 
 @dataclass

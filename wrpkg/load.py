@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import _thread
 import contextlib
-import hashlib
 import mmap
 import os
 import struct
@@ -31,6 +30,7 @@ from pathlib import Path
 from wrpkg.archs import split_arch
 from wrpkg.errors import ArchMismatchError, VerifyError
 from wrpkg.fatbin import is_fatbin, sass_image
+from wrpkg.files import sha256_file
 from wrpkg.manifest import MANIFEST_NAME, FileEntry, Manifest, ModuleEntry, SassEntry
 from wrpkg.verify import (
     DigestCheck,
@@ -636,7 +636,7 @@ def _load_private_copy(wp, manifest: Manifest, verified: Mapping[str, bytes | by
     by mkdtemp (mode 0700: only this user can enter it) with O_EXCL|O_NOFOLLOW files, and read
     back after Warp's load: a graph is returned only when every file still holds the bytes that
     were verified. The directory is removed once Warp has loaded (it keeps nothing open there)."""
-    digests = {path: hashlib.sha256(data).hexdigest() for path, data in verified.items()}
+    digests = {entry.path: entry.sha256 for entry in manifest.files if entry.path in verified}
     fix = rebuild_fix(manifest)
     with tempfile.TemporaryDirectory(prefix="wrpkg-load-") as private:
         root = Path(private)
@@ -649,7 +649,7 @@ def _load_private_copy(wp, manifest: Manifest, verified: Mapping[str, bytes | by
                 handle.write(data)
         graph = wp.capture_load(str(root / manifest.wrp), device=device)
         for path, digest in digests.items():
-            again = hashlib.sha256((root / path).read_bytes()).hexdigest()
+            again = sha256_file(root / path)
             if again != digest:
                 del graph
                 raise VerifyError(

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from wrpkg import warp_internals, wrpformat
 from wrpkg.errors import CaptureError
-from wrpkg.launch_recorder import LaunchRecorder
+from wrpkg.launch_recorder import LaunchRecorder, script_line
 
 # Warp's CUDA default when a launch gives no positive block_dim (context.py
 # _resolve_launch_block_dim, and wp_cuda_launch_kernel in warp.cu).
@@ -115,12 +115,9 @@ class RetargetRecorder(LaunchRecorder):
         return any(path.startswith(d) or real.startswith(d) for d in self.user_dirs)
 
     def _where(self) -> str:
-        frame = sys._getframe(1)
-        while frame is not None:
-            if self._is_user_file(frame.f_code.co_filename):
-                return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
-            frame = frame.f_back
-        return "an unknown line (no frame of the capture script on the stack)"
+        return script_line(self.user_dirs, sys._getframe(1)) or (
+            "an unknown line (no frame of the capture script on the stack)"
+        )
 
     def where_op(self, index: int) -> str:
         """The script line that was running when top-level operation `index` was recorded."""
