@@ -4,13 +4,15 @@
     rules_warp_dependencies()
     rules_warp_register_toolchains()
 
-rules_warp_dependencies() declares the two hash-locked venv repositories and a small
-repository of toolchains over them; rules_warp_register_toolchains() registers those.
+rules_warp_dependencies() declares the two hash-locked venv repositories, a small
+repository of toolchains over them and the C++ libraries the runtime builds with (from
+Debian's pool, pinned by sha256: third_party/debian); rules_warp_register_toolchains() registers those.
 Every repository name is a parameter, and the rules find the venvs only through
 toolchain types, so the names are the workspace's to choose. On a machine without
 network, rules_warp_offline_stand_ins() comes first.
 """
 
+load("//third_party/debian:repositories.bzl", "wrp_debian_packages")
 load("//toolchains:repository_exec.bzl", "execute_or_fail")
 load("//toolchains/python:repositories.bzl", "wrp_python_venv")
 
@@ -99,8 +101,9 @@ def rules_warp_dependencies(
         python_interpreter = "python3"):
     """Declares the repositories rules_warp needs (skips any the WORKSPACE already has).
 
-    The venvs are the only repositories that download (pip, hash-locked); with
-    --repo_env=WRP_WHEELHOUSE=/abs/dir they install from that directory instead.
+    The venvs (pip, hash-locked) and @wrp_nlohmann_json (a .deb of Debian's pool, by
+    sha256) are the only repositories that download; with --repo_env=WRP_WHEELHOUSE=/abs/dir
+    they take their files from that directory instead.
 
     Args:
       venv_name: the main venv (warp-lang, NVRTC 13.4.92 for SASS, nvFatbin, cuobjdump,
@@ -110,6 +113,7 @@ def rules_warp_dependencies(
       toolchains_name: the repository declaring the toolchains over those two venvs.
       python_interpreter: the host Python 3.10+ the venvs are made from (looked up on PATH).
     """
+    wrp_debian_packages()
     existing = native.existing_rules()
     if venv_name not in existing:
         wrp_python_venv(

@@ -1,64 +1,36 @@
-// A small JSON reader (RFC 8259) for bundle manifests. No writer: the runtime only reads.
+// The runtime's JSON reader: nlohmann/json (Debian's nlohmann-json3-dev, third_party/debian) in the
+// strict profile wrpkg/manifest.py enforces too (strict_json_loads), so that both readers see one
+// document in one file or refuse it: no duplicate keys, no NaN or infinities, integers within 64 bits,
+// at most kMaxDepth nested containers, UTF-8 text without a byte-order mark. No writer: the runtime
+// only reads.
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
-#include <utility>
-#include <vector>
 
 namespace wrp {
 namespace json {
 
-class Value {
- public:
-  enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
+using Value = nlohmann::json;
 
-  Value() = default;
-  static Value Null() { return Value(); }
-  static Value Bool(bool b);
-  static Value Number(double d, bool is_integer, int64_t integer);
-  static Value String(std::string s);
-  static Value Array(std::vector<Value> items);
-  static Value Object(std::vector<std::pair<std::string, Value>> members);
+// Containers, the top-level one included: wrpkg.manifest.MAX_JSON_DEPTH.
+inline constexpr int kMaxDepth = 64;
 
-  Type type() const { return type_; }
-  bool is_null() const { return type_ == Type::kNull; }
-  bool is_bool() const { return type_ == Type::kBool; }
-  bool is_number() const { return type_ == Type::kNumber; }
-  // A number written without fraction or exponent that fits int64.
-  bool is_integer() const { return type_ == Type::kNumber && is_integer_; }
-  bool is_string() const { return type_ == Type::kString; }
-  bool is_array() const { return type_ == Type::kArray; }
-  bool is_object() const { return type_ == Type::kObject; }
-
-  // Unchecked accessors: callers test the type first (the manifest reader does, to name the bad field).
-  bool bool_value() const { return bool_; }
-  double number_value() const { return number_; }
-  int64_t integer_value() const { return integer_; }
-  const std::string& string_value() const { return string_; }
-  const std::vector<Value>& array_items() const { return array_; }
-  // Members in document order.
-  const std::vector<std::pair<std::string, Value>>& object_members() const { return object_; }
-
-  // Member lookup on an object; nullptr when absent or when this is not an object.
-  const Value* Find(const std::string& key) const;
-
-  static const char* TypeName(Type type);
-
- private:
-  Type type_ = Type::kNull;
-  bool bool_ = false;
-  bool is_integer_ = false;
-  double number_ = 0;
-  int64_t integer_ = 0;
-  std::string string_;
-  std::vector<Value> array_;
-  std::vector<std::pair<std::string, Value>> object_;
-};
-
-// Parses one JSON document. Throws wrp::Error "<origin>:<line>:<column>: <what>" on malformed input,
-// duplicate object keys, nesting deeper than 128, or trailing content.
+// Parses one JSON document in the strict profile. Throws wrp::Error naming `origin` (and, for a syntax
+// error, its line and column) on anything else.
 Value Parse(const std::string& text, const std::string& origin);
+
+// "null", "boolean", "number", "string", "array" or "object": the names wrpkg's messages use too.
+const char* TypeName(Value::value_t type);
+
+// Member lookup on an object; nullptr when absent or when `object` is not an object.
+const Value* Find(const Value& object, const std::string& key);
+
+// The value of an integer literal (no fraction or exponent) that fits the type; nullopt otherwise.
+std::optional<int64_t> AsInt64(const Value& value);
+std::optional<uint64_t> AsUint64(const Value& value);
 
 }  // namespace json
 }  // namespace wrp

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "runtime/error.h"
@@ -26,45 +27,45 @@ class ManifestReader {
   }
 
   const Value& Require(const Value& object, const std::string& key, const std::string& path) const {
-    const Value* v = object.Find(key);
+    const Value* v = json::Find(object, key);
     if (!v) Fail(path + key, "missing");
     return *v;
   }
 
-  void ExpectType(const Value& v, Value::Type type, const std::string& field) const {
+  void ExpectType(const Value& v, Value::value_t type, const std::string& field) const {
     if (v.type() != type) {
-      Fail(field, std::string("expected ") + Value::TypeName(type) + ", got " + Value::TypeName(v.type()));
+      Fail(field, std::string("expected ") + json::TypeName(type) + ", got " + json::TypeName(v.type()));
     }
   }
 
   std::string String(const Value& object, const std::string& key, const std::string& path) const {
     const Value& v = Require(object, key, path);
-    ExpectType(v, Value::Type::kString, path + key);
-    return v.string_value();
+    ExpectType(v, Value::value_t::string, path + key);
+    return v.get<std::string>();
   }
 
   std::optional<std::string> OptionalString(const Value& object, const std::string& key,
                                             const std::string& path) const {
-    const Value* v = object.Find(key);
+    const Value* v = json::Find(object, key);
     if (!v || v->is_null()) return std::nullopt;
-    ExpectType(*v, Value::Type::kString, path + key);
-    return v->string_value();
+    ExpectType(*v, Value::value_t::string, path + key);
+    return v->get<std::string>();
   }
 
   uint64_t Size(const Value& object, const std::string& key, const std::string& path) const {
-    const Value& v = Require(object, key, path);
-    if (!v.is_integer() || v.integer_value() < 0) Fail(path + key, "expected a non-negative integer");
-    return static_cast<uint64_t>(v.integer_value());
+    std::optional<uint64_t> size = json::AsUint64(Require(object, key, path));
+    if (!size) Fail(path + key, "expected a non-negative integer");
+    return *size;
   }
 
   std::vector<uint64_t> Sizes(const Value& object, const std::string& key, const std::string& path) const {
     std::vector<uint64_t> sizes;
-    const std::vector<Value>& items = Array(object, key, path);
+    const Value::array_t& items = Array(object, key, path);
     if (items.empty()) Fail(path + key, "expected a non-empty array of non-negative integers");
     for (const Value& v : items) {
-      if (!v.is_integer() || v.integer_value() < 0)
-        Fail(path + key, "expected a non-empty array of non-negative integers");
-      sizes.push_back(static_cast<uint64_t>(v.integer_value()));
+      std::optional<uint64_t> size = json::AsUint64(v);
+      if (!size) Fail(path + key, "expected a non-empty array of non-negative integers");
+      sizes.push_back(*size);
     }
     return sizes;
   }
@@ -91,11 +92,10 @@ class ManifestReader {
     }
   }
 
-  const std::vector<Value>& Array(const Value& object, const std::string& key,
-                                  const std::string& path) const {
+  const Value::array_t& Array(const Value& object, const std::string& key, const std::string& path) const {
     const Value& v = Require(object, key, path);
-    ExpectType(v, Value::Type::kArray, path + key);
-    return v.array_items();
+    ExpectType(v, Value::value_t::array, path + key);
+    return v.get_ref<const Value::array_t&>();
   }
 
   // Calls read(item, field_prefix) for each element of the array `key`; every element must be an object.
@@ -103,10 +103,10 @@ class ManifestReader {
   template <typename ReadItem>
   void ForEachObject(const Value& object, const std::string& key, const std::string& path,
                      ReadItem read) const {
-    const std::vector<Value>& items = Array(object, key, path);
+    const Value::array_t& items = Array(object, key, path);
     for (size_t i = 0; i < items.size(); ++i) {
       std::string p = path + key + "[" + std::to_string(i) + "].";
-      ExpectType(items[i], Value::Type::kObject, p);
+      ExpectType(items[i], Value::value_t::object, p);
       read(items[i], p);
     }
   }
@@ -145,9 +145,9 @@ class ManifestReader {
   // The bundler writes the CUDA release as text ("13.4"); cuDriverGetVersion's integer form (13040) is
   // accepted too. Both become the integer form.
   int64_t DriverVersion(const Value& v, const std::string& field) const {
-    if (v.is_integer() && v.integer_value() >= 0) return v.integer_value();
+    if (std::optional<int64_t> version = json::AsInt64(v); version && *version >= 0) return *version;
     if (v.is_string()) {
-      const std::string& text = v.string_value();
+      const std::string& text = v.get_ref<const std::string&>();
       size_t dot = text.find('.');
       bool ok =
           dot != std::string::npos && dot > 0 && dot + 1 < text.size() && dot <= 3 && text.size() - dot <= 3;
@@ -175,13 +175,13 @@ class ManifestReader {
       CheckRelativePath(*mod.source, p + "source");
       require_listed(*mod.source, p + "source");
     }
-    if (const Value* sass = item.Find("sass"); sass && !sass->is_null()) {
+    if (const Value* sass = json::Find(item, "sass"); sass && !sass->is_null()) {
       ForEachObject(item, "sass", p, [&](const Value& s, const std::string& sp) {
         mod.sass.push_back(SassRecord{String(s, "arch", sp), Size(s, "size", sp), Sha256(s, "sha256", sp)});
       });
     }
-    if (const Value* ptx = item.Find("ptx"); ptx && !ptx->is_null()) {
-      ExpectType(*ptx, Value::Type::kObject, p + "ptx");
+    if (const Value* ptx = json::Find(item, "ptx"); ptx && !ptx->is_null()) {
+      ExpectType(*ptx, Value::value_t::object, p + "ptx");
       PtxRecord rec;
       rec.arch = String(*ptx, "arch", p + "ptx.");
       rec.size = Size(*ptx, "size", p + "ptx.");
@@ -201,10 +201,10 @@ class ManifestReader {
     }
     b.bytes = Size(item, "bytes", p);
     const Value& region = Require(item, "region", p);
-    if (region.is_integer()) {
-      b.region = std::to_string(region.integer_value());
+    if (region.is_number_integer()) {
+      b.region = region.dump();  // the integer's digits, as wrpkg spells str(int)
     } else if (region.is_string()) {
-      b.region = region.string_value();
+      b.region = region.get<std::string>();
     } else {
       Fail(p + "region", "expected an integer or a string");
     }
@@ -227,9 +227,9 @@ class ManifestReader {
     }
     m.wrp = RelativePath(root, "wrp", "");
     m.warp_version = String(root, "warp_version", "");
-    const Value& format_version = Require(root, "format_version", "");
-    if (!format_version.is_integer()) Fail("format_version", "expected an integer");
-    m.format_version = format_version.integer_value();
+    std::optional<int64_t> format_version = json::AsInt64(Require(root, "format_version", ""));
+    if (!format_version) Fail("format_version", "expected an integer");
+    m.format_version = *format_version;
     m.device = String(root, "device", "");
     if (m.device != "cpu" && m.device != "cuda")
       Fail("device", "expected \"cpu\" or \"cuda\", got \"" + m.device + "\"");
@@ -239,7 +239,7 @@ class ManifestReader {
     std::set<std::string> file_paths;
     ForEachObject(root, "files", "", [&](const Value& item, const std::string& p) {
       FileRecord f{RelativePath(item, "path", p), Size(item, "size", p), Sha256(item, "sha256", p), {}};
-      const std::vector<Value>& chunks = Array(item, "chunk_sha256", p);
+      const Value::array_t& chunks = Array(item, "chunk_sha256", p);
       const uint64_t expected = f.size <= m.chunk_bytes ? 0 : (f.size + m.chunk_bytes - 1) / m.chunk_bytes;
       if (chunks.size() != expected) {
         Fail(p + "chunk_sha256", "a file of " + std::to_string(f.size) + " bytes has " +
@@ -250,7 +250,7 @@ class ManifestReader {
       for (size_t i = 0; i < chunks.size(); ++i) {
         const std::string field = p + "chunk_sha256[" + std::to_string(i) + "]";
         if (!chunks[i].is_string()) Fail(field, "expected a string");
-        f.chunk_sha256.push_back(chunks[i].string_value());
+        f.chunk_sha256.push_back(chunks[i].get<std::string>());
         if (!IsSha256Hex(f.chunk_sha256.back())) {
           Fail(field, "expected 64 lowercase hex digits, got \"" + f.chunk_sha256.back() + "\"");
         }
@@ -302,7 +302,7 @@ class ManifestReader {
                            std::to_string(b.bytes) + " bytes)");
     }
 
-    if (const Value* ptx_min_driver = root.Find("ptx_min_driver");
+    if (const Value* ptx_min_driver = json::Find(root, "ptx_min_driver");
         ptx_min_driver && !ptx_min_driver->is_null()) {
       m.ptx_min_driver = DriverVersion(*ptx_min_driver, "ptx_min_driver");
     }
@@ -312,7 +312,8 @@ class ManifestReader {
   void ReadGolden(const Value& root, const std::string& content_hash, Manifest* m) {
     if (!root.is_object()) Fail("(top level)", "expected an object");
     // The label first, so later errors can name the target to rebuild.
-    if (const Value* label = root.Find("label"); label && label->is_string()) label_ = label->string_value();
+    if (const Value* label = json::Find(root, "label"); label && label->is_string())
+      label_ = label->get<std::string>();
     std::string schema = String(root, "schema", "");
     if (schema != Manifest::kGoldenSchema) {
       Fail("schema",
@@ -343,17 +344,17 @@ class ManifestReader {
       g.bytes = Size(item, "bytes", p);
       g.sha256 = Sha256(item, "sha256", p);
       // atol and rtol: both null (bit-exact) or both finite numbers >= 0.
-      const Value* atol = item.Find("atol");
-      const Value* rtol = item.Find("rtol");
+      const Value* atol = json::Find(item, "atol");
+      const Value* rtol = json::Find(item, "rtol");
       if (!atol || !rtol) Fail(p + (atol ? "rtol" : "atol"), "missing");
       if (atol->is_null() != rtol->is_null())
         Fail(p + "atol", "atol and rtol must both be null or both numbers");
       if (!atol->is_null()) {
         for (const auto& [key, value] : {std::pair{"atol", atol}, std::pair{"rtol", rtol}}) {
-          if (!value->is_number() || !(value->number_value() >= 0) || !std::isfinite(value->number_value()))
+          if (!value->is_number() || !(value->get<double>() >= 0) || !std::isfinite(value->get<double>()))
             Fail(p + key, "expected null or a finite number >= 0");
         }
-        g.tolerance = Tolerance{atol->number_value(), rtol->number_value()};
+        g.tolerance = Tolerance{atol->get<double>(), rtol->get<double>()};
       }
       if (!binding_names.count(g.name)) Fail(p + "name", "\"" + g.name + "\" is not a binding");
       records.push_back(std::move(g));
@@ -427,8 +428,8 @@ Manifest ParseManifest(const std::string& text, const std::string& origin, const
 std::string GoldenLabelHint(const std::string& text) {
   try {
     json::Value root = json::Parse(text, Manifest::kGolden);
-    const Value* label = root.is_object() ? root.Find("label") : nullptr;
-    return label && label->is_string() ? label->string_value() : "";
+    const Value* label = json::Find(root, "label");
+    return label && label->is_string() ? label->get<std::string>() : "";
   } catch (const Error&) {
     return "";
   }

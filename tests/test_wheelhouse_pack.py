@@ -54,6 +54,20 @@ def test_wheels_come_back_byte_for_byte(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == sorted(w.name for w in wheels)
 
 
+def test_debian_packages_in_the_wheelhouse_are_kept(tmp_path):
+    # tools/fill_wheelhouse.sh puts the C++ build's .deb files there (third_party/debian).
+    house = tmp_path / "house"
+    house.mkdir()
+    wheel = _wheel(house / "a-1.0-py3-none-any.whl")
+    deb = house / "libfoo-dev_1.0-1_all.deb"
+    deb.write_bytes(b"!<arch>\n" + os.urandom(3000))
+    index = wheelhouse_pack.split(house, tmp_path / "packed")
+    assert [w["kept"] for w in index["wheels"] if w["wheel"] == deb.name] == ["a Debian package"]
+    out = tmp_path / "out"
+    wheelhouse_pack.join(tmp_path / "packed", out, jobs=2)
+    assert _sha(out / deb.name) == _sha(deb) and _sha(out / wheel.name) == _sha(wheel)
+
+
 def test_a_wheel_not_deflated_by_zlib_defaults_is_kept_as_it_is(tmp_path, monkeypatch):
     house = tmp_path / "house"
     house.mkdir()

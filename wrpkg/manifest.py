@@ -371,7 +371,7 @@ def plain_relpath_problem(value) -> str | None:
 
 
 def _json_type(value) -> str:
-    """The JSON type name of a parsed value, as runtime/json.cc's Value::TypeName spells it."""
+    """The JSON type name of a parsed value, as runtime/json.cc's TypeName spells it."""
     if value is None:
         return "null"
     if isinstance(value, bool):

@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
     wrp::json::Value tol = wrp::json::Parse(argv[3], "tolerance");
     std::optional<wrp::Tolerance> tolerance;
     if (!tol.is_null())
-      tolerance = wrp::Tolerance{tol.Find("atol")->number_value(), tol.Find("rtol")->number_value()};
+      tolerance = wrp::Tolerance{tol.at("atol").get<double>(), tol.at("rtol").get<double>()};
     wrp::GoldenComparison result =
         wrp::CompareWithGolden(golden.data(), golden.size(), actual.data(), actual.size(), tolerance);
     std::printf("%d %zu\n", result.match ? 1 : 0, result.mismatches);

@@ -10,11 +10,13 @@
 # million executions of each target:
 #   bazel build //runtime:particles_cpu_wrp_dir //runtime:particles_cpu_wrp_tar
 #   tools/fuzz/run.sh --seed-dir bazel-bin/runtime/particles_cpu_wrp \
-#     --seed-tar bazel-bin/runtime/particles_cpu_wrp.tar --runs 1000000 --work /tmp/wrp-fuzz
+#     --seed-tar bazel-bin/runtime/particles_cpu_wrp.tar \
+#     --json-header "$(bazel info output_base)/external/wrp_nlohmann_json/usr/include/nlohmann/json.hpp" \
+#     --runs 1000000 --work /tmp/wrp-fuzz
 # A finding leaves crash-* (the input) in the work dir and exits non-zero.
 set -euo pipefail
 
-seconds="" runs="" seed_dir="" seed_tar="" work=""
+seconds="" runs="" seed_dir="" seed_tar="" work="" json_header=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
@@ -22,11 +24,12 @@ while [ $# -gt 0 ]; do
     --seed-dir) seed_dir=$2; shift 2 ;;
     --seed-tar) seed_tar=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
+    --json-header) json_header=$2; shift 2 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-if [ -z "$seed_dir" ] || [ -z "$seed_tar" ] || { [ -z "$seconds" ] && [ -z "$runs" ]; }; then
-  echo "usage: run.sh --seed-dir BUNDLE_DIR --seed-tar BUNDLE.tar (--seconds N | --runs N) [--work DIR]" >&2
+if [ -z "$seed_dir" ] || [ -z "$seed_tar" ] || [ -z "$json_header" ] || { [ -z "$seconds" ] && [ -z "$runs" ]; }; then
+  echo "usage: run.sh --seed-dir BUNDLE_DIR --seed-tar BUNDLE.tar --json-header .../nlohmann/json.hpp (--seconds N | --runs N) [--work DIR]" >&2
   exit 2
 fi
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,7 +44,9 @@ fi
 work=${work:-$(mktemp -d "${TEST_TMPDIR:-/tmp}/wrp-fuzz.XXXXXX")}
 mkdir -p "$work/obj"
 
-flags=(-std=c++17 -O1 -gline-tables-only -I"$repo" -fsanitize=address,undefined -fno-sanitize-recover=undefined
+# The runtime's JSON parser (@wrp_nlohmann_json): its include root is two levels above json.hpp.
+json_include=$(cd "$(dirname "$json_header")/.." && pwd)
+flags=(-std=c++17 -O1 -gline-tables-only -I"$repo" -isystem "$json_include" -fsanitize=address,undefined -fno-sanitize-recover=undefined
   -fno-omit-frame-pointer)
 objs=()
 for src in buffer bundle json manifest sha256 ustar; do

@@ -155,7 +155,10 @@ def split(wheelhouse: Path, packed: Path) -> dict:
     if not wheels:
         raise PackError(f"{wheelhouse}: no wheels; fill it with tools/fill_wheelhouse.sh")
     packed.mkdir(parents=True, exist_ok=True)
-    index = {"schema": SCHEMA, "wheels": [_split_wheel(w, packed) for w in wheels]}
+    # The Debian packages the C++ build downloads (tools/fill_wheelhouse.sh adds them): small,
+    # compressed already, kept as they are.
+    debs = [_keep(d, packed, "a Debian package") for d in sorted(wheelhouse.glob("*.deb"))]
+    index = {"schema": SCHEMA, "wheels": [_split_wheel(w, packed) for w in wheels] + debs}
     (packed / INDEX).write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
     return index
 
