@@ -20,20 +20,7 @@ done
 python3 -m pip download --quiet --disable-pip-version-check --require-hashes --no-deps \
     --only-binary=:all: --platform manylinux_2_34_aarch64 --dest "$dir" \
     -r "$root/toolchains/warp/aarch64/requirements.lock"
-# The Debian packages the C++ build downloads (third_party/debian/repositories.bzl), which the
-# repository rule takes from $WRP_WHEELHOUSE first; checked against their pinned sha256.
-python3 - "$root/third_party/debian/repositories.bzl" "$dir" <<'PY'
-import hashlib, re, sys, urllib.request
-from pathlib import Path
-pins = re.findall(r'file = "([^"]+)",\s*pool = "([^"]+)",\s*sha256 = "([0-9a-f]{64})"', Path(sys.argv[1]).read_text())
-if not pins:
-    sys.exit(f"fill_wheelhouse: no Debian package pins found in {sys.argv[1]}")
-for name, pool, sha256 in pins:
-    out = Path(sys.argv[2]) / name
-    if not out.exists() or hashlib.sha256(out.read_bytes()).hexdigest() != sha256:
-        data = urllib.request.urlopen(f"https://deb.debian.org/debian/pool/{pool}/{name}", timeout=120).read()
-        if hashlib.sha256(data).hexdigest() != sha256:
-            sys.exit(f"fill_wheelhouse: {name} from deb.debian.org does not have the pinned sha256 {sha256}")
-        out.write_bytes(data)
-PY
+# The Debian packages the C++ build downloads (third_party/debian), which its repository rule
+# takes from $WRP_WHEELHOUSE first; checked against their pinned sha256.
+python3 "$root/third_party/debian/fetch.py" "$dir"
 echo "fill_wheelhouse: $(find "$dir" -name '*.whl' | wc -l) wheels and $(find "$dir" -name '*.deb' | wc -l) Debian packages in $dir"

@@ -67,6 +67,8 @@ for lock in toolchains/python/requirements.lock toolchains/cuda/nvrtc_13_0/requi
     "${platforms[@]}" -r "$repo/$lock" -d "$wheels"
 done
 rm -rf "$pip_venv"
+# The Debian packages the C++ build downloads (third_party/debian): offline, from here.
+python3 "$repo/third_party/debian/fetch.py" "$wheels"
 echo "build_image.sh: wheelhouse $(du -sh "$wheels" | cut -f1) in $(ls "$wheels" | wc -l) wheels" >&2
 
 # Docs, man pages and translations are left out: nothing in a runner reads them. (The man
