@@ -172,10 +172,11 @@ std::string SiblingContentHash(const std::string& dir) {
   }
   if (!resolved.has_parent_path() || resolved == resolved.root_path()) return "";
   const std::string path = resolved.string() + ".sha256";
+  // Anything there counts, not only a regular file: a dangling link must not turn the check off.
+  struct stat link;
+  if (lstat(path.c_str(), &link) != 0 && errno == ENOENT) return "";
   Buffer bytes;
-  int open_errno = 0;
-  const std::string problem = ReadRegularFile(path, Manifest::kMaxManifestBytes, &bytes, &open_errno);
-  if (open_errno == ENOENT) return "";
+  const std::string problem = ReadRegularFile(path, Manifest::kMaxManifestBytes, &bytes);
   if (!problem.empty()) {
     throw Error(path + ": " + problem +
                 "; fix: the content-hash file beside the bundle must be the regular file the build wrote: "
@@ -388,7 +389,9 @@ Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& option
     throw Error(manifest_path + ": sha256 is " + bundle.content_hash_ + " but the build recorded " +
                 effective.expected_content_hash + "; fix: the manifest was changed after the build: " + hint);
   }
-  bundle.manifest_ = ParseManifest(manifest_text, manifest_path, label_hint);
+  // No content hash vouches for the bytes: then they must at least be the bundler's canonical form (wrpkg).
+  bundle.manifest_ =
+      ParseManifest(manifest_text, manifest_path, label_hint, effective.expected_content_hash.empty());
   if (golden_errno != 0) {
     throw Error(golden_path + ": cannot read the test manifest (" + std::strerror(golden_errno) +
                 "); fix: copy the whole bundle directory of the wrp_artifact target");
@@ -472,7 +475,7 @@ Bundle Bundle::FromTar(const void* data, size_t size, std::string origin, const 
       golden_entry ? std::string(reinterpret_cast<const char*>(golden_entry->data), golden_entry->size) : "";
   bundle.manifest_ =
       ParseManifest(std::string(reinterpret_cast<const char*>(manifest_entry->data), manifest_entry->size),
-                    manifest_origin, GoldenLabelHint(golden_text));
+                    manifest_origin, GoldenLabelHint(golden_text), options.expected_content_hash.empty());
   if (!golden_entry) {
     throw Error(bundle.origin_ + ":" + prefix + Manifest::kGolden +
                 ": missing; fix: embed the whole <name>.tar of a wrp_artifact");
@@ -654,6 +657,18 @@ void Bundle::VerifyAll() const {
     if (!slot->checked) unchecked.push_back(slot.get());
   }
   if (!unchecked.empty()) ReadAndCheck(*this, unchecked);
+  // A chunked file's whole sha256 too, as `wrpkg verify` checks it: the chunks bind every byte (a load needs
+  // no more), but a manifest recording a digest its file does not have is not the bundler's.
+  std::vector<DigestCheck> whole;
+  for (const auto& slot : files_->slots) {
+    if (!slot->record.chunk_sha256.empty())
+      whole.push_back(DigestCheck{slot->record.path, 0, slot->bytes, {}, &slot->record.sha256, ""});
+  }
+  if (whole.empty()) return;
+  const size_t helpers = DigestJob::HelpersFor(whole);
+  DigestJob job(std::move(whole), helpers);
+  std::string actual;
+  if (const DigestCheck* bad = job.Wait(&actual)) throw Error(DigestMismatch(*bad, actual));
 }
 
 UnverifiedFile Bundle::OpenUnverified(const std::string& path) const {

@@ -359,6 +359,26 @@ void Graph::Impl::CheckBindings(const Manifest& manifest) const {
                   " in manifest.json; fix: " + rebuild_hint);
     }
   }
+  // Which names alias one allocation. Region numbers are the capture's labels, which Warp does not expose:
+  // what the manifest and the .wrp must agree on is the aliasing, seen here as the names whose parameter
+  // memory is one (wrpkg.verify compares the same partition). Empty regions have no memory to compare.
+  std::map<std::string, std::pair<const void*, const BindingRecord*>> by_region;
+  std::map<const void*, const BindingRecord*> by_memory;
+  for (const BindingRecord& binding : manifest.bindings) {
+    const void* memory = wp_apic_get_param_ptr(graph.get(), binding.name.c_str());
+    if (!memory) continue;
+    auto [region, new_region] = by_region.try_emplace(binding.region, memory, &binding);
+    auto [shared, new_memory] = by_memory.try_emplace(memory, &binding);
+    const BindingRecord* other = region->second.first != memory             ? region->second.second
+                                 : shared->second->region != binding.region ? shared->second
+                                                                            : nullptr;
+    if (other) {
+      throw Error(title + ": manifest.json puts \"" + other->name + "\" in region " + other->region +
+                  " and \"" + binding.name + "\" in region " + binding.region + ", but in the .wrp they " +
+                  (region->second.first != memory ? "are separate allocations" : "share one allocation") +
+                  "; fix: " + rebuild_hint);
+    }
+  }
 }
 
 Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions& options) {

@@ -1,6 +1,7 @@
 #include "runtime/json.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -47,10 +48,11 @@ class StrictDocument : public nlohmann::json_sax<Value> {
     if (error.id == 406)  // out_of_range.406: a number literal strtod makes infinite
       return Refuse(IsIntegerLiteral(last_token) ? TooWide(last_token)
                                                  : "number " + last_token.substr(0, 24) + " is out of range");
-    // nlohmann's message, which names the line and column, after its "[json.exception...] " tag.
+    // nlohmann's message, which names the line and column, after its "[json.exception...] " tag. It quotes
+    // the bytes last read, which need not be text: those are escaped, so that the message is.
     std::string what = error.what();
     const size_t tag = what.find("] ");
-    error_ = ": not valid JSON: " + (tag == std::string::npos ? what : what.substr(tag + 2));
+    error_ = ": not valid JSON: " + Printable(tag == std::string::npos ? what : what.substr(tag + 2));
     return false;
   }
 
@@ -59,6 +61,20 @@ class StrictDocument : public nlohmann::json_sax<Value> {
   // point, a comma under de_DE (runtime/locale_test).
   static bool IsIntegerLiteral(const std::string& literal) {
     return literal.find_first_not_of("-0123456789") == std::string::npos;
+  }
+
+  static std::string Printable(const std::string& text) {
+    std::string out;
+    for (unsigned char c : text) {
+      if (c >= 0x20 && c < 0x7f) {
+        out += static_cast<char>(c);
+      } else {
+        char escaped[5];
+        std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+        out += escaped;
+      }
+    }
+    return out;
   }
 
   static std::string TooWide(const std::string& literal) {

@@ -4,21 +4,73 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
+#include <valijson/adapters/nlohmann_json_adapter.hpp>
+#include <valijson/schema.hpp>
+#include <valijson/schema_parser.hpp>
+#include <valijson/validation_results.hpp>
+#include <valijson/validator.hpp>
 
 #include "runtime/error.h"
 #include "runtime/json.h"
+#include "runtime/manifest_schemas.h"
 
 namespace wrp {
 namespace {
 
 using json::Value;
 
+// wrpkg/schemas, compiled once. The schema is ours and fixed: a failure here is a build fault, and
+// //runtime:manifest_test compiles both.
+std::unique_ptr<valijson::Schema> CompileSchema(const char* text, const std::string& name) {
+  const Value document = json::Parse(text, name);
+  auto schema = std::make_unique<valijson::Schema>();
+  valijson::SchemaParser parser;
+  parser.populateSchema(valijson::adapters::NlohmannJsonAdapter(document), *schema);
+  return schema;
+}
+
+const valijson::Schema& ManifestSchema() {
+  static const std::unique_ptr<valijson::Schema> schema =
+      CompileSchema(schemas::kManifest, "wrpkg/schemas/manifest.schema.json");
+  return *schema;
+}
+
+const valijson::Schema& GoldenSchema() {
+  static const std::unique_ptr<valijson::Schema> schema =
+      CompileSchema(schemas::kGolden, "wrpkg/schemas/golden.schema.json");
+  return *schema;
+}
+
+// valijson's context ("<root>", "[bindings]", "[0]", "[name]") as the readers name fields: bindings[0].name.
+std::string FieldOf(const std::vector<std::string>& context) {
+  std::string field;
+  for (const std::string& part : context) {
+    if (part.size() < 2 || part.front() != '[' || part.back() != ']') continue;  // "<root>"
+    const std::string name = part.substr(1, part.size() - 2);
+    const bool index = !name.empty() && name.find_first_not_of("0123456789") == std::string::npos;
+    field += index ? part : (field.empty() ? name : "." + name);
+  }
+  return field.empty() ? "(top level)" : field;
+}
+
 class ManifestReader {
  public:
   ManifestReader(const std::string& origin, const std::string& label_hint = "")
       : origin_(origin), label_(label_hint) {}
+
+  // The schema after the field checks: they name the common faults in their words; the schema refuses
+  // whatever else does not belong (an unknown field, a missing one, a value outside an enum).
+  void CheckSchema(const Value& root, const valijson::Schema& schema, const char* schema_file) const {
+    valijson::Validator validator;  // strong types: 1.0 is no integer, "1" no number
+    valijson::ValidationResults results;
+    if (validator.validate(schema, valijson::adapters::NlohmannJsonAdapter(root), &results)) return;
+    valijson::ValidationResults::Error error;
+    results.popError(error);  // the first: the innermost value that failed
+    Fail(FieldOf(error.context), error.description + " (" + schema_file + ")");
+  }
 
   [[noreturn]] void Fail(const std::string& field, const std::string& what) const {
     std::string hint =
@@ -306,6 +358,7 @@ class ManifestReader {
         ptx_min_driver && !ptx_min_driver->is_null()) {
       m.ptx_min_driver = DriverVersion(*ptx_min_driver, "ptx_min_driver");
     }
+    CheckSchema(root, ManifestSchema(), "wrpkg/schemas/manifest.schema.json");
     return m;
   }
 
@@ -333,8 +386,8 @@ class ManifestReader {
       Fail("golden_device", "expected null, \"cpu\" or \"cuda\", got \"" + golden_device + "\"");
     std::set<std::string> file_paths = {"manifest.json", Manifest::kGolden, Manifest::kCaptureInfo};
     for (const FileRecord& f : m->files) file_paths.insert(f.path);
-    std::set<std::string> binding_names;
-    for (const BindingRecord& b : m->bindings) binding_names.insert(b.name);
+    std::map<std::string, const BindingRecord*> bindings;  // Manifest::FindBinding is linear
+    for (const BindingRecord& b : m->bindings) bindings.emplace(b.name, &b);
     std::vector<GoldenRecord> records;
     ForEachObject(root, "golden", "", [&](const Value& item, const std::string& p) {
       GoldenRecord g;
@@ -356,9 +409,18 @@ class ManifestReader {
         }
         g.tolerance = Tolerance{atol->get<double>(), rtol->get<double>()};
       }
-      if (!binding_names.count(g.name)) Fail(p + "name", "\"" + g.name + "\" is not a binding");
+      auto found = bindings.find(g.name);
+      const BindingRecord* binding = found == bindings.end() ? nullptr : found->second;
+      if (!binding) Fail(p + "name", "\"" + g.name + "\" is not a binding");
+      if (binding->direction == "in")
+        Fail(p + "name", "\"" + g.name + "\" is an input binding, not an output");
+      if (g.bytes != binding->bytes) {
+        Fail(p + "bytes", std::to_string(g.bytes) + " bytes, but binding \"" + g.name + "\" holds " +
+                              std::to_string(binding->bytes));
+      }
       records.push_back(std::move(g));
     });
+    CheckSchema(root, GoldenSchema(), "wrpkg/schemas/golden.schema.json");
     m->name = std::move(name);
     m->label = std::move(label);
     m->golden_device = std::move(golden_device);
@@ -420,9 +482,21 @@ std::string Manifest::RebuildHint() const {
   return label.empty() ? "rebuild the wrp_artifact target that produced it" : "rebuild " + label;
 }
 
-Manifest ParseManifest(const std::string& text, const std::string& origin, const std::string& label_hint) {
+Manifest ParseManifest(const std::string& text, const std::string& origin, const std::string& label_hint,
+                       bool require_canonical) {
   json::Value root = json::Parse(text, origin);
-  return ManifestReader(origin, label_hint).Read(root);
+  Manifest manifest = ManifestReader(origin, label_hint).Read(root);
+  // wrpkg's canonical form is json.dumps(sort_keys=True, indent=1, ensure_ascii=True) plus a newline:
+  // nlohmann's dump of the same value (its objects are sorted by key, UTF-8 byte order being Python's
+  // code point order; ensure_ascii escapes from U+007F as Python does). A manifest holds no floats (the
+  // schema has none), whose spelling would differ.
+  if (require_canonical && root.dump(1, ' ', /*ensure_ascii=*/true) + "\n" != text) {
+    throw Error(origin +
+                ": not the canonical form wrpkg writes (sorted keys, one-space indent, ASCII); fix: " +
+                (label_hint.empty() ? manifest.RebuildHint() : "rebuild " + label_hint) +
+                "; do not edit manifest.json by hand");
+  }
+  return manifest;
 }
 
 std::string GoldenLabelHint(const std::string& text) {

@@ -114,11 +114,13 @@ struct Manifest {
 };
 
 // Parses and checks manifest.json's structure (types, required fields, known enum values, safe relative
-// paths, and that every referenced file is listed in "files"). Throws wrp::Error naming `origin` and the
-// field.
+// paths, and that every referenced file is listed in "files"), then checks it against
+// wrpkg/schemas/manifest.schema.json. Throws wrp::Error naming `origin` and the field.
 // `label_hint` (golden.json's label, read before it is checked) names the target in messages.
-Manifest ParseManifest(const std::string& text, const std::string& origin,
-                       const std::string& label_hint = "");
+// `require_canonical`: the bytes must be the canonical form wrpkg writes (sorted keys, one-space indent,
+// ASCII, a final newline), as wrpkg requires of a manifest no content hash vouches for.
+Manifest ParseManifest(const std::string& text, const std::string& origin, const std::string& label_hint = "",
+                       bool require_canonical = false);
 
 // golden.json's "label" when `text` parses and has one, else "": for messages about a bundle that may not
 // be valid.
@@ -126,7 +128,8 @@ std::string GoldenLabelHint(const std::string& text);
 
 // Parses golden.json into `manifest` (name, label, golden_device, golden). It must name `content_hash` (the
 // sha256 of the manifest.json it belongs to), list golden outputs of output bindings, each file once under a
-// safe path that manifest.json does not list. Throws wrp::Error naming `origin` and the field.
+// safe path that manifest.json does not list, and match wrpkg/schemas/golden.schema.json. Throws wrp::Error
+// naming `origin` and the field.
 void ParseGolden(const std::string& text, const std::string& origin, const std::string& content_hash,
                  Manifest* manifest);
 

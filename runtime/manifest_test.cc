@@ -37,7 +37,8 @@ std::string ManifestText(const std::string& from = "", const std::string& to = "
  "files": [{"path": "sim.wrp", "size": 1, "sha256": "D", "chunk_sha256": []},
            {"path": "sim_modules/m.cubin", "size": 1, "sha256": "D", "chunk_sha256": []},
            {"path": "sim_modules/m.cu", "size": 1, "sha256": "D", "chunk_sha256": []}],
- "toolchain": {"warp": "1.19.0", "nvrtc": "13.4.92"}, "ptx_min_driver": "13.4"})");
+ "toolchain": {"warp": "1.19.0", "nvrtc": "13.4.92", "nvfatbin": "13.4.92", "nvrtc_ptx": "13.0.88"},
+ "ptx_min_driver": "13.4"})");
   return Filled(text, from, to);
 }
 

@@ -10,41 +10,32 @@ content_hash) is redone, so the defect itself, not the hash check, is what is re
 from __future__ import annotations
 
 import io
-import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from bundle_corpus import _rehash, _tar, _write_canonical
+from bundle_corpus import _tar
+from hostile_corpus import (
+    CASES,
+    GOOD_DIR,
+    GOOD_TAR,
+    MODULE_BINARY,
+    NAME,
+    NOT_PLAIN,
+    WRP,
+    Hostile,
+    copy_good,
+    edit_then_verify_as,
+)
 
 from wrpkg import cli
 from wrpkg.errors import VerifyError
-from wrpkg.manifest import MAX_JSON_BYTES, MAX_JSON_DEPTH
 from wrpkg.verify import verify_bundle, verify_tar
 
-GOOD_DIR = Path(os.environ["WRP_GOOD_BUNDLE_DIR"]).resolve()
-GOOD_TAR = Path(os.environ["WRP_GOOD_BUNDLE_TAR"]).resolve()
-NAME = GOOD_DIR.name
 REPO = Path(cli.__file__).resolve().parents[1]
-GOOD_MANIFEST = json.loads((GOOD_DIR / "manifest.json").read_bytes())
-MODULE_BINARY = GOOD_MANIFEST["modules"][0]["binary"]
-WRP = GOOD_MANIFEST["wrp"]
-
-
-def copy_good(dest: Path) -> Path:
-    """A writable copy of the good bundle at dest/<name>, with its <name>.sha256 beside it."""
-    bundle = dest / NAME
-    shutil.copytree(GOOD_DIR, bundle, symlinks=False)
-    for path in [bundle, *bundle.rglob("*")]:
-        os.chmod(path, 0o755 if path.is_dir() else 0o644)
-    _rehash(bundle)
-    return bundle
 
 
 def wrpkg(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -69,271 +60,6 @@ def error_line(proc: subprocess.CompletedProcess) -> str:
     assert all(line.startswith("  fix: ") for line in lines[1:]), proc.stderr
     assert len(lines) == 2, proc.stderr  # the error and its fix
     return lines[0]
-
-
-# --- how each case breaks the good bundle ------------------------------------------------
-
-
-def manifest_edit(edit: Callable[[dict], None]) -> Callable[[Path], None]:
-    """Edits manifest.json as JSON (written canonically) and redoes the content hash."""
-
-    def mutate(bundle: Path) -> None:
-        raw = json.loads((bundle / "manifest.json").read_bytes())
-        edit(raw)
-        _write_canonical(bundle / "manifest.json", raw)
-        _rehash(bundle)
-
-    return mutate
-
-
-def manifest_bytes(edit: Callable[[bytes], bytes]) -> Callable[[Path], None]:
-    """Edits manifest.json's bytes (for what json.dumps cannot write) and redoes the hash."""
-
-    def mutate(bundle: Path) -> None:
-        path = bundle / "manifest.json"
-        data = path.read_bytes()
-        edited = edit(data)
-        assert edited != data, "the edit found nothing to change"
-        path.write_bytes(edited)
-        _rehash(bundle)
-
-    return mutate
-
-
-def golden_edit(edit: Callable[[dict], None]) -> Callable[[Path], None]:
-    """Edits golden.json, which is outside the content hash: a genuine bundle otherwise."""
-
-    def mutate(bundle: Path) -> None:
-        raw = json.loads((bundle / "golden.json").read_bytes())
-        edit(raw)
-        _write_canonical(bundle / "golden.json", raw)
-
-    return mutate
-
-
-def golden_bytes(edit: Callable[[bytes], bytes]) -> Callable[[Path], None]:
-    def mutate(bundle: Path) -> None:
-        path = bundle / "golden.json"
-        data = path.read_bytes()
-        edited = edit(data)
-        assert edited != data, "the edit found nothing to change"
-        path.write_bytes(edited)
-
-    return mutate
-
-
-def replace_once(old: bytes, new: bytes) -> Callable[[bytes], bytes]:
-    return lambda data: data.replace(old, new, 1)
-
-
-def set_field(*keys, value) -> Callable[[dict], None]:
-    """Sets raw[k0][k1]... = value."""
-
-    def edit(raw) -> None:
-        target = raw
-        for key in keys[:-1]:
-            target = target[key]
-        target[keys[-1]] = value
-
-    return edit
-
-
-def fifo_at(rel: str) -> Callable[[Path], None]:
-    def mutate(bundle: Path) -> None:
-        path = bundle / rel if not rel.startswith("../") else bundle.parent / rel[3:]
-        path.unlink()
-        os.mkfifo(path)
-
-    return mutate
-
-
-def symlink_at(rel: str, target: str) -> Callable[[Path], None]:
-    def mutate(bundle: Path) -> None:
-        path = bundle / rel if not rel.startswith("../") else bundle.parent / rel[3:]
-        path.unlink()
-        os.symlink(target, path)
-
-    return mutate
-
-
-def sparse_file(rel: str, size: int) -> Callable[[Path], None]:
-    def mutate(bundle: Path) -> None:
-        with open(bundle / rel, "r+b") as handle:
-            handle.truncate(size)
-
-    return mutate
-
-
-def nested(depth: int) -> bytes:
-    """A JSON value of `depth` nested arrays."""
-    return b"[" * depth + b"]" * depth
-
-
-def edit_then_verify_as(spelling: str) -> Callable[[Path], None]:
-    """The manifest is edited without redoing its hash; the case is verified as `spelling`."""
-
-    def mutate(bundle: Path) -> None:
-        raw = json.loads((bundle / "manifest.json").read_bytes())
-        raw["files"][0]["sha256"] = "0" * 64
-        _write_canonical(bundle / "manifest.json", raw)
-
-    mutate.spelling = spelling
-    return mutate
-
-
-@dataclass
-class Hostile:
-    name: str
-    mutate: Callable[[Path], None]
-    file: str  # the file the error must name
-    fragment: str  # what the error must say about the defect
-
-
-FIELD = 'field "'
-NOT_PLAIN = "is not a plain relative path inside the bundle"
-
-CASES = [
-    # Item 2: manifest paths, refused before any file is read.
-    Hostile("wrp_absolute", manifest_edit(set_field("wrp", value="/etc/passwd")), "manifest.json",
-            f'field "wrp": "/etc/passwd" {NOT_PLAIN}'),
-    Hostile("wrp_dev_zero", manifest_edit(set_field("wrp", value="/dev/zero")), "manifest.json",
-            f'field "wrp": "/dev/zero" {NOT_PLAIN}'),
-    Hostile("wrp_dotdot", manifest_edit(set_field("wrp", value="../outside.wrp")), "manifest.json",
-            f'field "wrp": "../outside.wrp" {NOT_PLAIN}'),
-    Hostile("wrp_number", manifest_edit(set_field("wrp", value=7)), "manifest.json",
-            'field "wrp": expected a string path, got number'),
-    Hostile("wrp_not_listed", manifest_edit(set_field("wrp", value="other.wrp")), "manifest.json",
-            'field "wrp": "other.wrp" is not listed in "files"'),
-    Hostile("module_binary_dev_zero", manifest_edit(set_field("modules", 0, "binary", value="/dev/zero")),
-            "manifest.json", f'field "modules[0].binary": "/dev/zero" {NOT_PLAIN}'),
-    Hostile("module_binary_dotdot",
-            manifest_edit(set_field("modules", 0, "binary", value="sim_modules/../../x.o")),
-            "manifest.json", f'field "modules[0].binary": "sim_modules/../../x.o" {NOT_PLAIN}'),
-    Hostile("module_binary_array", manifest_edit(set_field("modules", 0, "binary", value=["a.o"])),
-            "manifest.json", 'field "modules[0].binary": expected a string path, got array'),
-    Hostile("module_source_absolute", manifest_edit(set_field("modules", 0, "source", value="/etc/passwd")),
-            "manifest.json", f'field "modules[0].source": "/etc/passwd" {NOT_PLAIN}'),
-    Hostile("file_path_backslash", manifest_edit(set_field("files", 0, "path", value="sub\\sim.wrp")),
-            "manifest.json", f'field "files[0].path": "sub\\\\sim.wrp" {NOT_PLAIN}'),
-    Hostile("file_path_nul", manifest_edit(set_field("files", 0, "path", value="sim.wrp\0.txt")),
-            "manifest.json", f'field "files[0].path": "sim.wrp\\u0000.txt" {NOT_PLAIN}'),
-    Hostile("file_path_dot", manifest_edit(set_field("files", 0, "path", value="./sim.wrp")),
-            "manifest.json", f'field "files[0].path": "./sim.wrp" {NOT_PLAIN}'),
-    Hostile("file_path_empty_component",
-            manifest_edit(set_field("files", 1, "path", value=MODULE_BINARY.replace("/", "//"))),
-            "manifest.json", f'field "files[1].path": "{MODULE_BINARY.replace("/", "//")}" {NOT_PLAIN}'),
-    Hostile("file_path_empty", manifest_edit(set_field("files", 0, "path", value="")), "manifest.json",
-            f'field "files[0].path": "" {NOT_PLAIN}'),
-    Hostile("file_path_leading_slash", manifest_edit(set_field("files", 0, "path", value="/sim.wrp")),
-            "manifest.json", f'field "files[0].path": "/sim.wrp" {NOT_PLAIN}'),
-    Hostile("manifest_lists_golden_json", manifest_edit(set_field("files", 0, "path", value="golden.json")),
-            "manifest.json", 'field "files[0].path": golden.json is not a deployed file'),
-    # Item 6: wrong field types are refused by what they are, not by a TypeError.
-    Hostile("file_size_string", manifest_edit(set_field("files", 0, "size", value="5007")), "manifest.json",
-            'field "files[0].size": expected a non-negative integer, got "5007"'),
-    Hostile("file_sha256_number", manifest_edit(set_field("files", 0, "sha256", value=12)), "manifest.json",
-            'field "files[0].sha256": expected 64 lowercase hex digits, got 12'),
-    Hostile("binding_name_array", manifest_edit(set_field("bindings", 0, "name", value=["e"])),
-            "manifest.json", 'field "bindings[0].name": expected string, got array'),
-    Hostile("binding_region_float", manifest_edit(set_field("bindings", 0, "region", value=1.5)),
-            "manifest.json", 'field "bindings[0].region": expected an integer or a string, got number'),
-    Hostile("binding_listed_twice", manifest_edit(lambda raw: raw["bindings"].append(dict(raw["bindings"][0]))),
-            "manifest.json", 'field "bindings[3].name": binding "e" is listed twice'),
-    Hostile("modules_object", manifest_edit(set_field("modules", value={})), "manifest.json",
-            'field "modules": expected array, got object'),
-    Hostile("module_string", manifest_edit(set_field("modules", value=["prog_physics"])), "manifest.json",
-            'field "modules[0]": expected object, got string'),
-    Hostile("toolchain_null", manifest_edit(set_field("toolchain", value=None)), "manifest.json",
-            'field "toolchain": expected object, got null'),
-    Hostile("format_version_bool", manifest_edit(set_field("format_version", value=True)), "manifest.json",
-            'field "format_version": expected integer, got boolean'),
-    # Items 6 and 7: the strict JSON profile.
-    Hostile("duplicate_key", manifest_bytes(replace_once(b'"device": "cpu"', b'"device": "cpu", "device": "cpu"')),
-            "manifest.json", 'duplicate key "device"'),
-    Hostile("nan", manifest_bytes(replace_once(b'"offset": 0', b'"offset": NaN')), "manifest.json",
-            "NaN is not a JSON number"),
-    Hostile("negative_infinity", manifest_bytes(replace_once(b'"offset": 0', b'"offset": -Infinity')),
-            "manifest.json", "-Infinity is not a JSON number"),
-    Hostile("float_overflow", manifest_bytes(replace_once(b'"offset": 0', b'"offset": 1e400')),
-            "manifest.json", "number 1e400 is out of range"),
-    Hostile("integer_of_5000_digits",
-            manifest_bytes(replace_once(b'"chunk_bytes": 262144', b'"chunk_bytes": ' + b"9" * 5000)),
-            "manifest.json", f"integer {'9' * 24}... does not fit in 64 bits"),
-    Hostile("integer_2_to_the_64",
-            manifest_bytes(replace_once(b'"chunk_bytes": 262144', b'"chunk_bytes": 18446744073709551616')),
-            "manifest.json", "integer 18446744073709551616 does not fit in 64 bits"),
-    Hostile("nesting_of_100000",
-            manifest_bytes(replace_once(b'"ptx_min_driver": null', b'"ptx_min_driver": ' + nested(100000))),
-            "manifest.json", f"nested deeper than {MAX_JSON_DEPTH} levels"),
-    # The top-level object is depth 1: 64 arrays in it make 65.
-    Hostile("nesting_of_65",
-            manifest_bytes(replace_once(b'"ptx_min_driver": null', b'"ptx_min_driver": ' + nested(64))),
-            "manifest.json", f"nested deeper than {MAX_JSON_DEPTH} levels"),
-    # 63 arrays make 64: inside the limit, so the value is refused for its type instead.
-    Hostile("nesting_of_64_is_parsed",
-            manifest_bytes(replace_once(b'"ptx_min_driver": null', b'"ptx_min_driver": ' + nested(63))),
-            "manifest.json", 'field "ptx_min_driver": expected null, a CUDA version string or an integer'),
-    Hostile("invalid_utf8", manifest_bytes(replace_once(b'"device": "cpu"', b'"device": "cp\xff"')),
-            "manifest.json", "invalid UTF-8 at byte"),
-    Hostile("lone_surrogate", manifest_bytes(replace_once(b'"warp": "1.19.0"', b'"warp": "\\ud800"')),
-            "manifest.json", "holds a lone surrogate"),
-    # Item 10: golden.json is outside the content hash; the manifest's checks guard it.
-    Hostile("golden_file_dev_zero", golden_edit(set_field("golden", 0, "file", value="/dev/zero")),
-            "golden.json", f'field "golden[0].file": "/dev/zero" {NOT_PLAIN}'),
-    Hostile("golden_file_dotdot", golden_edit(set_field("golden", 0, "file", value="../../etc/passwd")),
-            "golden.json", f'field "golden[0].file": "../../etc/passwd" {NOT_PLAIN}'),
-    Hostile("golden_file_number", golden_edit(set_field("golden", 0, "file", value=5)), "golden.json",
-            'field "golden[0].file": expected a string path, got number'),
-    Hostile("golden_name_array", golden_edit(set_field("golden", 0, "name", value=["e"])), "golden.json",
-            'field "golden[0].name": expected string, got array'),
-    Hostile("golden_bytes_string", golden_edit(set_field("golden", 1, "bytes", value="768")), "golden.json",
-            'field "golden[1].bytes": expected a non-negative integer, got "768"'),
-    Hostile("golden_entry_null", golden_edit(set_field("golden", 0, value=None)), "golden.json",
-            'field "golden[0]": expected object, got null'),
-    Hostile("golden_duplicate_key", golden_bytes(replace_once(b'"golden_device": "cpu"',
-                                                              b'"golden_device": "cpu", "golden_device": "cuda"')),
-            "golden.json", 'duplicate key "golden_device"'),
-    Hostile("golden_nan_tolerance", golden_bytes(replace_once(b'"atol": 1e-06', b'"atol": NaN')), "golden.json",
-            "NaN is not a JSON number"),
-    Hostile("golden_nesting_of_100000", golden_bytes(replace_once(b'"golden_device": "cpu"',
-                                                                  b'"golden_device": ' + nested(100000))),
-            "golden.json", f"nested deeper than {MAX_JSON_DEPTH} levels"),
-    Hostile("golden_integer_of_5000_digits", golden_bytes(replace_once(b'"bytes": 4', b'"bytes": ' + b"4" * 5000)),
-            "golden.json", "does not fit in 64 bits"),
-    Hostile("golden_invalid_utf8", golden_bytes(replace_once(b'"label": "', b'"label": "\xc3\x28')),
-            "golden.json", "invalid UTF-8 at byte"),
-    # Item 5: special files are refused, never read.
-    Hostile("manifest_fifo", fifo_at("manifest.json"), "manifest.json", "the manifest is a FIFO, not a regular file"),
-    Hostile("golden_fifo", fifo_at("golden.json"), "golden.json", "the test manifest is a FIFO, not a regular file"),
-    Hostile("hash_file_fifo", fifo_at(f"../{NAME}.sha256"), f"{NAME}.sha256",
-            "the content-hash file is a FIFO, not a regular file"),
-    Hostile("hash_file_dev_zero", symlink_at(f"../{NAME}.sha256", "/dev/zero"), f"{NAME}.sha256",
-            "the content-hash file is a character device, not a regular file"),
-    Hostile("hash_file_dangling_link", symlink_at(f"../{NAME}.sha256", "/nonexistent/x.sha256"),
-            f"{NAME}.sha256", "cannot read the content-hash file: missing"),
-    Hostile("manifest_dev_zero", symlink_at("manifest.json", "/dev/zero"), "manifest.json",
-            "the manifest is a character device, not a regular file"),
-    Hostile("golden_dev_zero", symlink_at("golden.json", "/dev/zero"), "golden.json",
-            "the test manifest is a character device, not a regular file"),
-    Hostile("wrp_fifo", fifo_at(WRP), WRP, "a file listed in manifest.json is a FIFO, not a regular file"),
-    Hostile("module_dev_zero", symlink_at(MODULE_BINARY, "/dev/zero"), MODULE_BINARY,
-            "a file listed in manifest.json is a character device, not a regular file"),
-    Hostile("golden_output_fifo", fifo_at("golden/x.bin"), "golden/x.bin",
-            "a file listed in golden.json is a FIFO, not a regular file"),
-    Hostile("manifest_over_16_mib", sparse_file("manifest.json", MAX_JSON_BYTES + 1), "manifest.json",
-            f"the manifest is {MAX_JSON_BYTES + 1} bytes, more than the {MAX_JSON_BYTES} allowed"),
-    Hostile("golden_over_16_mib", sparse_file("golden.json", MAX_JSON_BYTES + 1), "golden.json",
-            f"the test manifest is {MAX_JSON_BYTES + 1} bytes, more than the {MAX_JSON_BYTES} allowed"),
-    Hostile("golden_json_missing", lambda b: (b / "golden.json").unlink(), "golden.json",
-            "cannot read the test manifest: missing"),
-    # Item 3: an edited manifest must meet DIR's hash file however DIR is spelled.
-    Hostile("edited_manifest_as_dir_dot", edit_then_verify_as("DIR/."), "manifest.json",
-            "differs from the expected"),
-    Hostile("edited_manifest_as_dir_slash", edit_then_verify_as("DIR/"), "manifest.json",
-            "differs from the expected"),
-    Hostile("edited_manifest_as_dot_inside", edit_then_verify_as("."), "manifest.json",
-            "differs from the expected"),
-]  # fmt: skip
 
 
 def test_there_are_at_least_40_distinct_cases():

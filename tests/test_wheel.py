@@ -36,7 +36,11 @@ def test_wheel_builds_installs_and_runs(tmp_path):
     src = tmp_path / "src"
     (src / "wrpkg").mkdir(parents=True)
     shutil.copy(REPO / "pyproject.toml", src)
-    sources = sorted(str(p.relative_to(REPO / "wrpkg")) for p in (REPO / "wrpkg").rglob("*.py"))
+    sources = sorted(
+        str(p.relative_to(REPO / "wrpkg"))
+        for pattern in ("*.py", "schemas/*.schema.json")
+        for p in (REPO / "wrpkg").rglob(pattern)
+    )
     for name in sources:
         (src / "wrpkg" / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / "wrpkg" / name, src / "wrpkg" / name)

@@ -532,7 +532,7 @@ def prepare_cuda_load(
     per-device view and (with `verify`) verifies it. A None view means: verify every file and
     let Warp load the directory."""
     bundle_dir = Path(bundle_dir)
-    manifest, content_hash = read_manifest_and_hash(bundle_dir, golden_canonical_check=False)
+    manifest, content_hash = read_manifest_and_hash(bundle_dir)
     if manifest.device != "cuda":
         raise ArchMismatchError(
             f"bundle {manifest.label} was captured for {manifest.device}, but the load device is {device_alias}",
@@ -610,7 +610,7 @@ def load(
                 raise failure
             return _load_view_while_verifying(wp, view, dev), manifest
     else:
-        manifest, _ = read_manifest_and_hash(bundle_dir, golden_canonical_check=False)
+        manifest, _ = read_manifest_and_hash(bundle_dir)
         if manifest.device != "cpu":
             raise ArchMismatchError(
                 f"bundle {manifest.label} was captured for {manifest.device}, but the load device is {dev}",

@@ -1,5 +1,7 @@
 // Prints the C++ runtime's verdict on a bundle, for tests/test_validity_parity.py to hold against
-// wrpkg.verify:   verify_bundle DIR   |   verify_bundle --tar FILE
+// wrpkg.verify:   verify_bundle [--load-cpu] DIR   |   verify_bundle --tar FILE
+// --load-cpu: after verifying, load the (CPU) bundle through Warp, which checks the manifest against the
+// .wrp: what wrpkg.verify checks by parsing the .wrp itself.
 // Output: "ok" or "reject: <message>" (exit 0 either way; 2 for bad usage). Anything but a wrp::Error
 // (std::bad_alloc, say) is a fault of the reader, not a verdict: "ERROR: <what>" on stderr, exit 2.
 #include <cstdint>
@@ -10,11 +12,13 @@
 #include "runtime/buffer.h"
 #include "runtime/bundle.h"
 #include "runtime/error.h"
+#include "runtime/graph.h"
 
 int main(int argc, char** argv) {
   const bool tar = argc == 3 && std::string(argv[1]) == "--tar";
-  if (argc != 2 && !tar) {
-    std::fprintf(stderr, "usage: verify_bundle DIR | verify_bundle --tar FILE\n");
+  const bool load = argc == 3 && std::string(argv[1]) == "--load-cpu";
+  if (argc != 2 && !tar && !load) {
+    std::fprintf(stderr, "usage: verify_bundle [--load-cpu] DIR | verify_bundle --tar FILE\n");
     return 2;
   }
   try {
@@ -26,7 +30,8 @@ int main(int argc, char** argv) {
       if (!problem.empty()) throw wrp::Error(std::string(argv[2]) + ": " + problem);
       wrp::Bundle::FromTar(bytes.data(), bytes.size(), argv[2], options);
     } else {
-      wrp::Bundle::OpenDirectory(argv[1], options);
+      wrp::Bundle bundle = wrp::Bundle::OpenDirectory(argv[argc - 1], options);
+      if (load) wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"));
     }
     std::printf("ok\n");
   } catch (const wrp::Error& e) {

@@ -1,8 +1,8 @@
 """C++ libraries from Debian's package pool, pinned by file name and sha256.
 
 Downloaded, not installed: a repository holds the package's files extracted by dpkg-deb, so
-every host, whatever its release, builds with the same bytes (an apt package would be 3.11.2
-on Debian 12 and 3.11.3 on 13, and a JSON parser's version must not decide a verdict).
+every host, whatever its release, builds with the same bytes (nlohmann-json3-dev would be
+3.11.2 on Debian 12 and 3.11.3 on 13, and a parser's version must not decide a verdict).
 
 On a machine without Debian's mirror (a GPU runner), the .deb is taken from
 --repo_env=WRP_WHEELHOUSE=/abs/dir when it is there (tools/fill_wheelhouse.sh puts it
@@ -19,6 +19,13 @@ DEBIAN_PACKAGES = {
         pool = "main/n/nlohmann-json3",
         sha256 = "ec57940def6b6186c30be0e0ee81d1e58f86d11a54a145b28686a1e3e4aae801",
         build_file = "//third_party/debian:nlohmann_json.BUILD",
+    ),
+    # JSON Schema (draft 7) validation over nlohmann/json: the runtime's check of wrpkg/schemas.
+    "wrp_valijson": struct(
+        file = "libvalijson-dev_1.0+repack-2_all.deb",
+        pool = "main/v/valijson",
+        sha256 = "36974bd3ff53c05c2c686ecfa094ee437ff3f520e9ab67e552f1a56f19897643",
+        build_file = "//third_party/debian:valijson.BUILD",
     ),
 }
 

@@ -1,0 +1,721 @@
+"""Hostile bundles, each the good CPU bundle (WRP_GOOD_BUNDLE_DIR) with one defect and the verdict
+the policy expects: tests/test_hostile_bundles.py holds the Python reader's messages to them, and
+tests/test_validity_parity.py runs every one through both readers (wrpkg and the C++ runtime).
+
+Where a defect is in manifest.json, the content hash (`<dir>.sha256`, golden.json's
+content_hash) is redone, so the defect itself, not the hash check, is what is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bundle_corpus import _rehash, _write_canonical
+
+from wrpkg.manifest import MAX_JSON_BYTES, MAX_JSON_DEPTH
+
+GOOD_DIR = Path(os.environ["WRP_GOOD_BUNDLE_DIR"]).resolve()
+# A CUDA bundle (PTX and SASS of several SMs), for the cases only a CUDA manifest can hold.
+GOOD_CUDA_DIR = Path(os.environ.get("WRP_GOOD_CUDA_BUNDLE_DIR", "/nonexistent")).resolve()
+GOOD_TAR = Path(os.environ["WRP_GOOD_BUNDLE_TAR"]).resolve()
+NAME = GOOD_DIR.name
+GOOD_MANIFEST = json.loads((GOOD_DIR / "manifest.json").read_bytes())
+MODULE_BINARY = GOOD_MANIFEST["modules"][0]["binary"]
+WRP = GOOD_MANIFEST["wrp"]
+
+
+def copy_good(dest: Path, good: Path = GOOD_DIR) -> Path:
+    """A writable copy of the good bundle at dest/<name>, with its <name>.sha256 beside it."""
+    bundle = dest / good.name
+    shutil.copytree(good, bundle, symlinks=False)
+    for path in [bundle, *bundle.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    _rehash(bundle)
+    return bundle
+
+
+# --- how each case breaks the good bundle ------------------------------------------------
+
+
+def manifest_edit(edit: Callable[[dict], None]) -> Callable[[Path], None]:
+    """Edits manifest.json as JSON (written canonically) and redoes the content hash."""
+
+    def mutate(bundle: Path) -> None:
+        raw = json.loads((bundle / "manifest.json").read_bytes())
+        edit(raw)
+        _write_canonical(bundle / "manifest.json", raw)
+        _rehash(bundle)
+
+    return mutate
+
+
+def manifest_bytes(edit: Callable[[bytes], bytes]) -> Callable[[Path], None]:
+    """Edits manifest.json's bytes (for what json.dumps cannot write) and redoes the hash."""
+
+    def mutate(bundle: Path) -> None:
+        path = bundle / "manifest.json"
+        data = path.read_bytes()
+        edited = edit(data)
+        assert edited != data, "the edit found nothing to change"
+        path.write_bytes(edited)
+        _rehash(bundle)
+
+    return mutate
+
+
+def golden_edit(edit: Callable[[dict], None]) -> Callable[[Path], None]:
+    """Edits golden.json, which is outside the content hash: a genuine bundle otherwise."""
+
+    def mutate(bundle: Path) -> None:
+        raw = json.loads((bundle / "golden.json").read_bytes())
+        edit(raw)
+        _write_canonical(bundle / "golden.json", raw)
+
+    return mutate
+
+
+def golden_bytes(edit: Callable[[bytes], bytes]) -> Callable[[Path], None]:
+    def mutate(bundle: Path) -> None:
+        path = bundle / "golden.json"
+        data = path.read_bytes()
+        edited = edit(data)
+        assert edited != data, "the edit found nothing to change"
+        path.write_bytes(edited)
+
+    return mutate
+
+
+def replace_once(old: bytes, new: bytes) -> Callable[[bytes], bytes]:
+    return lambda data: data.replace(old, new, 1)
+
+
+def set_field(*keys, value) -> Callable[[dict], None]:
+    """Sets raw[k0][k1]... = value."""
+
+    def edit(raw) -> None:
+        target = raw
+        for key in keys[:-1]:
+            target = target[key]
+        target[keys[-1]] = value
+
+    return edit
+
+
+def fifo_at(rel: str) -> Callable[[Path], None]:
+    def mutate(bundle: Path) -> None:
+        path = bundle / rel if not rel.startswith("../") else bundle.parent / rel[3:]
+        path.unlink()
+        os.mkfifo(path)
+
+    return mutate
+
+
+def symlink_at(rel: str, target: str) -> Callable[[Path], None]:
+    def mutate(bundle: Path) -> None:
+        path = bundle / rel if not rel.startswith("../") else bundle.parent / rel[3:]
+        path.unlink()
+        os.symlink(target, path)
+
+    return mutate
+
+
+def sparse_file(rel: str, size: int) -> Callable[[Path], None]:
+    def mutate(bundle: Path) -> None:
+        with open(bundle / rel, "r+b") as handle:
+            handle.truncate(size)
+
+    return mutate
+
+
+def nested(depth: int) -> bytes:
+    """A JSON value of `depth` nested arrays."""
+    return b"[" * depth + b"]" * depth
+
+
+def edit_then_verify_as(spelling: str) -> Callable[[Path], None]:
+    """The manifest is edited without redoing its hash; the case is verified as `spelling`."""
+
+    def mutate(bundle: Path) -> None:
+        raw = json.loads((bundle / "manifest.json").read_bytes())
+        raw["files"][0]["sha256"] = "0" * 64
+        _write_canonical(bundle / "manifest.json", raw)
+
+    mutate.spelling = spelling
+    return mutate
+
+
+@dataclass
+class Hostile:
+    name: str
+    mutate: Callable[[Path], None]
+    file: str  # the file the error must name
+    fragment: str  # what the error must say about the defect
+
+
+FIELD = 'field "'
+NOT_PLAIN = "is not a plain relative path inside the bundle"
+
+CASES = [
+    # Item 2: manifest paths, refused before any file is read.
+    Hostile("wrp_absolute", manifest_edit(set_field("wrp", value="/etc/passwd")), "manifest.json",
+            f'field "wrp": "/etc/passwd" {NOT_PLAIN}'),
+    Hostile("wrp_dev_zero", manifest_edit(set_field("wrp", value="/dev/zero")), "manifest.json",
+            f'field "wrp": "/dev/zero" {NOT_PLAIN}'),
+    Hostile("wrp_dotdot", manifest_edit(set_field("wrp", value="../outside.wrp")), "manifest.json",
+            f'field "wrp": "../outside.wrp" {NOT_PLAIN}'),
+    Hostile("wrp_number", manifest_edit(set_field("wrp", value=7)), "manifest.json",
+            'field "wrp": expected a string path, got number'),
+    Hostile("wrp_not_listed", manifest_edit(set_field("wrp", value="other.wrp")), "manifest.json",
+            'field "wrp": "other.wrp" is not listed in "files"'),
+    Hostile("module_binary_dev_zero", manifest_edit(set_field("modules", 0, "binary", value="/dev/zero")),
+            "manifest.json", f'field "modules[0].binary": "/dev/zero" {NOT_PLAIN}'),
+    Hostile("module_binary_dotdot",
+            manifest_edit(set_field("modules", 0, "binary", value="sim_modules/../../x.o")),
+            "manifest.json", f'field "modules[0].binary": "sim_modules/../../x.o" {NOT_PLAIN}'),
+    Hostile("module_binary_array", manifest_edit(set_field("modules", 0, "binary", value=["a.o"])),
+            "manifest.json", 'field "modules[0].binary": expected a string path, got array'),
+    Hostile("module_source_absolute", manifest_edit(set_field("modules", 0, "source", value="/etc/passwd")),
+            "manifest.json", f'field "modules[0].source": "/etc/passwd" {NOT_PLAIN}'),
+    Hostile("file_path_backslash", manifest_edit(set_field("files", 0, "path", value="sub\\sim.wrp")),
+            "manifest.json", f'field "files[0].path": "sub\\\\sim.wrp" {NOT_PLAIN}'),
+    Hostile("file_path_nul", manifest_edit(set_field("files", 0, "path", value="sim.wrp\0.txt")),
+            "manifest.json", f'field "files[0].path": "sim.wrp\\u0000.txt" {NOT_PLAIN}'),
+    Hostile("file_path_dot", manifest_edit(set_field("files", 0, "path", value="./sim.wrp")),
+            "manifest.json", f'field "files[0].path": "./sim.wrp" {NOT_PLAIN}'),
+    Hostile("file_path_empty_component",
+            manifest_edit(set_field("files", 1, "path", value=MODULE_BINARY.replace("/", "//"))),
+            "manifest.json", f'field "files[1].path": "{MODULE_BINARY.replace("/", "//")}" {NOT_PLAIN}'),
+    Hostile("file_path_empty", manifest_edit(set_field("files", 0, "path", value="")), "manifest.json",
+            f'field "files[0].path": "" {NOT_PLAIN}'),
+    Hostile("file_path_leading_slash", manifest_edit(set_field("files", 0, "path", value="/sim.wrp")),
+            "manifest.json", f'field "files[0].path": "/sim.wrp" {NOT_PLAIN}'),
+    Hostile("manifest_lists_golden_json", manifest_edit(set_field("files", 0, "path", value="golden.json")),
+            "manifest.json", 'field "files[0].path": golden.json is not a deployed file'),
+    # Item 6: wrong field types are refused by what they are, not by a TypeError.
+    Hostile("file_size_string", manifest_edit(set_field("files", 0, "size", value="5007")), "manifest.json",
+            'field "files[0].size": expected a non-negative integer, got "5007"'),
+    Hostile("file_sha256_number", manifest_edit(set_field("files", 0, "sha256", value=12)), "manifest.json",
+            'field "files[0].sha256": expected 64 lowercase hex digits, got 12'),
+    Hostile("binding_name_array", manifest_edit(set_field("bindings", 0, "name", value=["e"])),
+            "manifest.json", 'field "bindings[0].name": expected string, got array'),
+    Hostile("binding_region_float", manifest_edit(set_field("bindings", 0, "region", value=1.5)),
+            "manifest.json", 'field "bindings[0].region": expected an integer or a string, got number'),
+    Hostile("binding_listed_twice", manifest_edit(lambda raw: raw["bindings"].append(dict(raw["bindings"][0]))),
+            "manifest.json", 'field "bindings[3].name": binding "e" is listed twice'),
+    Hostile("modules_object", manifest_edit(set_field("modules", value={})), "manifest.json",
+            'field "modules": expected array, got object'),
+    Hostile("module_string", manifest_edit(set_field("modules", value=["prog_physics"])), "manifest.json",
+            'field "modules[0]": expected object, got string'),
+    Hostile("toolchain_null", manifest_edit(set_field("toolchain", value=None)), "manifest.json",
+            'field "toolchain": expected object, got null'),
+    Hostile("format_version_bool", manifest_edit(set_field("format_version", value=True)), "manifest.json",
+            'field "format_version": expected integer, got boolean'),
+    # Items 6 and 7: the strict JSON profile.
+    Hostile("duplicate_key", manifest_bytes(replace_once(b'"device": "cpu"', b'"device": "cpu", "device": "cpu"')),
+            "manifest.json", 'duplicate key "device"'),
+    Hostile("nan", manifest_bytes(replace_once(b'"offset": 0', b'"offset": NaN')), "manifest.json",
+            "NaN is not a JSON number"),
+    Hostile("negative_infinity", manifest_bytes(replace_once(b'"offset": 0', b'"offset": -Infinity')),
+            "manifest.json", "-Infinity is not a JSON number"),
+    Hostile("float_overflow", manifest_bytes(replace_once(b'"offset": 0', b'"offset": 1e400')),
+            "manifest.json", "number 1e400 is out of range"),
+    Hostile("integer_of_5000_digits",
+            manifest_bytes(replace_once(b'"chunk_bytes": 262144', b'"chunk_bytes": ' + b"9" * 5000)),
+            "manifest.json", f"integer {'9' * 24}... does not fit in 64 bits"),
+    Hostile("integer_2_to_the_64",
+            manifest_bytes(replace_once(b'"chunk_bytes": 262144', b'"chunk_bytes": 18446744073709551616')),
+            "manifest.json", "integer 18446744073709551616 does not fit in 64 bits"),
+    Hostile("nesting_of_100000",
+            manifest_bytes(replace_once(b'"ptx_min_driver": null', b'"ptx_min_driver": ' + nested(100000))),
+            "manifest.json", f"nested deeper than {MAX_JSON_DEPTH} levels"),
+    # The top-level object is depth 1: 64 arrays in it make 65.
+    Hostile("nesting_of_65",
+            manifest_bytes(replace_once(b'"ptx_min_driver": null', b'"ptx_min_driver": ' + nested(64))),
+            "manifest.json", f"nested deeper than {MAX_JSON_DEPTH} levels"),
+    # 63 arrays make 64: inside the limit, so the value is refused for its type instead.
+    Hostile("nesting_of_64_is_parsed",
+            manifest_bytes(replace_once(b'"ptx_min_driver": null', b'"ptx_min_driver": ' + nested(63))),
+            "manifest.json", 'field "ptx_min_driver": expected null, a CUDA version string or an integer'),
+    Hostile("invalid_utf8", manifest_bytes(replace_once(b'"device": "cpu"', b'"device": "cp\xff"')),
+            "manifest.json", "invalid UTF-8 at byte"),
+    Hostile("lone_surrogate", manifest_bytes(replace_once(b'"warp": "1.19.0"', b'"warp": "\\ud800"')),
+            "manifest.json", "holds a lone surrogate"),
+    # Item 10: golden.json is outside the content hash; the manifest's checks guard it.
+    Hostile("golden_file_dev_zero", golden_edit(set_field("golden", 0, "file", value="/dev/zero")),
+            "golden.json", f'field "golden[0].file": "/dev/zero" {NOT_PLAIN}'),
+    Hostile("golden_file_dotdot", golden_edit(set_field("golden", 0, "file", value="../../etc/passwd")),
+            "golden.json", f'field "golden[0].file": "../../etc/passwd" {NOT_PLAIN}'),
+    Hostile("golden_file_number", golden_edit(set_field("golden", 0, "file", value=5)), "golden.json",
+            'field "golden[0].file": expected a string path, got number'),
+    Hostile("golden_name_array", golden_edit(set_field("golden", 0, "name", value=["e"])), "golden.json",
+            'field "golden[0].name": expected string, got array'),
+    Hostile("golden_bytes_string", golden_edit(set_field("golden", 1, "bytes", value="768")), "golden.json",
+            'field "golden[1].bytes": expected a non-negative integer, got "768"'),
+    Hostile("golden_entry_null", golden_edit(set_field("golden", 0, value=None)), "golden.json",
+            'field "golden[0]": expected object, got null'),
+    Hostile("golden_duplicate_key", golden_bytes(replace_once(b'"golden_device": "cpu"',
+                                                              b'"golden_device": "cpu", "golden_device": "cuda"')),
+            "golden.json", 'duplicate key "golden_device"'),
+    Hostile("golden_nan_tolerance", golden_bytes(replace_once(b'"atol": 1e-06', b'"atol": NaN')), "golden.json",
+            "NaN is not a JSON number"),
+    Hostile("golden_nesting_of_100000", golden_bytes(replace_once(b'"golden_device": "cpu"',
+                                                                  b'"golden_device": ' + nested(100000))),
+            "golden.json", f"nested deeper than {MAX_JSON_DEPTH} levels"),
+    Hostile("golden_integer_of_5000_digits", golden_bytes(replace_once(b'"bytes": 4', b'"bytes": ' + b"4" * 5000)),
+            "golden.json", "does not fit in 64 bits"),
+    Hostile("golden_invalid_utf8", golden_bytes(replace_once(b'"label": "', b'"label": "\xc3\x28')),
+            "golden.json", "invalid UTF-8 at byte"),
+    # Item 5: special files are refused, never read.
+    Hostile("manifest_fifo", fifo_at("manifest.json"), "manifest.json", "the manifest is a FIFO, not a regular file"),
+    Hostile("golden_fifo", fifo_at("golden.json"), "golden.json", "the test manifest is a FIFO, not a regular file"),
+    Hostile("hash_file_fifo", fifo_at(f"../{NAME}.sha256"), f"{NAME}.sha256",
+            "the content-hash file is a FIFO, not a regular file"),
+    Hostile("hash_file_dev_zero", symlink_at(f"../{NAME}.sha256", "/dev/zero"), f"{NAME}.sha256",
+            "the content-hash file is a character device, not a regular file"),
+    Hostile("hash_file_dangling_link", symlink_at(f"../{NAME}.sha256", "/nonexistent/x.sha256"),
+            f"{NAME}.sha256", "cannot read the content-hash file: missing"),
+    Hostile("manifest_dev_zero", symlink_at("manifest.json", "/dev/zero"), "manifest.json",
+            "the manifest is a character device, not a regular file"),
+    Hostile("golden_dev_zero", symlink_at("golden.json", "/dev/zero"), "golden.json",
+            "the test manifest is a character device, not a regular file"),
+    Hostile("wrp_fifo", fifo_at(WRP), WRP, "a file listed in manifest.json is a FIFO, not a regular file"),
+    Hostile("module_dev_zero", symlink_at(MODULE_BINARY, "/dev/zero"), MODULE_BINARY,
+            "a file listed in manifest.json is a character device, not a regular file"),
+    Hostile("golden_output_fifo", fifo_at("golden/x.bin"), "golden/x.bin",
+            "a file listed in golden.json is a FIFO, not a regular file"),
+    Hostile("manifest_over_16_mib", sparse_file("manifest.json", MAX_JSON_BYTES + 1), "manifest.json",
+            f"the manifest is {MAX_JSON_BYTES + 1} bytes, more than the {MAX_JSON_BYTES} allowed"),
+    Hostile("golden_over_16_mib", sparse_file("golden.json", MAX_JSON_BYTES + 1), "golden.json",
+            f"the test manifest is {MAX_JSON_BYTES + 1} bytes, more than the {MAX_JSON_BYTES} allowed"),
+    Hostile("golden_json_missing", lambda b: (b / "golden.json").unlink(), "golden.json",
+            "cannot read the test manifest: missing"),
+    # Item 3: an edited manifest must meet DIR's hash file however DIR is spelled.
+    Hostile("edited_manifest_as_dir_dot", edit_then_verify_as("DIR/."), "manifest.json",
+            "differs from the expected"),
+    Hostile("edited_manifest_as_dir_slash", edit_then_verify_as("DIR/"), "manifest.json",
+            "differs from the expected"),
+    Hostile("edited_manifest_as_dot_inside", edit_then_verify_as("."), "manifest.json",
+            "differs from the expected"),
+]  # fmt: skip
+
+
+# --- the parity corpus: each case with the verdict both readers must give ----------------------------------
+#
+# CASES above are all refusals; these add what the two readers used to judge differently (unknown and
+# missing fields, integer spellings, chunk digests, canonical form, .wrp contents, tars) and what they
+# must both accept. tests/test_validity_parity.py runs CASES and these through both.
+
+
+@dataclass
+class Verdict:
+    name: str
+    mutate: Callable[[Path], Path | None]  # may return the path to judge instead (a tar it wrote)
+    valid: bool
+    file: str = ""  # a refusal must name it (both readers)
+    cuda: bool = False  # made from GOOD_CUDA_DIR
+
+
+D = "0" * 64
+
+
+def without(*keys) -> Callable[[dict], None]:
+    def edit(raw) -> None:
+        target = raw
+        for key in keys[:-1]:
+            target = target[key]
+        del target[keys[-1]]
+
+    return edit
+
+
+def rewrite_listed(rel: str, edit: Callable[[bytes], bytes], chunk_bytes: int | None = None) -> Callable:
+    """Rewrites a listed file and its manifest entry to match (size, sha256, chunk digests): a bundle
+    whose integrity holds, judged by what it contains. `chunk_bytes` re-chunks every file."""
+
+    def mutate(bundle: Path) -> None:
+        path = bundle / rel
+        path.write_bytes(edit(path.read_bytes()))
+        raw = json.loads((bundle / "manifest.json").read_bytes())
+        if chunk_bytes is not None:
+            raw["chunk_bytes"] = chunk_bytes
+        size = raw["chunk_bytes"]
+        for entry in raw["files"]:
+            data = (bundle / entry["path"]).read_bytes()
+            entry["size"], entry["sha256"] = len(data), hashlib.sha256(data).hexdigest()
+            entry["chunk_sha256"] = (
+                [hashlib.sha256(data[at : at + size]).hexdigest() for at in range(0, len(data), size)]
+                if len(data) > size
+                else []
+            )
+        _write_canonical(bundle / "manifest.json", raw)
+        _rehash(bundle)
+
+    return mutate
+
+
+def then(*mutations: Callable[[Path], Path | None]) -> Callable[[Path], Path | None]:
+    """The mutations in turn; what the last returns (as_tar's archive) is what is judged."""
+
+    def mutate(bundle: Path) -> Path | None:
+        judged = None
+        for m in mutations:
+            judged = m(bundle)
+        return judged
+
+    return mutate
+
+
+def reformatted(file_name: str, **dumps) -> Callable[[Path], None]:
+    """The same JSON value in other bytes (indent, key order); the content hash follows."""
+
+    def mutate(bundle: Path) -> None:
+        raw = json.loads((bundle / file_name).read_bytes())
+        (bundle / file_name).write_text(json.dumps(raw, **dumps))
+        if file_name == "manifest.json":
+            _rehash(bundle)
+
+    return mutate
+
+
+def drop_hash_file(bundle: Path) -> None:
+    (bundle.parent / f"{bundle.name}.sha256").unlink()
+
+
+def write_hash_file(text: str) -> Callable[[Path], None]:
+    def mutate(bundle: Path) -> None:
+        (bundle.parent / f"{bundle.name}.sha256").write_text(text)
+
+    return mutate
+
+
+def as_tar(*extra: tuple[str, str, bytes | str | None]) -> Callable[[Path], Path]:
+    """The (already mutated) bundle as a ustar archive, plus extra entries (kind, name, data): kind "file",
+    "dir", "symlink" (data: its target) or "hardlink"."""
+
+    def mutate(bundle: Path) -> Path:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+            for path in sorted([bundle, *bundle.rglob("*")]):
+                rel = f"{bundle.name}/{path.relative_to(bundle)}" if path != bundle else bundle.name
+                info = tarfile.TarInfo(rel)
+                if path.is_dir():
+                    info.type, info.mode = tarfile.DIRTYPE, 0o755
+                    tar.addfile(info)
+                else:
+                    data = path.read_bytes()
+                    info.size, info.mode = len(data), 0o644
+                    tar.addfile(info, io.BytesIO(data))
+            for kind, name, data in extra:
+                info = tarfile.TarInfo(name)
+                if kind == "file":
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+                else:
+                    info.type = {
+                        "dir": tarfile.DIRTYPE,
+                        "symlink": tarfile.SYMTYPE,
+                        "hardlink": tarfile.LNKTYPE,
+                    }[kind]
+                    info.linkname = data or ""
+                    tar.addfile(info)
+        out = bundle.parent / f"{bundle.name}.tar"
+        out.write_bytes(buffer.getvalue())
+        return out
+
+    return mutate
+
+
+def _parity_cases() -> list[Verdict]:
+    M, G, H = "manifest.json", "golden.json", f"{NAME}.sha256"
+    pdriver = b'"ptx_min_driver": null'
+    cases = [
+        # Both accept: what the content hash vouches for is judged by its content, not its spelling.
+        Verdict("good", lambda b: None, True),
+        Verdict("good_without_hash_file", drop_hash_file, True),
+        Verdict("manifest_reindented_with_hash_file", reformatted(M, indent=2), True),
+        Verdict("manifest_keys_reordered_with_hash_file", reformatted(M, indent=1, sort_keys=False), True),
+        Verdict("golden_reindented", reformatted(G, indent=4), True),
+        Verdict("golden_on_one_line", reformatted(G), True),
+        Verdict("rechunked_at_4096_bytes", rewrite_listed(WRP, lambda d: d, chunk_bytes=4096), True),
+        Verdict("capture_json_missing", lambda b: (b / "capture.json").unlink(), True),
+        Verdict("tar_good", as_tar(), True),
+        Verdict("tar_golden_reindented", then(reformatted(G, indent=2), as_tar()), True),
+        # Without a content hash, the bytes must be the canonical form wrpkg writes.
+        Verdict(
+            "manifest_reindented_without_hash_file", then(reformatted(M, indent=2), drop_hash_file), False, M
+        ),
+        Verdict("tar_manifest_reindented", then(reformatted(M, indent=2), as_tar()), False, M),
+        # The schema: no unknown field, none missing, enums.
+        Verdict("unknown_top_level_field", manifest_edit(set_field("notes", value="x")), False, M),
+        Verdict("unknown_field_in_a_file", manifest_edit(set_field("files", 0, "mode", value=420)), False, M),
+        Verdict(
+            "unknown_field_in_a_module", manifest_edit(set_field("modules", 0, "flags", value=[])), False, M
+        ),
+        Verdict(
+            "unknown_field_in_a_binding", manifest_edit(set_field("bindings", 0, "unit", value="m")), False, M
+        ),
+        Verdict(
+            "unknown_field_in_toolchain", manifest_edit(set_field("toolchain", "clang", value="14")), False, M
+        ),
+        Verdict(
+            "unknown_field_in_a_sass_entry",
+            manifest_edit(
+                set_field("modules", 0, "sass", value=[{"arch": "sm_90", "size": 1, "sha256": D, "x": 1}])
+            ),
+            False,
+            M,
+        ),
+        Verdict("module_without_hash", manifest_edit(without("modules", 0, "hash")), False, M),
+        Verdict("module_without_source_key", manifest_edit(without("modules", 0, "source")), False, M),
+        Verdict("module_without_ptx_key", manifest_edit(without("modules", 0, "ptx")), False, M),
+        Verdict("module_without_sass_key", manifest_edit(without("modules", 0, "sass")), False, M),
+        Verdict("toolchain_without_nvrtc_ptx", manifest_edit(without("toolchain", "nvrtc_ptx")), False, M),
+        Verdict("manifest_without_ptx_min_driver", manifest_edit(without("ptx_min_driver")), False, M),
+        Verdict(
+            "binary_kind_unknown",
+            manifest_edit(set_field("modules", 0, "binary_kind", value="elf")),
+            False,
+            M,
+        ),
+        Verdict("device_unknown", manifest_edit(set_field("device", value="tpu")), False, M),
+        Verdict(
+            "schema_of_another_version",
+            manifest_edit(set_field("schema", value="rules_warp.manifest/3")),
+            False,
+            M,
+        ),
+        Verdict("format_version_string", manifest_edit(set_field("format_version", value="18")), False, M),
+        Verdict(
+            "format_version_float",
+            manifest_bytes(replace_once(b'"format_version": 18', b'"format_version": 18.0')),
+            False,
+            M,
+        ),
+        Verdict("chunk_bytes_4095", manifest_edit(set_field("chunk_bytes", value=4095)), False, M),
+        Verdict(
+            "file_size_float", manifest_bytes(replace_once(b'"size": 5007', b'"size": 5007.0')), False, M
+        ),
+        Verdict(
+            "file_size_exponent", manifest_bytes(replace_once(b'"size": 5007', b'"size": 5.007e3')), False, M
+        ),
+        Verdict("file_size_true", manifest_edit(set_field("files", 0, "size", value=True)), False, M),
+        Verdict("file_size_negative", manifest_edit(set_field("files", 0, "size", value=-1)), False, M),
+        Verdict("file_size_2_to_the_63", manifest_edit(set_field("files", 0, "size", value=2**63)), False, M),
+        Verdict(
+            "file_size_2_to_the_64_minus_1",
+            manifest_edit(set_field("files", 0, "size", value=2**64 - 1)),
+            False,
+            M,
+        ),
+        Verdict(
+            "file_size_past_the_end", manifest_edit(set_field("files", 0, "size", value=5008)), False, WRP
+        ),
+        Verdict(
+            "file_sha256_uppercase", manifest_edit(set_field("files", 0, "sha256", value="A" * 64)), False, M
+        ),
+        Verdict(
+            "file_sha256_of_63_digits",
+            manifest_edit(set_field("files", 0, "sha256", value="0" * 63)),
+            False,
+            M,
+        ),
+        Verdict(
+            "chunk_digest_for_a_one_piece_file",
+            manifest_edit(set_field("files", 0, "chunk_sha256", value=[D])),
+            False,
+            M,
+        ),
+        Verdict(
+            "whole_sha256_wrong_chunks_right",
+            then(
+                rewrite_listed(WRP, lambda d: d, chunk_bytes=4096),
+                manifest_edit(set_field("files", 0, "sha256", value=D)),
+            ),
+            False,
+            WRP,
+        ),
+        Verdict(
+            "chunk_digest_wrong",
+            then(
+                rewrite_listed(WRP, lambda d: d, chunk_bytes=4096),
+                manifest_edit(set_field("files", 0, "chunk_sha256", 1, value=D)),
+            ),
+            False,
+            WRP,
+        ),
+        Verdict("region_boolean", manifest_edit(set_field("bindings", 0, "region", value=True)), False, M),
+        Verdict("shape_negative", manifest_edit(set_field("bindings", 0, "shape", value=[-1])), False, M),
+        Verdict(
+            "shape_float",
+            manifest_bytes(replace_once(b'"shape": [\n    1\n   ]', b'"shape": [\n    1.0\n   ]')),
+            False,
+            M,
+        ),
+        Verdict(
+            "direction_unknown", manifest_edit(set_field("bindings", 0, "direction", value="both")), False, M
+        ),
+        Verdict(
+            "dtype_bytes_zero", manifest_edit(set_field("bindings", 0, "dtype_bytes", value=0)), False, M
+        ),
+        Verdict("no_bindings_but_goldens", manifest_edit(set_field("bindings", value=[])), False, G),
+        Verdict("manifest_an_array", manifest_bytes(lambda d: b"[]\n"), False, M),
+        Verdict("manifest_empty", manifest_bytes(lambda d: b""), False, M),
+        Verdict("manifest_trailing_garbage", manifest_bytes(lambda d: d + b"x"), False, M),
+        Verdict("manifest_byte_order_mark", manifest_bytes(lambda d: b"\xef\xbb\xbf" + d), False, M),
+        Verdict("manifest_utf16", manifest_bytes(lambda d: d.decode().encode("utf-16")), False, M),
+        Verdict(
+            "nesting_of_65_in_an_unknown_field",
+            manifest_bytes(replace_once(pdriver, pdriver + b', "zz": ' + nested(64))),
+            False,
+            M,
+        ),
+        Verdict(
+            "nesting_of_129_in_an_unknown_field",
+            manifest_bytes(replace_once(pdriver, pdriver + b', "zz": ' + nested(128))),
+            False,
+            M,
+        ),
+        Verdict(
+            "escaped_nul_in_a_binding_name",
+            manifest_edit(set_field("bindings", 0, "name", value="e\0")),
+            False,
+            G,
+        ),
+        # The .wrp must be what the manifest says it is (Python parses it at verify; C++ through Warp at load).
+        Verdict("wrp_truncated_and_rehashed", rewrite_listed(WRP, lambda d: d[:4000]), False, WRP),
+        Verdict("wrp_of_zeros_rehashed", rewrite_listed(WRP, lambda d: bytes(len(d))), False, WRP),
+        Verdict(
+            "binding_size_differs_from_the_wrp",
+            manifest_edit(set_field("bindings", 1, "bytes", value=780)),
+            False,
+            M,
+        ),
+        # Region numbers are labels (C++ cannot see them through Warp): both judge the aliasing.
+        Verdict(
+            "binding_region_renumbered", manifest_edit(set_field("bindings", 1, "region", value=7)), True
+        ),
+        Verdict(
+            "bindings_aliased_that_the_wrp_keeps_apart",
+            manifest_edit(set_field("bindings", 1, "region", value=2)),
+            False,
+            M,
+        ),
+        Verdict(
+            "binding_the_wrp_lacks", manifest_edit(set_field("bindings", 1, "name", value="w")), False, M
+        ),
+        # golden.json: outside the content hash, judged by the schema and the manifest.
+        Verdict("golden_unknown_field", golden_edit(set_field("seed", value=1)), False, G),
+        Verdict(
+            "golden_entry_unknown_field", golden_edit(set_field("golden", 0, "unit", value="m")), False, G
+        ),
+        Verdict("golden_without_golden_device", golden_edit(without("golden_device")), False, G),
+        Verdict("golden_without_label", golden_edit(without("label")), False, G),
+        Verdict("golden_entry_without_rtol", golden_edit(without("golden", 0, "rtol")), False, G),
+        Verdict("golden_device_unknown", golden_edit(set_field("golden_device", value="tpu")), False, G),
+        Verdict("golden_atol_string", golden_edit(set_field("golden", 0, "atol", value="1e-6")), False, G),
+        Verdict("golden_atol_negative", golden_edit(set_field("golden", 0, "atol", value=-1.0)), False, G),
+        Verdict(
+            "golden_atol_without_rtol", golden_edit(set_field("golden", 0, "rtol", value=None)), False, G
+        ),
+        Verdict("golden_atol_true", golden_edit(set_field("golden", 0, "atol", value=True)), False, G),
+        Verdict(
+            "golden_name_not_a_binding", golden_edit(set_field("golden", 0, "name", value="q")), False, G
+        ),
+        Verdict(
+            "golden_of_an_input_binding", golden_edit(set_field("golden", 1, "name", value="v")), False, G
+        ),
+        Verdict("golden_bytes_wrong", golden_edit(set_field("golden", 0, "bytes", value=5)), False, G),
+        Verdict("golden_label_number", golden_edit(set_field("label", value=7)), False, G),
+        Verdict("golden_name_with_a_slash", golden_edit(set_field("name", value="a/b")), False, G),
+        Verdict(
+            "golden_content_hash_uppercase",
+            golden_edit(lambda raw: raw.update(content_hash=raw["content_hash"].upper())),
+            False,
+            G,
+        ),
+        Verdict(
+            "golden_schema_of_another_version",
+            golden_edit(set_field("schema", value="rules_warp.golden/2")),
+            False,
+            G,
+        ),
+        Verdict("golden_list_empty", golden_edit(set_field("golden", value=[])), False, "golden/"),
+        Verdict("golden_an_array", golden_bytes(lambda d: b"[]"), False, G),
+        Verdict("golden_byte_order_mark", golden_bytes(lambda d: b"\xef\xbb\xbf" + d), False, G),
+        # Beside the bundle: the content-hash file.
+        Verdict("hash_file_empty", write_hash_file(""), False, H),
+        Verdict(
+            "hash_file_uppercase", lambda b: write_hash_file((b.parent / H).read_text().upper())(b), False, H
+        ),
+        Verdict("hash_file_of_another_bundle", write_hash_file(f"{D}  {NAME}/manifest.json\n"), False, M),
+        # What lies in the directory.
+        Verdict("hidden_extra_file", lambda b: (b / ".DS_Store").write_bytes(b"\0"), False, ".DS_Store"),
+        Verdict(
+            "extra_file_in_golden_dir",
+            lambda b: (b / "golden" / "y.bin").write_bytes(b"\0"),
+            False,
+            "golden/y.bin",
+        ),
+        # Tars: entry kinds a reader must not extract or follow.
+        Verdict("tar_symlink_entry", as_tar(("symlink", f"{NAME}/link", "/etc/passwd")), False, "link"),
+        Verdict("tar_hardlink_entry", as_tar(("hardlink", f"{NAME}/link", f"{NAME}/{WRP}")), False, "link"),
+        Verdict("tar_dot_component", as_tar(("file", f"{NAME}/./notes.txt", b"x")), False, "notes.txt"),
+        Verdict(
+            "tar_unknown_manifest_field",
+            then(manifest_edit(set_field("notes", value="x")), as_tar()),
+            False,
+            M,
+        ),
+        Verdict(
+            "tar_golden_unknown_field", then(golden_edit(set_field("seed", value=1)), as_tar()), False, G
+        ),
+        # CUDA manifests: PTX and SASS records.
+        Verdict("cuda_good", lambda b: None, True, cuda=True),
+        Verdict(
+            "cuda_ptx_without_nvrtc_version",
+            manifest_edit(without("modules", 0, "ptx", "nvrtc_version")),
+            False,
+            M,
+            cuda=True,
+        ),
+        Verdict(
+            "cuda_ptx_unknown_field",
+            manifest_edit(set_field("modules", 0, "ptx", "sm", value=90)),
+            False,
+            M,
+            cuda=True,
+        ),
+        Verdict(
+            "cuda_sass_entry_unknown_field",
+            manifest_edit(set_field("modules", 0, "sass", 0, "x", value=1)),
+            False,
+            M,
+            cuda=True,
+        ),
+        Verdict(
+            "cuda_sass_size_string",
+            manifest_edit(set_field("modules", 0, "sass", 0, "size", value="1")),
+            False,
+            M,
+            cuda=True,
+        ),
+        Verdict(
+            "cuda_ptx_min_driver_float",
+            manifest_edit(set_field("ptx_min_driver", value=13.0)),
+            False,
+            M,
+            cuda=True,
+        ),
+    ]
+    return cases
+
+
+PARITY_CASES = _parity_cases()
