@@ -359,6 +359,23 @@ void Graph::Impl::CheckBindings(const Manifest& manifest) const {
                   " in manifest.json; fix: " + rebuild_hint);
     }
   }
+  // The modules: each kernel's is one the manifest lists (and verified), and each listed one has a kernel.
+  std::set<std::string> warp_modules;
+  for (int i = 0, n = wp_apic_get_num_kernels(graph.get()); i < n; ++i) {
+    if (const char* hash = wp_apic_get_kernel_module_hash(graph.get(), i)) warp_modules.insert(hash);
+  }
+  std::set<std::string> manifest_modules;
+  for (const ModuleRecord& module : manifest.modules) manifest_modules.insert(module.hash);
+  if (warp_modules != manifest_modules) {
+    auto join = [](const std::set<std::string>& hashes) {
+      std::string out;
+      for (const std::string& h : hashes) out += (out.empty() ? "" : ", ") + h.substr(0, 16);
+      return out.empty() ? std::string("(none)") : out;
+    };
+    throw Error(title + ": the .wrp's kernels use modules {" + join(warp_modules) +
+                "} but manifest.json lists {" + join(manifest_modules) +
+                "} (by module hash); fix: " + rebuild_hint);
+  }
   // Which names alias one allocation. Region numbers are the capture's labels, which Warp does not expose:
   // what the manifest and the .wrp must agree on is the aliasing, seen here as the names whose parameter
   // memory is one (wrpkg.verify compares the same partition). Empty regions have no memory to compare.

@@ -11,12 +11,14 @@
 #   bazel build //runtime:particles_cpu_wrp_dir //runtime:particles_cpu_wrp_tar
 #   tools/fuzz/run.sh --seed-dir bazel-bin/runtime/particles_cpu_wrp \
 #     --seed-tar bazel-bin/runtime/particles_cpu_wrp.tar \
-#     --json-header "$(bazel info output_base)/external/wrp_nlohmann_json/usr/include/nlohmann/json.hpp" \
+#     --include-root-of "$(bazel info output_base)/external/wrp_nlohmann_json/usr/include/nlohmann/json.hpp" \
+#     --include-root-of "$(bazel info output_base)/external/wrp_valijson/usr/include/valijson/validator.hpp" \
+#     --include-root-of bazel-bin/runtime/manifest_schemas.h \
 #     --runs 1000000 --work /tmp/wrp-fuzz
 # A finding leaves crash-* (the input) in the work dir and exits non-zero.
 set -euo pipefail
 
-seconds="" runs="" seed_dir="" seed_tar="" work="" json_header=""
+seconds="" runs="" seed_dir="" seed_tar="" work="" include_roots=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
@@ -24,12 +26,14 @@ while [ $# -gt 0 ]; do
     --seed-dir) seed_dir=$2; shift 2 ;;
     --seed-tar) seed_tar=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
-    --json-header) json_header=$2; shift 2 ;;
+    # The include root two levels above a header: nlohmann/json.hpp, valijson/validator.hpp, and (outside
+    # Bazel) the generated runtime/manifest_schemas.h in bazel-bin.
+    --include-root-of) include_roots+=("$(cd "$(dirname "$2")/.." && pwd)"); shift 2 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-if [ -z "$seed_dir" ] || [ -z "$seed_tar" ] || [ -z "$json_header" ] || { [ -z "$seconds" ] && [ -z "$runs" ]; }; then
-  echo "usage: run.sh --seed-dir BUNDLE_DIR --seed-tar BUNDLE.tar --json-header .../nlohmann/json.hpp (--seconds N | --runs N) [--work DIR]" >&2
+if [ -z "$seed_dir" ] || [ -z "$seed_tar" ] || [ "${#include_roots[@]}" -eq 0 ] || { [ -z "$seconds" ] && [ -z "$runs" ]; }; then
+  echo "usage: run.sh --seed-dir BUNDLE_DIR --seed-tar BUNDLE.tar --include-root-of HEADER... (--seconds N | --runs N) [--work DIR]" >&2
   exit 2
 fi
 here=$(cd "$(dirname "$0")" && pwd)
@@ -44,9 +48,9 @@ fi
 work=${work:-$(mktemp -d "${TEST_TMPDIR:-/tmp}/wrp-fuzz.XXXXXX")}
 mkdir -p "$work/obj"
 
-# The runtime's JSON parser (@wrp_nlohmann_json): its include root is two levels above json.hpp.
-json_include=$(cd "$(dirname "$json_header")/.." && pwd)
-flags=(-std=c++17 -O1 -gline-tables-only -I"$repo" -isystem "$json_include" -fsanitize=address,undefined -fno-sanitize-recover=undefined
+isystem=()
+for root in "${include_roots[@]}"; do isystem+=(-isystem "$root"); done
+flags=(-std=c++17 -O1 -gline-tables-only -I"$repo" "${isystem[@]}" -fsanitize=address,undefined -fno-sanitize-recover=undefined
   -fno-omit-frame-pointer)
 objs=()
 for src in buffer bundle json manifest sha256 ustar; do
