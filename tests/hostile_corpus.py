@@ -321,6 +321,9 @@ class Verdict:
     valid: bool
     file: str = ""  # a refusal must name it (both readers)
     cuda: bool = False  # made from GOOD_CUDA_DIR
+    # C++ refuses it only at load, through Warp, which loads a CUDA graph only on a GPU: the C++ verdict is
+    # held by //tests:validity_parity_gpu_test (tagged gpu); the CPU test holds Python's.
+    gpu_load: bool = False
 
 
 D = "0" * 64
@@ -431,6 +434,30 @@ def as_tar(*extra: tuple[str, str, bytes | str | None]) -> Callable[[Path], Path
         return out
 
     return mutate
+
+
+def grow_binding_and_its_golden(index: int, extra: int) -> Callable[[Path], None]:
+    """Binding `index` recorded `extra` bytes larger, its golden output padded to match: the manifests agree
+    with each other and with every file, and only the .wrp says otherwise."""
+
+    def mutate(bundle: Path) -> None:
+        manifest_edit(
+            lambda raw: raw["bindings"][index].update(bytes=raw["bindings"][index]["bytes"] + extra)
+        )(bundle)
+        golden = json.loads((bundle / "golden.json").read_bytes())
+        name = json.loads((bundle / "manifest.json").read_bytes())["bindings"][index]["name"]
+        entry = next(g for g in golden["golden"] if g["name"] == name)
+        data = (bundle / entry["file"]).read_bytes() + bytes(extra)
+        (bundle / entry["file"]).write_bytes(data)
+        entry.update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+        _write_canonical(bundle / "golden.json", golden)
+
+    return mutate
+
+
+CUDA_WRP = (
+    json.loads((GOOD_CUDA_DIR / "manifest.json").read_bytes())["wrp"] if GOOD_CUDA_DIR.is_dir() else "sim.wrp"
+)
 
 
 def _parity_cases() -> list[Verdict]:
@@ -714,7 +741,14 @@ def _parity_cases() -> list[Verdict]:
             M,
             cuda=True,
         ),
-    ]
+        Verdict("cuda_good_loaded", lambda b: None, True, cuda=True, gpu_load=True),
+        Verdict("cuda_wrp_truncated_and_rehashed", rewrite_listed(CUDA_WRP, lambda d: d[: len(d) // 2]),
+                False, CUDA_WRP, cuda=True, gpu_load=True),
+        Verdict("cuda_binding_size_differs_from_the_wrp", grow_binding_and_its_golden(0, 16),
+                False, M, cuda=True, gpu_load=True),
+        Verdict("cuda_module_hash_differs_from_the_wrp",
+                manifest_edit(set_field("modules", 0, "hash", value="cd" * 32)), False, M, cuda=True, gpu_load=True),
+    ]  # fmt: skip
     return cases
 
 

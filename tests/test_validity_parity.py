@@ -88,7 +88,7 @@ CPU_DIR = Path(os.environ["WRP_GOOD_BUNDLE_DIR"]).resolve()
 
 
 def _judge(
-    case, bundle_arg: str, cwd: Path | None, tar: bool, load: bool
+    case, bundle_arg: str, cwd: Path | None, tar: bool, load: str | None
 ) -> tuple[tuple[bool, str], tuple[bool, str]]:
     """(Python's verdict, C++'s verdict) on one bundle, each (accepted, message)."""
     before = os.getcwd()
@@ -102,17 +102,21 @@ def _judge(
             python = (False, str(exc))
     finally:
         os.chdir(before)
-    # The C++ verdict covers the load too: it checks the manifest against the .wrp through Warp (a CPU
-    # bundle loads here; Python checks the same at verify).
-    cmd = [VERIFY_BUNDLE, *(["--tar"] if tar else []), *(["--load-cpu"] if load else []), bundle_arg]
+    # The C++ verdict covers a load too (`load`: the device): it checks the manifest against the .wrp
+    # through Warp, which Python checks at verify by parsing the .wrp.
+    cmd = [VERIFY_BUNDLE, *(["--tar"] if tar else []), *(["--load", load] if load else []), bundle_arg]
     proc = subprocess.run(
-        cmd, cwd=cwd, capture_output=True, text=True, errors="backslashreplace", timeout=60, check=False
+        cmd, cwd=cwd, capture_output=True, text=True, errors="backslashreplace", timeout=120, check=False
     )
     assert proc.returncode == 0, f"{case.name}: verify_bundle exited {proc.returncode}: {proc.stderr[-2000:]}"
     return python, (proc.stdout.startswith("ok"), proc.stdout.strip())
 
 
 HOSTILE = [*CASES, *PARITY_CASES]
+# //tests:validity_parity_gpu_test (tagged gpu) sets WRP_PARITY_CUDA_DEVICE and runs the cases only a GPU load
+# judges in C++; this (CPU) test runs the others, and holds Python's verdict on those.
+CUDA_DEVICE = os.environ.get("WRP_PARITY_CUDA_DEVICE")
+JUDGED_HERE = [c for c in HOSTILE if getattr(c, "gpu_load", False) == bool(CUDA_DEVICE)]
 
 
 def test_the_parity_corpus_has_100_refusals_of_its_own():
@@ -123,19 +127,30 @@ def test_the_parity_corpus_has_100_refusals_of_its_own():
     assert sum(getattr(c, "valid", False) for c in HOSTILE) >= 8  # and what both must accept
 
 
-@pytest.mark.parametrize("case", HOSTILE, ids=[c.name for c in HOSTILE])
-def test_both_readers_give_the_expected_verdict(case, tmp_path):
+def _made(case, tmp_path: Path) -> tuple[str, Path | None, bool]:
+    """The case's bundle in tmp_path: (argument as the case spells it, working directory, is a tar)."""
     cuda = getattr(case, "cuda", False)
     if cuda and not GOOD_CUDA_DIR.is_dir():
         pytest.fail("WRP_GOOD_CUDA_BUNDLE_DIR is not set: the CUDA cases need a CUDA bundle")
     bundle = copy_good(tmp_path, GOOD_CUDA_DIR if cuda else CPU_DIR)
     judged = case.mutate(bundle)
-    tar = isinstance(judged, Path)
+    if isinstance(judged, Path):
+        return str(judged), None, True
     spelling = getattr(case.mutate, "spelling", "DIR")
-    cwd = bundle if spelling == "." else None
-    arg = str(judged) if tar else ("." if spelling == "." else spelling.replace("DIR", str(bundle)))
+    if spelling == ".":
+        return ".", bundle, False
+    return spelling.replace("DIR", str(bundle)), None, False
+
+
+@pytest.mark.parametrize("case", JUDGED_HERE, ids=[c.name for c in JUDGED_HERE])
+def test_both_readers_give_the_expected_verdict(case, tmp_path):
+    arg, cwd, tar = _made(case, tmp_path)
+    cuda = getattr(case, "cuda", False)
+    load = None if tar else (CUDA_DEVICE if cuda else "cpu")
+    if cuda and not CUDA_DEVICE:
+        load = None  # a CUDA graph loads only on a GPU; these cases are refused before any load
+    python, cpp = _judge(case, arg, cwd, tar, load)
     expected = getattr(case, "valid", False)
-    python, cpp = _judge(case, arg, cwd, tar, load=not cuda and not tar)
     verdict = {True: "ok", False: "reject"}
     assert (python[0], cpp[0]) == (expected, expected), (
         f"expected {verdict[expected]}: Python {verdict[python[0]]} ({python[1] or 'ok'}), "
@@ -144,3 +159,20 @@ def test_both_readers_give_the_expected_verdict(case, tmp_path):
     if not expected and case.file:
         assert case.file in python[1], python[1]
         assert case.file in cpp[1], cpp[1]
+
+
+GPU_LOAD_CASES = [c for c in PARITY_CASES if c.gpu_load]
+
+if not CUDA_DEVICE:  # on a GPU runner, test_both_readers_give_the_expected_verdict judges these
+
+    @pytest.mark.parametrize("case", GPU_LOAD_CASES, ids=[c.name for c in GPU_LOAD_CASES])
+    def test_python_verdict_on_what_only_a_gpu_load_shows_in_cpp(case, tmp_path):
+        arg, cwd, tar = _made(case, tmp_path)
+        try:
+            verify_bundle(arg)
+            python = (True, "")
+        except WrpError as exc:
+            python = (False, str(exc))
+        assert python[0] == case.valid, python[1]
+        if not case.valid:
+            assert case.file in python[1], python[1]

@@ -1,7 +1,7 @@
 // Prints the C++ runtime's verdict on a bundle, for tests/test_validity_parity.py to hold against
-// wrpkg.verify:   verify_bundle [--load-cpu] DIR   |   verify_bundle --tar FILE
-// --load-cpu: after verifying, load the (CPU) bundle through Warp, which checks the manifest against the
-// .wrp: what wrpkg.verify checks by parsing the .wrp itself.
+// wrpkg.verify:   verify_bundle [--load DEVICE] DIR   |   verify_bundle --tar FILE
+// --load DEVICE ("cpu", "cuda:0"): after verifying, load the bundle there through Warp, which checks the
+// manifest against the .wrp: what wrpkg.verify checks by parsing the .wrp itself.
 // Output: "ok" or "reject: <message>" (exit 0 either way; 2 for bad usage). Anything but a wrp::Error
 // (std::bad_alloc, say) is a fault of the reader, not a verdict: "ERROR: <what>" on stderr, exit 2.
 #include <cstdint>
@@ -16,9 +16,9 @@
 
 int main(int argc, char** argv) {
   const bool tar = argc == 3 && std::string(argv[1]) == "--tar";
-  const bool load = argc == 3 && std::string(argv[1]) == "--load-cpu";
+  const bool load = argc == 4 && std::string(argv[1]) == "--load";
   if (argc != 2 && !tar && !load) {
-    std::fprintf(stderr, "usage: verify_bundle [--load-cpu] DIR | verify_bundle --tar FILE\n");
+    std::fprintf(stderr, "usage: verify_bundle [--load DEVICE] DIR | verify_bundle --tar FILE\n");
     return 2;
   }
   try {
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
       wrp::Bundle::FromTar(bytes.data(), bytes.size(), argv[2], options);
     } else {
       wrp::Bundle bundle = wrp::Bundle::OpenDirectory(argv[argc - 1], options);
-      if (load) wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"));
+      if (load) wrp::Graph::Load(bundle, wrp::Device::Parse(argv[2]));
     }
     std::printf("ok\n");
   } catch (const wrp::Error& e) {
