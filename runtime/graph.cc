@@ -6,6 +6,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -175,6 +176,26 @@ struct VerifiedInputs {
   std::string modules_prefix;
   std::map<std::string, ByteView> module_files;
 };
+
+// The .wrp's header (Warp's own APICFileHeader) against the manifest: the format version and the device.
+// Warp reads both when it loads, but checks neither against the manifest, which the runtime trusts for them.
+void CheckWrpHeader(const Bundle& bundle, const std::string& title, const std::string& rebuild_hint) {
+  const Manifest& manifest = bundle.manifest();
+  const ByteView wrp = bundle.File(manifest.wrp);
+  APICFileHeader header;
+  if (wrp.size < sizeof header || std::memcmp(wrp.data, APIC_MAGIC, 4) != 0) {
+    throw Error(title + ": " + bundle.Describe(manifest.wrp) + " is not a .wrp file (no " + APIC_MAGIC +
+                " header); fix: " + rebuild_hint);
+  }
+  std::memcpy(&header, wrp.data, sizeof header);
+  const char* device = header.device_type == APIC_DEVICE_CPU ? "cpu" : "cuda";
+  if (header.version != static_cast<uint64_t>(manifest.format_version) || manifest.device != device) {
+    throw Error(title + ": " + bundle.Describe(manifest.wrp) + " is format " +
+                std::to_string(header.version) + " for " + device + ", but manifest.json says format " +
+                std::to_string(manifest.format_version) + " for " + manifest.device +
+                "; fix: " + rebuild_hint);
+  }
+}
 
 VerifiedInputs GatherInputs(const Bundle& bundle) {
   const Manifest& manifest = bundle.manifest();
@@ -359,13 +380,25 @@ void Graph::Impl::CheckBindings(const Manifest& manifest) const {
                   " in manifest.json; fix: " + rebuild_hint);
     }
   }
-  // The modules: each kernel's is one the manifest lists (and verified), and each listed one has a kernel.
+  // The modules: each kernel's is one the manifest lists (and verified), under the binary the manifest names
+  // for it, and each listed one has a kernel.
+  std::map<std::string, const ModuleRecord*> listed;
+  for (const ModuleRecord& module : manifest.modules) listed.emplace(module.hash, &module);
+  const std::string modules_dir = manifest.wrp.substr(0, manifest.wrp.size() - 4) + "_modules/";
   std::set<std::string> warp_modules;
   for (int i = 0, n = wp_apic_get_num_kernels(graph.get()); i < n; ++i) {
-    if (const char* hash = wp_apic_get_kernel_module_hash(graph.get(), i)) warp_modules.insert(hash);
+    const char* hash = wp_apic_get_kernel_module_hash(graph.get(), i);
+    if (!hash) continue;
+    warp_modules.insert(hash);
+    const char* filename = wp_apic_get_kernel_module_binary_filename(graph.get(), i);
+    auto module = listed.find(hash);
+    if (module != listed.end() && filename && module->second->binary != modules_dir + filename) {
+      throw Error(title + ": the .wrp's module " + module->second->name + " is " + modules_dir + filename +
+                  " but manifest.json names " + module->second->binary + "; fix: " + rebuild_hint);
+    }
   }
   std::set<std::string> manifest_modules;
-  for (const ModuleRecord& module : manifest.modules) manifest_modules.insert(module.hash);
+  for (const auto& [hash, module] : listed) manifest_modules.insert(hash);
   if (warp_modules != manifest_modules) {
     auto join = [](const std::set<std::string>& hashes) {
       std::string out;
@@ -428,6 +461,7 @@ Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions&
                 ", not a directory; fix: load it from memory (LoadOptions::Source::kMemory)");
   }
   impl->load_source = from_directory ? "directory" : "memory";
+  CheckWrpHeader(bundle, impl->title, impl->rebuild_hint);
   clock.Mark("checks");
 
   if (device.is_cpu()) {

@@ -105,9 +105,10 @@ class ManifestReader {
   }
 
   uint64_t Size(const Value& object, const std::string& key, const std::string& path) const {
-    std::optional<uint64_t> size = json::AsUint64(Require(object, key, path));
-    if (!size) Fail(path + key, "expected a non-negative integer");
-    return *size;
+    // Below 2^63, as wrpkg's sizes: no file, region or offset comes near it.
+    std::optional<int64_t> size = json::AsInt64(Require(object, key, path));
+    if (!size || *size < 0) Fail(path + key, "expected a non-negative integer");
+    return static_cast<uint64_t>(*size);
   }
 
   std::vector<uint64_t> Sizes(const Value& object, const std::string& key, const std::string& path) const {
@@ -182,7 +183,8 @@ class ManifestReader {
   }
 
   void CheckRelativePath(const std::string& value, const std::string& field) const {
-    bool ok = !value.empty() && value[0] != '/' && value.find('\\') == std::string::npos;
+    bool ok = !value.empty() && value[0] != '/' && value.find('\\') == std::string::npos &&
+              value.find('\0') == std::string::npos;
     size_t start = 0;
     while (ok && start <= value.size()) {
       size_t end = value.find('/', start);
@@ -317,8 +319,11 @@ class ManifestReader {
         Fail(field, "\"" + path + "\" is not listed in \"files\", so it cannot be verified");
     };
     require_listed(m.wrp, "wrp");
+    std::set<std::string> module_hashes;
     ForEachObject(root, "modules", "", [&](const Value& item, const std::string& p) {
       m.modules.push_back(ReadModule(item, p, require_listed));
+      if (!module_hashes.insert(m.modules.back().hash).second)
+        Fail(p + "hash", "module \"" + m.modules.back().hash + "\" is listed twice");
     });
     std::set<std::string> binding_names;
     ForEachObject(root, "bindings", "", [&](const Value& item, const std::string& p) {

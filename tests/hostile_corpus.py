@@ -243,7 +243,7 @@ CASES = [
     # 63 arrays make 64: inside the limit, so the value is refused for its type instead.
     Hostile("nesting_of_64_is_parsed",
             manifest_bytes(replace_once(b'"ptx_min_driver": null', b'"ptx_min_driver": ' + nested(63))),
-            "manifest.json", 'field "ptx_min_driver": expected null, a CUDA version string or an integer'),
+            "manifest.json", 'field "ptx_min_driver": expected null, a CUDA version such as "13.4", or an integer'),
     Hostile("invalid_utf8", manifest_bytes(replace_once(b'"device": "cpu"', b'"device": "cp\xff"')),
             "manifest.json", "invalid UTF-8 at byte"),
     Hostile("lone_surrogate", manifest_bytes(replace_once(b'"warp": "1.19.0"', b'"warp": "\\ud800"')),

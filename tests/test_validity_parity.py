@@ -5,6 +5,7 @@ verdict the policy expects (docs/security.md)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -108,7 +109,9 @@ def _judge(
     proc = subprocess.run(
         cmd, cwd=cwd, capture_output=True, text=True, errors="backslashreplace", timeout=120, check=False
     )
-    assert proc.returncode == 0, f"{case.name}: verify_bundle exited {proc.returncode}: {proc.stderr[-2000:]}"
+    assert proc.returncode == 0, (
+        f"{getattr(case, 'name', bundle_arg)}: verify_bundle exited {proc.returncode}: {proc.stderr[-2000:]}"
+    )
     return python, (proc.stdout.startswith("ok"), proc.stdout.strip())
 
 
@@ -176,3 +179,68 @@ if not CUDA_DEVICE:  # on a GPU runner, test_both_readers_give_the_expected_verd
         assert python[0] == case.valid, python[1]
         if not case.valid:
             assert case.file in python[1], python[1]
+
+
+# --- differential: random edits of both manifests, one verdict -----------------------------------------------
+
+EDITS = int(os.environ.get("WRP_PARITY_EDITS", "200"))
+SEED = 20261202
+_VALUES = [None, True, False, 0, -1, 1, 7, 2**63 - 1, 2**63, 2**64 - 1, 0.5, -0.0, 1e300, "", "x", "sim.wrp",
+           "../x", "/etc/passwd", "a\u00e9", "\u0000", "0" * 64, [], [1], {}, {"k": 1}]  # fmt: skip
+
+
+def _paths(value, prefix=()):
+    """Every (path, value) inside a parsed JSON value, the root included."""
+    yield prefix, value
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in items:
+        yield from _paths(child, (*prefix, key))
+
+
+def _random_edit(raw, rng) -> str:
+    """Changes `raw` in place in one random way; returns what it did."""
+    path, target = rng.choice(list(_paths(raw)))
+    op = rng.choice(["replace", "replace", "delete", "add", "nudge", "duplicate"])
+    parent = raw
+    for key in path[:-1]:
+        parent = parent[key]
+    if op == "replace" and path:
+        parent[path[-1]] = rng.choice(_VALUES)
+    elif op == "delete" and path:
+        del parent[path[-1]]
+    elif op == "add" and isinstance(target, dict):
+        target[rng.choice(["extra", "name", "size", "path"])] = rng.choice(_VALUES)
+    elif op == "nudge" and isinstance(target, int) and not isinstance(target, bool) and path:
+        parent[path[-1]] = target + rng.choice([-1, 1])
+    elif op == "duplicate" and isinstance(target, list) and target:
+        target.append(rng.choice(target))
+    else:
+        return "nothing"
+    return f"{op} {'/'.join(map(str, path)) or '(root)'}"
+
+
+def test_random_edits_get_one_verdict(tmp_path):
+    """EDITS random structural edits of manifest.json or golden.json (written canonically, content hash
+    redone), each judged by both readers (C++ loading CPU bundles through Warp): the verdicts must agree."""
+    import json
+    import random
+
+    from bundle_corpus import _rehash, _write_canonical
+
+    rng = random.Random(SEED)
+    disagreements, refused = [], 0
+    for i in range(EDITS):
+        bundle = copy_good(tmp_path / str(i), CPU_DIR)
+        file_name = rng.choice(["manifest.json", "golden.json"])
+        raw = json.loads((bundle / file_name).read_bytes())
+        what = _random_edit(raw, rng)
+        _write_canonical(bundle / file_name, raw)
+        if file_name == "manifest.json":  # golden.json is outside the content hash
+            _rehash(bundle)
+        python, cpp = _judge(None, str(bundle), None, False, "cpu")
+        refused += not python[0]
+        if python[0] != cpp[0]:
+            disagreements.append(f"{file_name}: {what}: Python {python[1] or 'ok'} / C++ {cpp[1]}")
+        shutil.rmtree(tmp_path / str(i))
+    assert not disagreements, "\n".join(disagreements)
+    assert refused >= EDITS // 2  # the edits do break bundles

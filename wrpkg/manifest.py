@@ -416,7 +416,7 @@ class _Fields:
 
     def size(self, obj: dict, key: str, prefix: str) -> int:
         value = self.get(obj, key, prefix)
-        if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        if not _is_size(value):
             self.fail(prefix + key, f"expected a non-negative integer, got {json.dumps(value)[:40]}")
         return value
 
@@ -470,6 +470,18 @@ def _check_schema(raw: dict, path, file_name: str) -> None:
         ) from exc
 
 
+def _is_cuda_version(text: str) -> bool:
+    """ "13.4": the form runtime/manifest.cc's DriverVersion reads (1 to 3 digits, a dot, 1 or 2 digits)."""
+    major, dot, minor = text.partition(".")
+    return (
+        bool(dot)
+        and 1 <= len(major) <= 3
+        and 1 <= len(minor) <= 2
+        and (major + minor).isascii()
+        and (major + minor).isdigit()
+    )
+
+
 def _is_sha256_hex(text: str) -> bool:
     return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
 
@@ -500,9 +512,12 @@ def _check_manifest_fields(raw: dict, path) -> None:
             f.fail(field_name, f'{json.dumps(rel)} is not listed in "files", so it cannot be verified')
 
     require_listed(raw["wrp"], "wrp")
+    module_hashes = set()
     for item, p in f.objects(raw, "modules", ""):
         f.string(item, "name", p)
-        f.string(item, "hash", p)
+        if f.string(item, "hash", p) in module_hashes:
+            f.fail(p + "hash", f"module {json.dumps(item['hash'])} is listed twice")
+        module_hashes.add(item["hash"])
         require_listed(f.relpath(item, "binary", p), p + "binary")
         f.string(item, "binary_kind", p)
         source = f.relpath(item, "source", p, nullable=True)
@@ -552,13 +567,11 @@ def _check_manifest_fields(raw: dict, path) -> None:
         if key in toolchain:
             f.string(toolchain, key, "toolchain.", nullable=True)
     driver = f.get(raw, "ptx_min_driver", "")
-    if not (
-        driver is None
-        or isinstance(driver, str)
-        or (isinstance(driver, int) and not isinstance(driver, bool))
-    ):
+    if not (driver is None or _is_size(driver) or (isinstance(driver, str) and _is_cuda_version(driver))):
         f.fail(
-            "ptx_min_driver", f"expected null, a CUDA version string or an integer, got {_json_type(driver)}"
+            "ptx_min_driver",
+            f'expected null, a CUDA version such as "13.4", or an integer such as 13040, got '
+            f"{json.dumps(driver)[:40]}",
         )
     _check_schema(raw, path, MANIFEST_NAME)
 
