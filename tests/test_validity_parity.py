@@ -220,8 +220,10 @@ def _random_edit(raw, rng) -> str:
 
 
 def test_random_edits_get_one_verdict(tmp_path):
-    """EDITS random structural edits of manifest.json or golden.json (written canonically, content hash
-    redone), each judged by both readers (C++ loading CPU bundles through Warp): the verdicts must agree."""
+    """EDITS random edits of manifest.json or golden.json, each judged by both readers (C++ loading CPU
+    bundles through Warp) with the content hash redone: two in three structural (a field deleted, added,
+    retyped, nudged, duplicated; written canonically), one in three a byte flipped, inserted or deleted.
+    The verdicts must agree."""
     import json
     import random
 
@@ -232,9 +234,23 @@ def test_random_edits_get_one_verdict(tmp_path):
     for i in range(EDITS):
         bundle = copy_good(tmp_path / str(i), CPU_DIR)
         file_name = rng.choice(["manifest.json", "golden.json"])
-        raw = json.loads((bundle / file_name).read_bytes())
-        what = _random_edit(raw, rng)
-        _write_canonical(bundle / file_name, raw)
+        if i % 3 == 2:  # the bytes: what the JSON parsers must judge alike
+            data = bytearray((bundle / file_name).read_bytes())
+            at = rng.randrange(len(data))
+            byte = rng.choice(b'{}[]",:\\ 0123456789.eE-+tfnu\x00\x7f\xc3\xa9\xff\xef\xbb\xbf')
+            op = rng.choice(["flip", "insert", "delete"])
+            if op == "flip":
+                data[at] = byte
+            elif op == "insert":
+                data.insert(at, byte)
+            else:
+                del data[at]
+            what = f"{op} byte {at} ({byte:#04x})"
+            (bundle / file_name).write_bytes(bytes(data))
+        else:
+            raw = json.loads((bundle / file_name).read_bytes())
+            what = _random_edit(raw, rng)
+            _write_canonical(bundle / file_name, raw)
         if file_name == "manifest.json":  # golden.json is outside the content hash
             _rehash(bundle)
         python, cpp = _judge(None, str(bundle), None, False, "cpu")
