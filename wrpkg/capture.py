@@ -330,8 +330,11 @@ def capture(
     cache_dir: str | os.PathLike | None = None,
     mode: str = "gpu",
     cuda_arch: int | None = None,
+    trace_lines: bool = True,
 ) -> CaptureResult:
-    """Runs the capture script and writes the raw capture directory (see the module doc)."""
+    """Runs the capture script and writes the raw capture directory (see the module doc).
+    `trace_lines=False` (retarget mode) records faster but raises retarget.LinesNotTraced where a
+    refusal would name the script line of an operation that is no launch (run() runs it again)."""
     script = Path(script)
     out_dir = Path(out_dir)
     target = _target_name(label, script)
@@ -357,7 +360,9 @@ def capture(
         f"{out_dir} was left as it was",
         "run the capture again",
     ) as tmp_dir:
-        result = _capture_into(script, device, tmp_dir, stem, label, cache_dir, target, mode, cuda_arch)
+        result = _capture_into(
+            script, device, tmp_dir, stem, label, cache_dir, target, mode, cuda_arch, trace_lines
+        )
         atomic.publish_dir(tmp_dir, out_dir)
     result.out_dir = out_dir
     result.wrp_path = out_dir / f"{stem}.wrp"
@@ -366,7 +371,7 @@ def capture(
 
 
 def _capture_into(
-    script, device_name, work, stem, label, cache_dir, target, mode, cuda_arch
+    script, device_name, work, stem, label, cache_dir, target, mode, cuda_arch, trace_lines
 ) -> CaptureResult:
     import warp as wp  # noqa: PLC0415 - only the tools that need Warp import it
 
@@ -387,7 +392,7 @@ def _capture_into(
     spec, bindings = _build_spec(wp, script, device, target, build_watch)
 
     if mode == "retarget":
-        recorder = retarget.RetargetRecorder(user_dirs=user_dirs, target=target)
+        recorder = retarget.RetargetRecorder(user_dirs=user_dirs, target=target, trace_lines=trace_lines)
     else:
         recorder = LaunchRecorder(target=target)
     crash_watch.phase(f"step() under capture on {device.alias}")
@@ -639,16 +644,22 @@ def run(args) -> int:
     if crash_watch.in_child():
         crash_watch.start_child()
     crash_watch.phase("starting Warp")
-    result = capture(
-        args.script,
-        args.device,
-        args.out_dir,
-        args.stem,
-        args.label,
-        args.cache_dir,
-        mode=args.mode,
-        cuda_arch=args.cuda_arch,
-    )
+    from wrpkg import retarget  # noqa: PLC0415 - imports Warp
+
+    try:
+        result = capture(
+            args.script,
+            args.device,
+            args.out_dir,
+            args.stem,
+            args.label,
+            args.cache_dir,
+            mode=args.mode,
+            cuda_arch=args.cuda_arch,
+            trace_lines=crash_watch.trace_lines(),
+        )
+    except retarget.LinesNotTraced:
+        return crash_watch.RETRY_TRACED  # the watching parent runs it again, tracing
     outputs = ", ".join(sorted(result.golden))
     print(f"captured {result.wrp_path} ({result.info['device']}); golden outputs: {outputs}")
     return 0

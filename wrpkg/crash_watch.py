@@ -21,6 +21,11 @@ from pathlib import Path
 from wrpkg import atomic
 
 _CHILD = "WRPKG_CRASH_WATCH_DIR"
+# A retarget capture traces the script's lines only when asked (the trace slows every Python call of
+# the step about twofold): a child whose refusal needs a line it did not trace exits with RETRY_TRACED,
+# and run_watched runs it again with this set (wrpkg.retarget.LinesNotTraced).
+_TRACE_LINES = "WRPKG_TRACE_SCRIPT_LINES"
+RETRY_TRACED = 75
 # The watched child's crash report, open for the life of the process: faulthandler writes to
 # it from the signal handler.
 _report = None
@@ -29,6 +34,12 @@ _report = None
 def in_child() -> bool:
     """True in the watched process."""
     return bool(os.environ.get(_CHILD))
+
+
+def trace_lines() -> bool:
+    """Whether this capture traces the script's lines: outside a watched child always (nothing would
+    run it again), in one only when run again for a refusal's line."""
+    return not in_child() or bool(os.environ.get(_TRACE_LINES))
 
 
 def start_child() -> None:
@@ -57,6 +68,11 @@ def run_watched(module: str, argv: list[str], target: str, out_dir: Path) -> int
     with tempfile.TemporaryDirectory(prefix="wrpkg-crash-watch-") as folder:
         env = dict(os.environ, **{_CHILD: folder})
         returncode = subprocess.run([sys.executable, "-m", module, *argv], env=env, check=False).returncode
+        if returncode == RETRY_TRACED:
+            env[_TRACE_LINES] = "1"
+            returncode = subprocess.run(
+                [sys.executable, "-m", module, *argv], env=env, check=False
+            ).returncode
         if returncode >= 0:
             return returncode
         phases = _read(Path(folder) / "phase.txt").splitlines()

@@ -19,15 +19,30 @@ from dataclasses import dataclass, field
 from wrpkg import warp_internals
 from wrpkg.step_guard import StepGuard
 
+# (user_dirs, code filename) -> whether the file is the capture script's. A retarget capture asks
+# on every Python call its step makes (wrpkg.retarget's line tracer) and every launch: realpath's
+# system calls, there, made the step's Python run 40 times slower.
+_USER_FILE: dict[tuple[tuple[str, ...], str], bool] = {}
+
+
+def is_user_file(user_dirs: tuple[str, ...], filename: str) -> bool:
+    """Whether `filename` lies in one of `user_dirs`, in either spelling (Bazel's sandbox reaches the
+    script through a symlink)."""
+    key = (user_dirs, filename)
+    known = _USER_FILE.get(key)
+    if known is None:
+        known = _USER_FILE[key] = os.path.abspath(filename).startswith(user_dirs) or os.path.realpath(
+            filename
+        ).startswith(user_dirs)
+    return known
+
 
 def script_line(user_dirs: tuple[str, ...], frame) -> str | None:
     """ "script.py:42" of the first frame, from `frame` outward, whose file is in one of
-    `user_dirs` (either spelling: Bazel's sandbox reaches the script through a symlink)."""
+    `user_dirs`."""
     while frame is not None:
         filename = frame.f_code.co_filename
-        if os.path.abspath(filename).startswith(user_dirs) or os.path.realpath(filename).startswith(
-            user_dirs
-        ):
+        if is_user_file(user_dirs, filename):
             return f"{os.path.basename(filename)}:{frame.f_lineno}"
         frame = frame.f_back
     return None

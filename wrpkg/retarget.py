@@ -39,7 +39,7 @@ from pathlib import Path
 
 from wrpkg import warp_internals, wrpformat
 from wrpkg.errors import CaptureError
-from wrpkg.launch_recorder import LaunchRecorder, script_line
+from wrpkg.launch_recorder import LaunchRecorder, is_user_file, script_line
 
 # Warp's CUDA default when a launch gives no positive block_dim (context.py
 # _resolve_launch_block_dim, and wp_cuda_launch_kernel in warp.cu).
@@ -66,6 +66,11 @@ REFUSED = (
 
 class RetargetError(CaptureError):
     """A captured operation has no CUDA form known with certainty."""
+
+
+class LinesNotTraced(CaptureError):
+    """A refusal names the script line of an operation no launch made, which only a capture that traced
+    the script's lines knows (RetargetRecorder.trace_lines): run it again with tracing."""
 
 
 @dataclass
@@ -98,6 +103,10 @@ class RetargetRecorder(LaunchRecorder):
     """
 
     user_dirs: tuple[str, ...] = ()
+    # Trace the script's lines as operations are recorded (for where_op): a trace function slows every
+    # Python call of the step about twofold, so a watched capture runs without it, and again with it
+    # only when a refusal needs a line (wrpkg.crash_watch.RETRY_TRACED).
+    trace_lines: bool = True
     calls: list[LaunchCall] = field(default_factory=list)
     lines: list[_LineMark] = field(default_factory=list)
     _tiled_block_dim: list = field(default_factory=list)
@@ -110,9 +119,7 @@ class RetargetRecorder(LaunchRecorder):
     # --- where in the script --------------------------------------------------------------
 
     def _is_user_file(self, filename: str) -> bool:
-        path = os.path.abspath(filename)
-        real = os.path.realpath(filename)
-        return any(path.startswith(d) or real.startswith(d) for d in self.user_dirs)
+        return is_user_file(self.user_dirs, filename)
 
     def _where(self) -> str:
         return script_line(self.user_dirs, sys._getframe(1)) or (
@@ -121,6 +128,10 @@ class RetargetRecorder(LaunchRecorder):
 
     def where_op(self, index: int) -> str:
         """The script line that was running when top-level operation `index` was recorded."""
+        if not self.trace_lines:
+            raise LinesNotTraced(
+                f"{self.target}: operation {index} is refused; its line needs a traced capture"
+            )
         found = "an unknown line"
         for mark in self.lines:
             if mark.op_count <= index:
@@ -253,6 +264,9 @@ class RetargetRecorder(LaunchRecorder):
     @contextlib.contextmanager
     def _tracing(self):
         """Marks which script line is running as operations are recorded (`where_op`)."""
+        if not self.trace_lines:
+            yield
+            return
         recorder = self
         capture = self.capture
 
