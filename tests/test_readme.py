@@ -62,6 +62,8 @@ ELSEWHERE = {
     "(it times wrpkg.load's steps on a CUDA bundle): run by hand",
     "python3 tools/bench/build_bench.py --out /tmp/out/build.json": "times clean and incremental builds "
     "(many minutes): run by hand",
+    "python tools/bench/retarget_bench.py": "captures models/cloth.py and steps of 1k to 100k launches in both "
+    "modes, fresh kernel caches (many minutes): run by hand",
     "file bazel-out/k8-fastbuildaarch64/bin/examples/deploy/deploy_recorded": "CI: //tests/aarch64 runs the "
     "aarch64 deploy_recorded under qemu (an x86_64 binary would not start there)",
     "LD_LIBRARY_PATH=.../warp/bin ./deploy_recorded": "on the aarch64 device, with its warp.so: run by hand; "

@@ -426,8 +426,8 @@ def _capture_into(
         arch = cuda_arch or retarget.DEFAULT_CUDA_ARCH
         crash_watch.phase(f"retargeting to sm_{arch}")
         paths = source_paths.relocate(wp, script.parent)
-        retarget.retarget(wrp_path, modules_dir, recorder, arch)
-        source_paths.canonicalize_sources(wrp_path, modules_dir, paths, target)
+        written = retarget.retarget(wrp_path, modules_dir, recorder, arch)
+        source_paths.canonicalize_sources(wrp_path, modules_dir, paths, target, written)
         info = _retarget_versions(wp, arch)
         computed = build_watch.computed_state({**spec.inputs, **spec.outputs}, recorder.array_ptrs)
         if computed:

@@ -400,8 +400,9 @@ def _build_cuda_module(
 
 def retarget(
     wrp_path: Path, modules_dir: Path, recorder: RetargetRecorder, arch: int = DEFAULT_CUDA_ARCH
-) -> None:
-    """Rewrites the CPU capture `wrp_path` (+ `modules_dir`) into the CUDA capture for `arch`."""
+) -> wrpformat.WrpFile:
+    """Rewrites the CPU capture `wrp_path` (+ `modules_dir`) into the CUDA capture for `arch`;
+    returns it as written, read back (the file Warp's loader will parse)."""
     cpu = wrpformat.read_wrp(wrp_path)
     if cpu.is_cuda:
         raise CaptureError(f"{recorder.target}: {wrp_path} is already a CUDA capture")
@@ -494,8 +495,8 @@ def retarget(
     cpu.header.device_type = wrpformat.DeviceType.CUDA
     cpu.header.target_arch = arch
     wrpformat.write_wrp(cpu, wrp_path)
-    # The result must be a file Warp's loader accepts.
-    wrpformat.read_wrp(wrp_path)
+    # The result must be a file Warp's loader accepts (what is read back is what later steps use).
+    return wrpformat.read_wrp(wrp_path)
 
 
 # ---------------------------------------------------------------------------------------

@@ -138,12 +138,18 @@ def _absolute_left(text: str, needles: list[str]) -> str | None:
 
 
 def canonicalize_sources(
-    wrp_path: str | os.PathLike, modules_dir: str | os.PathLike, paths: dict[str, str], target: str
+    wrp_path: str | os.PathLike,
+    modules_dir: str | os.PathLike,
+    paths: dict[str, str],
+    target: str,
+    wrp: wrpformat.WrpFile | None = None,
 ) -> list[str]:
     """Rewrites absolute source paths in a saved capture's retained sources (see the module
-    doc); returns the names of the rewritten files. Raises CaptureError when one is left."""
+    doc); returns the names of the rewritten files. Raises CaptureError when one is left.
+    `wrp`: the capture as parsed already (the file is then not read again)."""
     wrp_path, modules_dir = Path(wrp_path), Path(modules_dir)
-    wrp = wrpformat.read_wrp(wrp_path)
+    if wrp is None:
+        wrp = wrpformat.read_wrp(wrp_path)
     needles = _machine_paths(paths)
     rewritten = []
     for module in wrp.metadata.modules:
