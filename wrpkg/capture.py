@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wrpkg import atomic, build_launches, crash_watch, warp_internals
+from wrpkg import atomic, build_launches, crash_watch, warp_internals, wrpformat
 from wrpkg.build_launches import BuildLaunchWatch
 from wrpkg.errors import CaptureError
 from wrpkg.golden import as_tolerance, compare
@@ -412,9 +412,12 @@ def _capture_into(
 
     wrp_path = work / f"{stem}.wrp"
     modules_dir = work / f"{stem}_modules"
+    # Parsed once here: canonicalize_sources rewrites it in place (and the file when it must), and a
+    # retarget reads it from here (a .wrp of many launches costs seconds to parse in Python).
+    saved = wrpformat.read_wrp(wrp_path) if modules_dir.exists() or mode == "retarget" else None
     if modules_dir.exists():
         source_paths.canonicalize_sources(
-            wrp_path, modules_dir, source_paths.relocate(wp, script.parent), target
+            wrp_path, modules_dir, source_paths.relocate(wp, script.parent), target, saved
         )
     crash_watch.phase(f"golden replay of the saved {wrp_path.name}")
     golden_files, golden_records = _replay_golden(
@@ -426,7 +429,7 @@ def _capture_into(
         arch = cuda_arch or retarget.DEFAULT_CUDA_ARCH
         crash_watch.phase(f"retargeting to sm_{arch}")
         paths = source_paths.relocate(wp, script.parent)
-        written = retarget.retarget(wrp_path, modules_dir, recorder, arch)
+        written = retarget.retarget(wrp_path, modules_dir, recorder, arch, saved)
         source_paths.canonicalize_sources(wrp_path, modules_dir, paths, target, written)
         info = _retarget_versions(wp, arch)
         computed = build_watch.computed_state({**spec.inputs, **spec.outputs}, recorder.array_ptrs)

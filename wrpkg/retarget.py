@@ -206,7 +206,7 @@ class RetargetRecorder(LaunchRecorder):
             # launch_tiled appended the CPU's lane count (1); CUDA runs block_dim lanes.
             cuda_dim = (*cpu_dim[:-1], cuda_block_dim) if tiled_block_dim is not None else cpu_dim
             cpu_shape, cpu_size = _bounds(cpu_dim, kernel)
-            shape, size = _bounds(cuda_dim, kernel)
+            shape, size = (cpu_shape, cpu_size) if cuda_dim == cpu_dim else _bounds(cuda_dim, kernel)
             recorder.calls.append(
                 LaunchCall(
                     before,
@@ -399,11 +399,17 @@ def _build_cuda_module(
 
 
 def retarget(
-    wrp_path: Path, modules_dir: Path, recorder: RetargetRecorder, arch: int = DEFAULT_CUDA_ARCH
+    wrp_path: Path,
+    modules_dir: Path,
+    recorder: RetargetRecorder,
+    arch: int = DEFAULT_CUDA_ARCH,
+    cpu: wrpformat.WrpFile | None = None,
 ) -> wrpformat.WrpFile:
     """Rewrites the CPU capture `wrp_path` (+ `modules_dir`) into the CUDA capture for `arch`;
-    returns it as written, read back (the file Warp's loader will parse)."""
-    cpu = wrpformat.read_wrp(wrp_path)
+    returns it as written, read back (the file Warp's loader will parse). `cpu`: the CPU capture as
+    parsed already (the file is then not read again)."""
+    if cpu is None:
+        cpu = wrpformat.read_wrp(wrp_path)
     if cpu.is_cuda:
         raise CaptureError(f"{recorder.target}: {wrp_path} is already a CUDA capture")
     calls = {call.op_index: call for call in recorder.calls}

@@ -11,6 +11,7 @@ against Warp CHECKED_WARP_VERSION; `check_assumptions()` (run by
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 
@@ -54,8 +55,10 @@ NATIVE_CALLS = (
 )
 
 
+@functools.cache
 def private(module: str):
-    """`warp._src.<module>`, e.g. private("context")."""
+    """`warp._src.<module>`, e.g. private("context"). Cached: a retarget capture asks several times a
+    launch, and import_module takes the import lock each time."""
     return importlib.import_module(f"warp._src.{module}")
 
 
