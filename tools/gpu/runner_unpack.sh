@@ -63,6 +63,17 @@ copy_checkout() {
   say "checkout copied to $root/work/rules_warp"
 }
 
+add_debian_packages() {
+  # The .deb files the C++ build downloads (third_party/debian): a pack made before they were pinned
+  # lacks them, and the runner is offline. Carry them in .gpucarry/debs
+  # (third_party/debian/fetch.py .gpucarry/debs); the repository rule checks each sha256.
+  local deb
+  for deb in "$repo"/.gpucarry/debs/*.deb; do
+    [ -f "$deb" ] && cp "$deb" "$root/opt/wheelhouse/" && say "added $(basename "$deb") to the wheelhouse"
+  done
+  return 0
+}
+
 install() {
   stash_pieces
   local missing
@@ -84,9 +95,11 @@ install() {
     rm -rf "$root/opt/wheelhouse.packed"
     cp "$stash/SHA256SUMS" "$root/.runnerpack.sha256sums"
     say "wheelhouse rebuilt: $(ls "$root/opt/wheelhouse" | wc -l) wheels"
+    add_debian_packages
     return
   fi
   copy_checkout
+  add_debian_packages
 }
 
 case "${1:-}" in
