@@ -131,7 +131,7 @@ struct Graph::Impl {
   // Load's steps, one decision each.
   void LoadCuda(const Bundle& bundle, const LoadOptions& options, bool from_directory, PhaseClock* clock);
   void LoadCpu(const Bundle& bundle, bool from_directory, PhaseClock* clock);
-  void CheckBindings(const Manifest& manifest) const;
+  void CheckAgainstWrp(const Manifest& manifest) const;
 
   void CheckSize(const char* verb, const BindingRecord& binding, size_t size) const {
     if (size != binding.bytes) {
@@ -197,11 +197,16 @@ void CheckWrpHeader(const Bundle& bundle, const std::string& title, const std::s
   }
 }
 
+// "<stem>_modules/": where the .wrp's module records name their binaries (Warp's capture_save layout).
+std::string ModulesPrefix(const Manifest& manifest) {
+  const std::string& wrp = manifest.wrp;
+  return wrp.substr(0, wrp.size() - (wrp.size() > 4 ? 4 : 0)) + "_modules/";
+}
+
 VerifiedInputs GatherInputs(const Bundle& bundle) {
   const Manifest& manifest = bundle.manifest();
   VerifiedInputs inputs;
-  const std::string stem = manifest.wrp.substr(0, manifest.wrp.size() - (manifest.wrp.size() > 4 ? 4 : 0));
-  inputs.modules_prefix = stem + "_modules/";
+  inputs.modules_prefix = ModulesPrefix(manifest);
   inputs.wrp = bundle.File(manifest.wrp);
   for (const FileRecord& record : manifest.files) {
     if (record.path.compare(0, inputs.modules_prefix.size(), inputs.modules_prefix) == 0) {
@@ -353,9 +358,9 @@ void Graph::Impl::LoadCpu(const Bundle& bundle, bool from_directory, PhaseClock*
   clock->Mark("cpu kernels");
 }
 
-// The manifest and the .wrp must agree on every binding's name and capacity: SetParam/GetParam check sizes
-// against the manifest before Warp is called.
-void Graph::Impl::CheckBindings(const Manifest& manifest) const {
+// The manifest and the .wrp must agree: every binding's name and capacity (SetParam/GetParam check sizes
+// against the manifest before Warp is called), the modules, and which bindings alias one allocation.
+void Graph::Impl::CheckAgainstWrp(const Manifest& manifest) const {
   // wp_apic_get_num_params counts a name bound as both input and output twice, so compare name sets.
   std::set<std::string> warp_names;
   for (int i = 0, n = wp_apic_get_num_params(graph.get()); i < n; ++i) {
@@ -384,7 +389,7 @@ void Graph::Impl::CheckBindings(const Manifest& manifest) const {
   // for it, and each listed one has a kernel.
   std::map<std::string, const ModuleRecord*> listed;
   for (const ModuleRecord& module : manifest.modules) listed.emplace(module.hash, &module);
-  const std::string modules_dir = manifest.wrp.substr(0, manifest.wrp.size() - 4) + "_modules/";
+  const std::string modules_dir = ModulesPrefix(manifest);
   std::set<std::string> warp_modules;
   for (int i = 0, n = wp_apic_get_num_kernels(graph.get()); i < n; ++i) {
     const char* hash = wp_apic_get_kernel_module_hash(graph.get(), i);
@@ -469,7 +474,7 @@ Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions&
   } else {
     impl->LoadCuda(bundle, options, from_directory, &clock);
   }
-  impl->CheckBindings(manifest);
+  impl->CheckAgainstWrp(manifest);
   clock.Mark("bindings");
   return Graph(std::move(impl));
 }

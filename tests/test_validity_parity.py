@@ -11,35 +11,53 @@ from pathlib import Path
 
 import pytest
 from bundle_corpus import make_corpus
-from hostile_corpus import CASES, GOOD_CUDA_DIR, PARITY_CASES, copy_good
+from hostile_corpus import CASES, GOOD_CUDA_DIR, GOOD_DIR, GOOD_TAR, PARITY_CASES, copy_good
 
 from wrpkg.errors import WrpError
 from wrpkg.verify import verify_bundle, verify_tar
 
-RUNFILES = Path(os.environ.get("TEST_SRCDIR", ".")) / "rules_warp"
 VERIFY_BUNDLE = os.path.abspath(os.environ["WRP_VERIFY_BUNDLE"])  # some cases run from inside the bundle
-GOOD_DIR = Path(os.environ["WRP_GOOD_BUNDLE_DIR"])
-GOOD_TAR = Path(os.environ["WRP_GOOD_BUNDLE_TAR"])
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    return make_corpus(GOOD_DIR.resolve(), GOOD_TAR, tmp_path_factory.mktemp("corpus"))
+    return make_corpus(GOOD_DIR, GOOD_TAR, tmp_path_factory.mktemp("corpus"))
 
 
-def python_verdict(case) -> tuple[bool, str]:
+def python_verdict_on(bundle: str, tar: bool = False, cwd: Path | None = None) -> tuple[bool, str]:
+    """wrpkg.verify's verdict on `bundle` (run from `cwd`): (accepted, message)."""
+    before = os.getcwd()
     try:
-        verify_tar(case.path) if case.kind == "tar" else verify_bundle(case.path)
+        if cwd is not None:
+            os.chdir(cwd)
+        verify_tar(bundle) if tar else verify_bundle(bundle)
     except WrpError as exc:
         return False, str(exc)
+    finally:
+        os.chdir(before)
     return True, ""
 
 
-def cpp_verdict(case) -> tuple[bool, str]:
-    cmd = [VERIFY_BUNDLE, "--tar", str(case.path)] if case.kind == "tar" else [VERIFY_BUNDLE, str(case.path)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
-    assert proc.returncode == 0, proc.stderr
+def cpp_verdict_on(
+    bundle: str, tar: bool = False, cwd: Path | None = None, load: str | None = None
+) -> tuple[bool, str]:
+    """The C++ runtime's verdict on `bundle` (run from `cwd`): (accepted, message). `load`: also load it on
+    that device, through Warp, which checks the manifest against the .wrp (as wrpkg.verify does by parsing
+    the .wrp)."""
+    cmd = [VERIFY_BUNDLE, *(["--tar"] if tar else []), *(["--load", load] if load else []), bundle]
+    proc = subprocess.run(
+        cmd, cwd=cwd, capture_output=True, text=True, errors="backslashreplace", timeout=120, check=False
+    )
+    assert proc.returncode == 0, f"{bundle}: verify_bundle exited {proc.returncode}: {proc.stderr[-2000:]}"
     return proc.stdout.startswith("ok"), proc.stdout.strip()
+
+
+def python_verdict(case) -> tuple[bool, str]:
+    return python_verdict_on(str(case.path), case.kind == "tar")
+
+
+def cpp_verdict(case) -> tuple[bool, str]:
+    return cpp_verdict_on(str(case.path), case.kind == "tar")
 
 
 def test_the_corpus_is_complete(corpus):
@@ -85,36 +103,6 @@ def test_rejections_name_the_file(corpus):
 
 # --- every hostile case, through both readers ---------------------------------------------------------------
 
-CPU_DIR = Path(os.environ["WRP_GOOD_BUNDLE_DIR"]).resolve()
-
-
-def _judge(
-    case, bundle_arg: str, cwd: Path | None, tar: bool, load: str | None
-) -> tuple[tuple[bool, str], tuple[bool, str]]:
-    """(Python's verdict, C++'s verdict) on one bundle, each (accepted, message)."""
-    before = os.getcwd()
-    try:
-        if cwd is not None:
-            os.chdir(cwd)
-        try:
-            verify_tar(bundle_arg) if tar else verify_bundle(bundle_arg)
-            python = (True, "")
-        except WrpError as exc:
-            python = (False, str(exc))
-    finally:
-        os.chdir(before)
-    # The C++ verdict covers a load too (`load`: the device): it checks the manifest against the .wrp
-    # through Warp, which Python checks at verify by parsing the .wrp.
-    cmd = [VERIFY_BUNDLE, *(["--tar"] if tar else []), *(["--load", load] if load else []), bundle_arg]
-    proc = subprocess.run(
-        cmd, cwd=cwd, capture_output=True, text=True, errors="backslashreplace", timeout=120, check=False
-    )
-    assert proc.returncode == 0, (
-        f"{getattr(case, 'name', bundle_arg)}: verify_bundle exited {proc.returncode}: {proc.stderr[-2000:]}"
-    )
-    return python, (proc.stdout.startswith("ok"), proc.stdout.strip())
-
-
 HOSTILE = [*CASES, *PARITY_CASES]
 # //tests:validity_parity_gpu_test (tagged gpu) sets WRP_PARITY_CUDA_DEVICE and runs the cases only a GPU load
 # judges in C++; this (CPU) test runs the others, and holds Python's verdict on those.
@@ -135,7 +123,7 @@ def _made(case, tmp_path: Path) -> tuple[str, Path | None, bool]:
     cuda = getattr(case, "cuda", False)
     if cuda and not GOOD_CUDA_DIR.is_dir():
         pytest.fail("WRP_GOOD_CUDA_BUNDLE_DIR is not set: the CUDA cases need a CUDA bundle")
-    bundle = copy_good(tmp_path, GOOD_CUDA_DIR if cuda else CPU_DIR)
+    bundle = copy_good(tmp_path, GOOD_CUDA_DIR if cuda else GOOD_DIR)
     judged = case.mutate(bundle)
     if isinstance(judged, Path):
         return str(judged), None, True
@@ -152,7 +140,7 @@ def test_both_readers_give_the_expected_verdict(case, tmp_path):
     load = None if tar else (CUDA_DEVICE if cuda else "cpu")
     if cuda and not CUDA_DEVICE:
         load = None  # a CUDA graph loads only on a GPU; these cases are refused before any load
-    python, cpp = _judge(case, arg, cwd, tar, load)
+    python, cpp = python_verdict_on(arg, tar, cwd), cpp_verdict_on(arg, tar, cwd, load)
     expected = getattr(case, "valid", False)
     verdict = {True: "ok", False: "reject"}
     assert (python[0], cpp[0]) == (expected, expected), (
@@ -171,11 +159,7 @@ if not CUDA_DEVICE:  # on a GPU runner, test_both_readers_give_the_expected_verd
     @pytest.mark.parametrize("case", GPU_LOAD_CASES, ids=[c.name for c in GPU_LOAD_CASES])
     def test_python_verdict_on_what_only_a_gpu_load_shows_in_cpp(case, tmp_path):
         arg, cwd, tar = _made(case, tmp_path)
-        try:
-            verify_bundle(arg)
-            python = (True, "")
-        except WrpError as exc:
-            python = (False, str(exc))
+        python = python_verdict_on(arg, tar, cwd)
         assert python[0] == case.valid, python[1]
         if not case.valid:
             assert case.file in python[1], python[1]
@@ -232,7 +216,7 @@ def test_random_edits_get_one_verdict(tmp_path):
     rng = random.Random(SEED)
     disagreements, refused = [], 0
     for i in range(EDITS):
-        bundle = copy_good(tmp_path / str(i), CPU_DIR)
+        bundle = copy_good(tmp_path / str(i), GOOD_DIR)
         file_name = rng.choice(["manifest.json", "golden.json"])
         if i % 3 == 2:  # the bytes: what the JSON parsers must judge alike
             data = bytearray((bundle / file_name).read_bytes())
@@ -253,7 +237,7 @@ def test_random_edits_get_one_verdict(tmp_path):
             _write_canonical(bundle / file_name, raw)
         if file_name == "manifest.json":  # golden.json is outside the content hash
             _rehash(bundle)
-        python, cpp = _judge(None, str(bundle), None, False, "cpu")
+        python, cpp = python_verdict_on(str(bundle)), cpp_verdict_on(str(bundle), load="cpu")
         refused += not python[0]
         if python[0] != cpp[0]:
             disagreements.append(f"{file_name}: {what}: Python {python[1] or 'ok'} / C++ {cpp[1]}")

@@ -414,7 +414,7 @@ def _capture_into(
     modules_dir = work / f"{stem}_modules"
     # Parsed once here: canonicalize_sources rewrites it in place (and the file when it must), and a
     # retarget reads it from here (a .wrp of many launches costs seconds to parse in Python).
-    saved = wrpformat.read_wrp(wrp_path) if modules_dir.exists() or mode == "retarget" else None
+    saved = wrpformat.read_wrp(wrp_path) if modules_dir.exists() else None
     if modules_dir.exists():
         source_paths.canonicalize_sources(
             wrp_path, modules_dir, source_paths.relocate(wp, script.parent), target, saved

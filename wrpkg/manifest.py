@@ -18,7 +18,7 @@ import hashlib
 import json
 import math
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
@@ -656,32 +656,16 @@ def from_json_bytes(
             f"{path}: not a valid {MANIFEST_SCHEMA} manifest: missing or unexpected field {exc}",
             fix="rebuild the bundle's wrp_artifact target; do not edit manifest.json by hand",
         ) from exc
-    _require(manifest.device in ("cpu", "cuda"), path, f"device is {manifest.device!r}")
+    # Fields, types, enums and unknown keys were checked (_check_manifest_fields and the schema): what
+    # is left is how fields relate.
     for b in manifest.bindings:
-        _require(b.direction in DIRECTIONS, path, f"binding {b.name!r} has direction {b.direction!r}")
-        _require(_is_size(b.bytes), path, f"binding {b.name!r} has size {b.bytes!r}")
         problem = binding_layout_problem(b)
         _require(problem is None, path, f"binding {b.name!r}: {problem}")
-    # Field names, not to_dict(): asdict deep-copies the whole manifest, a cost every load paid.
-    extra = sorted(set(raw) - {f.name for f in fields(Manifest)} - set(_TEST_FIELDS))
-    _require(not extra, path, f"unexpected fields {extra}")
-    _require(
-        _is_size(manifest.chunk_bytes) and manifest.chunk_bytes >= 4096,
-        path,
-        f"chunk_bytes is {manifest.chunk_bytes!r}",
-    )
+    _require(manifest.chunk_bytes >= 4096, path, f"chunk_bytes is {manifest.chunk_bytes!r}")
     seen_paths = set()
     for f in manifest.files:
-        _require(
-            isinstance(f.path, str) and _is_safe_relpath(f.path), path, f"file path {f.path!r} is not safe"
-        )
         _require(f.path not in seen_paths, path, f"file path {f.path!r} is listed twice")
         seen_paths.add(f.path)
-        _require(
-            isinstance(f.size, int) and not isinstance(f.size, bool) and 0 <= f.size < 2**64,
-            path,
-            f"file {f.path!r} has size {f.size!r}",
-        )
         _require(
             isinstance(f.chunk_sha256, list)
             and len(f.chunk_sha256) == chunk_count(f.size, manifest.chunk_bytes)

@@ -20,9 +20,16 @@ MIRROR = "https://deb.debian.org/debian/pool"
 
 
 def pins() -> list[tuple[str, str, str]]:
-    found = re.findall(r'file = "([^"]+)",\s*pool = "([^"]+)",\s*sha256 = "([0-9a-f]{64})"', PINS.read_text())
-    if not found:
-        raise SystemExit(f"fetch.py: no package pins (file, pool, sha256) found in {PINS}")
+    text = PINS.read_text()
+    found = re.findall(r'file = "([^"]+)",\s*pool = "([^"]+)",\s*sha256 = "([0-9a-f]{64})"', text)
+    # Each DEBIAN_PACKAGES entry is one struct(file, pool, sha256, build_file): a pin the pattern
+    # misses (its fields reordered, say) must be an error here, not a package left out offline.
+    entries = text.count(": struct(")
+    if not found or len(found) != entries:
+        raise SystemExit(
+            f"fetch.py: read {len(found)} package pins (file, pool, sha256, in that order) of the "
+            f"{entries} entries of DEBIAN_PACKAGES in {PINS}"
+        )
     return found
 
 
