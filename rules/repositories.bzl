@@ -15,6 +15,7 @@ network, rules_warp_offline_stand_ins() comes first.
 load("//third_party/debian:repositories.bzl", "wrp_debian_packages")
 load("//toolchains:repository_exec.bzl", "execute_or_fail")
 load("//toolchains/python:repositories.bzl", "wrp_python_venv")
+load("//toolchains/containers:repositories.bzl", "wrp_runner_image")
 
 def _run_json(rctx, args, what):
     return json.decode(execute_or_fail(rctx, args, what, timeout = 600))
@@ -115,6 +116,8 @@ def rules_warp_dependencies(
     """
     wrp_debian_packages()
     existing = native.existing_rules()
+    if "wrp_runner_image" not in existing:
+        wrp_runner_image(name = "wrp_runner_image")
     if venv_name not in existing:
         wrp_python_venv(
             name = venv_name,

@@ -12,7 +12,8 @@
 #     toolchains/containers/build_image.sh [--no-docker] [--no-xz] [--include PKG,...] [OUT]
 # --include adds Debian packages (tools/gpu/runner_pack.sh adds the tools the test suite
 # calls, for `bazel test //...` inside the root filesystem).
-# The digest the build platforms use is recorded in toolchains/containers/image.bzl;
+# The digest the build platforms use is recorded in toolchains/containers/image.bzl
+# (--repo_env=WRP_RUNNER_IMAGE_ID=... names another: toolchains/containers/repositories.bzl);
 # this script says when the image it built differs from it.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)

