@@ -255,9 +255,10 @@ def pid_of(state: State, name: str) -> int | None:
     path = state.path("run", f"{name}.pid")
     try:
         pid = int(open(path).read())
-        os.kill(pid, 0)
-        return pid
-    except (OSError, ValueError):
+        # A zombie (where nothing reaps the detached processes) is dead too.
+        with open(f"/proc/{pid}/stat") as f:
+            return None if f.read().rsplit(")", 1)[1].split()[0] == "Z" else pid
+    except (OSError, ValueError, IndexError):
         return None
 
 
@@ -403,15 +404,39 @@ def gpu_devices() -> list[str]:
     return sorted(p for p in glob.glob("/dev/nvidia[0-9]*") if p[len("/dev/nvidia"):].isdigit())
 
 
-def write_bazelrc(state: State, config: dict, image_id: str) -> str:
+def start_client_proxy(state: State, config: dict, server: str) -> int:
+    """nginx carrying this machine's Bazel calls to the server over TLS (client-proxy.nginx.conf.in says why)."""
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not os.path.exists(nginx):
+        raise ClusterError("nginx is not installed: run tools/setup.sh (apt-get install nginx)")
+    home = state.path("client")
+    os.makedirs(os.path.join(home, "tmp"), exist_ok=True)
+    host = server.rsplit(":", 1)[0]
+    # nginx checks the certificate's DNS names only, not its IP addresses.
+    host = "localhost" if host in ("127.0.0.1", "::1") else host
+    values = {"DIR": home, "PORT": str(config["proxy_port"]), "SERVER": server, "CA": state.path("tls", "ca.pem"), "SERVER_NAME": host,
+              "USER": "user root;" if os.getuid() == 0 else ""}
+    conf = open(os.path.join(HERE, "client-proxy.nginx.conf.in")).read()
+    for key, value in values.items():
+        conf = conf.replace(f"@{key}@", value)
+    with open(os.path.join(home, "nginx.conf"), "w") as f:
+        f.write(conf)
+    start(state, "client-proxy", [nginx, "-c", os.path.join(home, "nginx.conf"), "-p", home])
+    wait_port(config["proxy_port"], "the client proxy (nginx)", state, "client-proxy")
+    return config["proxy_port"]
+
+
+def write_bazelrc(state: State, config: dict, image_id: str, proxy_port: int) -> str:
     token = open(state.path("secrets", "bazel.token")).read().strip()
     host = "127.0.0.1" if config["listen"] in ("0.0.0.0", "::", "[::]") else config["listen"]
     lines = [
         "# Written by remote/cluster.py up: `bazel --bazelrc=THIS build --config=remote ...`",
-        f"build:remote --remote_executor=grpcs://{host}:{config['port']}",
+        # Plaintext to the local proxy, TLS from there (client-proxy.nginx.conf.in). A Bazel
+        # with TLS support can instead use --remote_executor=grpcs://HOST:PORT and
+        # --tls_certificate=<state>/tls/ca.pem.
+        f"build:remote --remote_executor=grpc://127.0.0.1:{proxy_port}",
         f"build:remote --remote_instance_name={INSTANCE}",
-        f"build:remote --tls_certificate={state.path('tls', 'ca.pem')}",
-        f"build:remote --remote_header=authorization=Bearer {token}",
+        f"build:remote \"--remote_header=authorization=Bearer {token}\"",
         # The image the workers run: named in every action's platform, so part of its key.
         f"build:remote --repo_env=WRP_RUNNER_IMAGE_ID={image_id}",
     ]
@@ -440,6 +465,7 @@ def up(args: argparse.Namespace) -> None:
     config.setdefault("port", args.port or free_port(config["listen"] if config["listen"] != "::" else "::"))
     config.setdefault("pg_port", free_port("127.0.0.1"))
     config.setdefault("redis_port", free_port("127.0.0.1"))
+    config.setdefault("proxy_port", free_port("127.0.0.1"))
     config.update(pools={"default": args.cpu_workers, "gpu": gpu_workers}, keepalive=args.keepalive,
                   queue_timeout=args.queue_timeout, image_id=image_id)
     state.save_config(config)
@@ -488,7 +514,7 @@ def up(args: argparse.Namespace) -> None:
             f"--buildbox-run={os.path.join(tools, 'buildbox-run')}", f"--work-dir={os.path.join(home, 'tmp')}",
             *[f"--gpu-device={node}" for node in gpu_nodes],
         ], env={"PYTHONUNBUFFERED": "1"})
-    rc = write_bazelrc(state, config, image_id)
+    rc = write_bazelrc(state, config, image_id, start_client_proxy(state, config, server))
     log(f"up: grpcs://{server} ({args.cpu_workers} CPU and {gpu_workers} GPU workers, image {image_id[:19]})")
     print(rc)
 
@@ -497,6 +523,7 @@ def down(args: argparse.Namespace) -> None:
     state = State(args.state)
     for pidfile in sorted(glob.glob(state.path("run", "worker-*.pid"))):
         stop(state, os.path.basename(pidfile)[:-4])
+    stop(state, "client-proxy")
     stop(state, "bgd")
     for pidfile in sorted(glob.glob(state.path("run", "casd-*.pid"))):
         stop(state, os.path.basename(pidfile)[:-4])

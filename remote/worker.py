@@ -32,7 +32,7 @@ import uuid
 import grpc
 from buildgrid._protos.build.bazel.remote.execution.v2 import remote_execution_pb2 as re_pb2
 from buildgrid._protos.build.bazel.remote.execution.v2 import remote_execution_pb2_grpc as re_grpc
-from buildgrid._protos.google.devtools.remoteworkers.v1test2 import bots_pb2, bots_pb2_grpc
+from buildgrid._protos.google.devtools.remoteworkers.v1test2 import bots_pb2, bots_pb2_grpc, worker_pb2
 from buildgrid._protos.google.rpc import code_pb2, status_pb2
 
 INSTANCE = "main"
@@ -66,10 +66,12 @@ class Worker:
         self.done = threading.Event()
         self.running: dict[str, tuple[threading.Thread, dict]] = {}
         self.stopping = False
+        # Leases reported done, which a session may still list until the server catches up.
+        self.reported: set[str] = set()
 
-    def properties(self) -> list[bots_pb2.Device.Property]:
+    def properties(self) -> list[worker_pb2.Device.Property]:
         values = {"Pool": self.args.pool, "container-image": "docker://" + self.args.image_id}
-        return [bots_pb2.Device.Property(key=k, value=v) for k, v in sorted(values.items())]
+        return [worker_pb2.Device.Property(key=k, value=v) for k, v in sorted(values.items())]
 
     def new_session(self) -> bots_pb2.BotSession:
         session = bots_pb2.BotSession(bot_id=f"{self.args.name}-{uuid.uuid4().hex[:8]}", status=bots_pb2.OK)
@@ -77,7 +79,8 @@ class Worker:
         return self.bots.CreateBotSession(
             bots_pb2.CreateBotSessionRequest(parent=INSTANCE, bot_session=session),
             metadata=self.metadata,
-            timeout=30,
+            # BuildGrid holds a CreateBotSession as it holds a poll (most of its deadline).
+            timeout=5,
         )
 
     def serve(self) -> None:
@@ -121,11 +124,14 @@ class Worker:
                 if "result" in entry[1]:
                     lease.result.Pack(entry[1]["result"])
                 del self.running[lease.id]
+                self.reported.add(lease.id)
         # Completed leases are sent once; the server drops them from the next session.
 
     def take_leases(self, session: bots_pb2.BotSession) -> None:
         for lease in session.leases:
-            if lease.state == bots_pb2.LeaseState.PENDING and lease.id not in self.running:
+            # BuildGrid hands a lease over as ACTIVE already (the Bots API's PENDING step skipped).
+            fresh = lease.id not in self.running and lease.id not in self.reported
+            if lease.state in (bots_pb2.LeaseState.PENDING, bots_pb2.LeaseState.ACTIVE) and fresh:
                 lease.state = bots_pb2.LeaseState.ACTIVE
                 outcome: dict = {}
                 thread = threading.Thread(target=self.run_lease, args=(lease, outcome), daemon=True)
@@ -219,8 +225,8 @@ class Worker:
                 f.write(run.SerializeToString())
             argv = [
                 self.args.buildbox_run,
+                # casd serves the cluster's instance as its default one ("").
                 f"--remote=unix:{self.args.casd_socket}",
-                f"--instance={INSTANCE}",
                 f"--action={action_path}",
                 f"--action-result={result_path}",
                 "--log-level=warning",
