@@ -53,7 +53,10 @@ def log(message: str) -> None:
 
 
 def run(argv: list[str], what: str, **kwargs) -> subprocess.CompletedProcess:
-    result = subprocess.run(argv, capture_output=True, text=True, **kwargs)
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, **kwargs)
+    except OSError as error:
+        raise ClusterError(f"{what}: cannot run {argv[0]}: {error.strerror}") from error
     if result.returncode != 0:
         raise ClusterError(f"{what} failed (exit {result.returncode}): {' '.join(argv)}\n{result.stderr[-3000:]}")
     return result
@@ -318,13 +321,22 @@ def postgres_bin() -> str:
 
 def as_postgres_user(argv: list[str]) -> list[str]:
     # PostgreSQL refuses to run as root; Debian's package made the `postgres` user.
-    return ["runuser", "-u", "postgres", "--", *argv] if os.getuid() == 0 else argv
+    if os.getuid() != 0:
+        return argv
+    # Bazel's strict action env leaves /usr/sbin off PATH.
+    runuser = shutil.which("runuser", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") or "/usr/sbin/runuser"
+    return [runuser, "-u", "postgres", "--", *argv]
 
 
 def start_postgres(state: State, port: int) -> str:
     data = state.path("pg")
     password = state.secret("pg.password")
     bindir = postgres_bin()
+    if os.getuid() == 0 and subprocess.run(as_postgres_user(["test", "-x", state.root]), cwd="/").returncode != 0:
+        raise ClusterError(
+            f"PostgreSQL runs as the user postgres, which cannot enter {state.root} (a directory under "
+            "/root?): give --state a directory it can reach, e.g. under /var/tmp"
+        )
     if not os.path.exists(os.path.join(data, "PG_VERSION")):
         os.makedirs(data, exist_ok=True)
         pwfile = state.path("run", "pg.pw")
@@ -334,18 +346,19 @@ def start_postgres(state: State, port: int) -> str:
             shutil.chown(data, "postgres", "postgres")
             shutil.chown(pwfile, "postgres", "postgres")
         run(as_postgres_user([f"{bindir}/initdb", "-D", data, "-U", "bgd", "--auth=scram-sha-256",
-                              f"--pwfile={pwfile}", "-E", "UTF8", "--locale=C"]), "initdb")
+                              f"--pwfile={pwfile}", "-E", "UTF8", "--locale=C"]), "initdb", cwd=state.root)
         os.unlink(pwfile)
     sockets = state.path("run", "pg")
     os.makedirs(sockets, exist_ok=True)
     if os.getuid() == 0:
         shutil.chown(sockets, "postgres", "postgres")
         shutil.chown(state.path("logs"), "postgres", "postgres")
-    status = subprocess.run(as_postgres_user([f"{bindir}/pg_ctl", "-D", data, "status"]), capture_output=True)
+    status = subprocess.run(as_postgres_user([f"{bindir}/pg_ctl", "-D", data, "status"]), capture_output=True,
+                            cwd=state.root)
     if status.returncode != 0:
         run(as_postgres_user([f"{bindir}/pg_ctl", "-D", data, "-w", "-l", state.path("logs", "postgres.log"),
                               "-o", f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1", "start"]),
-            "starting PostgreSQL")
+            "starting PostgreSQL", cwd=state.root)
     env = {**os.environ, "PGPASSWORD": password}
     exists = run([f"{bindir}/psql", "-h", "127.0.0.1", "-p", str(port), "-U", "bgd", "-d", "postgres", "-tAc",
                   "SELECT 1 FROM pg_database WHERE datname = 'bgd'"], "psql", env=env).stdout.strip()
@@ -357,7 +370,7 @@ def start_postgres(state: State, port: int) -> str:
 def stop_postgres(state: State) -> None:
     if os.path.exists(state.path("pg", "postmaster.pid")):
         subprocess.run(as_postgres_user([f"{postgres_bin()}/pg_ctl", "-D", state.path("pg"), "-m", "fast", "stop"]),
-                       capture_output=True)
+                       capture_output=True, cwd=state.root)
 
 
 def start_redis(state: State, port: int) -> None:

@@ -146,6 +146,7 @@ class Worker:
 
     def run_lease(self, lease: bots_pb2.Lease, outcome: dict) -> None:
         started = time.monotonic()
+        print(f"worker {self.args.name}: lease {lease.id} started", flush=True)
         try:
             action = re_pb2.Action()
             if not lease.payload.Unpack(action):

@@ -2,7 +2,7 @@
 # Prints one column of toolchains/host_releases.tsv for this host's Debian release
 # (VERSION_CODENAME in /etc/os-release) or the one --release names, or fails naming the
 # releases the table supports.
-#     tools/host_release.sh [--release NAME] release|clang|aarch64_gcc
+#     tools/host_release.sh [--release NAME] release|clang|aarch64_gcc|python|glibc
 set -euo pipefail
 table=$(cd "$(dirname "$0")/.." && pwd)/toolchains/host_releases.tsv
 release=
@@ -12,8 +12,8 @@ if [ "${1:-}" = --release ]; then
 fi
 column=${1:-}
 case "$column" in
-  release | clang | aarch64_gcc) ;;
-  *) echo "usage: host_release.sh [--release NAME] release|clang|aarch64_gcc" >&2; exit 2 ;;
+  release | clang | aarch64_gcc | python | glibc) ;;
+  *) echo "usage: host_release.sh [--release NAME] release|clang|aarch64_gcc|python|glibc" >&2; exit 2 ;;
 esac
 [ -n "$release" ] || release=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
 awk -F '\t' -v release="$release" -v column="$column" '

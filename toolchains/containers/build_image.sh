@@ -9,7 +9,11 @@
 #   image.tar            a docker-archive of rootfs.tar with a fixed creation time, so the
 #                        image ID is a function of the root filesystem alone
 #   image.digest         that image ID (sha256:...), also loaded into dockerd
-#     toolchains/containers/build_image.sh [--no-docker] [--no-xz] [--include PKG,...] [OUT]
+#     toolchains/containers/build_image.sh [--no-docker] [--no-xz] [--include PKG,...]
+#                                          [--release bookworm|trixie] [OUT]
+# --release: the Debian release of the image (default bookworm, the one the platforms'
+# recorded image is). A remote cluster's workers run the release their clients run
+# (remote/README.md); its CPython and glibc come from toolchains/host_releases.tsv.
 # --include adds Debian packages (tools/gpu/runner_pack.sh adds the tools the test suite
 # calls, for `bazel test //...` inside the root filesystem).
 # The digest the build platforms use is recorded in toolchains/containers/image.bzl
@@ -20,12 +24,17 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 load_docker=1
 compress=1
 extra=
+release=bookworm
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-docker) load_docker=0 ;;
     --no-xz) compress=0 ;;
     --include)
       extra=",$2"
+      shift
+      ;;
+    --release)
+      release=$2
       shift
       ;;
     -*) echo "build_image.sh: unknown option $1" >&2; exit 2 ;;
@@ -49,8 +58,8 @@ start=$(date +%s)
 # the image's interpreter (Debian bookworm: CPython 3.11, glibc 2.36, x86_64), whatever
 # Python the host has (Debian 13's is 3.13): pip is told the image's tags, and runs from a
 # venv of its own, since Debian's python3 may have no pip module.
-image_python=3.11
-image_glibc_minor=36
+image_python=$("$repo/tools/host_release.sh" --release "$release" python)
+image_glibc_minor=$("$repo/tools/host_release.sh" --release "$release" glibc)
 platforms=()
 for minor in $(seq "$image_glibc_minor" -1 5); do platforms+=(--platform "manylinux_2_${minor}_x86_64"); done
 platforms+=(--platform manylinux2014_x86_64 --platform manylinux2010_x86_64 --platform manylinux1_x86_64)
@@ -87,7 +96,7 @@ mmdebstrap --verbose --variant=apt --format=tar \
   --customize-hook="sync-in '$wheels' /opt/wheelhouse" \
   --customize-hook="copy-in '$repo/toolchains/containers/pip.conf' /etc" \
   --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/* "$1"/var/log/* "$1"/root/.cache' \
-  bookworm "$out/rootfs.tar"
+  "$release" "$out/rootfs.tar"
 echo "build_image.sh: rootfs.tar $(du -h "$out/rootfs.tar" | cut -f1), $(($(date +%s) - start)) s" >&2
 
 # xz -6, not -9: a third of the tarball is wheels (zip archives already), and on two
@@ -114,7 +123,7 @@ if [ "$load_docker" = 1 ]; then
 fi
 recorded=$(sed -nE 's/^RUNNER_IMAGE_ID = "(sha256:[0-9a-f]+)"/\1/p' "$repo/toolchains/containers/image.bzl")
 echo "build_image.sh: image $digest, $(($(date +%s) - start)) s in all" >&2
-if [ "$digest" != "$recorded" ]; then
+if [ "$release" = bookworm ] && [ "$digest" != "$recorded" ]; then
   echo "build_image.sh: note: toolchains/containers/image.bzl records $recorded;" >&2
   echo "  Debian's packages changed since (or this is a new lock). To use this image, set" >&2
   echo "  RUNNER_IMAGE_ID = \"$digest\" there and commit it." >&2

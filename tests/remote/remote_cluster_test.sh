@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# The reference cluster for real (remote/README.md): up on loopback with two CPU workers,
+# then, from clean Bazel output bases that share nothing with this build but the source tree:
+#   - TLS and tokens: calls without a valid token, or without TLS, are refused; every port
+#     listens on loopback; a blob that does not match its digest is refused
+#   - `bazel build --config=remote` of a CPU and a retargeted CUDA model: every spawn that is
+#     not internal ran remote, in the runner image (not the host), with the content hashes
+#     of this (local) build
+#   - the whole server side restarted (BuildGrid, Redis, PostgreSQL): a second clean output
+#     base executes nothing (action cache and CAS lasted) and gets the same hashes
+#   - a worker killed mid-action: the action runs again on the other worker, the build passes
+#   - BuildGrid restarted mid-action: the build passes with the action's real output, or fails
+#     saying so; never a wrong output
+#   - a job for the gpu pool, which no worker serves: refused within a minute, naming the pool
+#     remote_cluster_test.sh WORKSPACE SIM_CPU_SHA256 SIM_CUDA_SHA256 CLUSTER_PROBE
+# Needs tools/setup.sh's packages (postgresql, redis-server, bubblewrap, nginx) and the
+# runner image of this host's Debian release (tools/dev.sh test builds it:
+# toolchains/containers/build_image.sh --release R ... /var/tmp/rules_warp-image-R), or
+# WRP_RUNNER_IMAGE_DIR naming one.
+set -uo pipefail
+root=$(dirname "$(readlink -f "$1")")
+local_cpu=$(cut -d' ' -f1 "$2")
+local_cuda=$(cut -d' ' -f1 "$3")
+probe=$(readlink -f "$4")
+release=$(bash "$root/tools/host_release.sh" release) || exit 1
+image=${WRP_RUNNER_IMAGE_DIR:-/var/tmp/rules_warp-image-$release}
+# Not under TEST_TMPDIR: PostgreSQL runs as the user postgres, who cannot enter /root.
+mkdir -p /var/tmp/rules_warp-remote
+work=$(mktemp -d /var/tmp/rules_warp-remote/test.XXXXXX)
+chmod 755 "$work"
+state=$work/cluster
+# Downloads and the unpacked image are keyed by their hashes: kept between runs.
+cache=/var/tmp/rules_warp-remote/cache
+cluster() { python3 "$root/remote/cluster.py" --state "$state" --cache "$cache" "$@"; }
+targets=(//models:sim_cpu_wrp //models:sim_wrp //tests/remote:image_probe)
+
+failed=0
+passed=0
+check() { # what, command...
+  local what=$1
+  shift
+  if "$@"; then
+    echo "PASS: $what"
+    passed=$((passed + 1))
+  else
+    echo "FAIL: $what"
+    failed=$((failed + 1))
+  fi
+}
+bazel_in() { # OUTPUT_BASE bazel-args...
+  local ob=$1
+  shift
+  (cd "$root" && bazel --bazelrc="$state/bazelrc" --output_user_root="$work/user_root" --output_base="$work/$ob" "$@")
+}
+# What the cluster logged, for a build that failed.
+diagnose() { # OUTPUT_BASE
+  echo "--- client proxy (nginx) errors:"
+  tail -5 "$state/client/error.log" 2>/dev/null | cut -c1-300
+  echo "--- BuildGrid errors:"
+  grep -E "ERROR|Error" "$state/logs/bgd.log" 2>/dev/null | tail -5 | cut -c1-300
+  echo "--- workers:"
+  tail -n 3 "$state"/logs/worker-*.log 2>/dev/null | cut -c1-300
+  echo "--- Bazel's server log:"
+  grep -E "Caused by|message:" "$work/$1/java.log" 2>/dev/null | sort | uniq -c | sort -rn | head -8 | cut -c1-300
+}
+cleanup() {
+  for ob in "$work"/ob*; do
+    [ -d "$ob" ] && bazel_in "$(basename "$ob")" shutdown >/dev/null 2>&1
+  done
+  cluster down >/dev/null 2>&1
+  chmod -R u+w "$work" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+start=$(date +%s)
+cluster up --cpu-workers 2 --gpu-workers 0 --keepalive 10 --queue-timeout 60 --image "$image" >"$work/up.log" 2>&1 ||
+  { cat "$work/up.log"; echo "FAIL: remote/cluster.py up"; exit 1; }
+echo "cluster up: $(($(date +%s) - start)) s"
+venv_python=$(ls -d "$cache"/venv-*/bin/python3 | head -1)
+image_root=$(python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); print(c["image_id"].split(":")[1][:32])' "$state/cluster.json")
+image_root=$cache/images/$image_root
+
+"$venv_python" "$probe" "$state" auth >"$work/auth.log" 2>&1
+check "TLS and tokens: $(grep -c PASS "$work/auth.log") checks ($(tr '\n' ';' <"$work/auth.log"))" \
+  test "$(grep -c FAIL "$work/auth.log")" = 0 -a "$(grep -c PASS "$work/auth.log")" -gt 3
+"$venv_python" "$probe" "$state" listen >"$work/listen.log" 2>&1
+check "every port on loopback ($(grep -c PASS "$work/listen.log") ports)" \
+  test "$(grep -c FAIL "$work/listen.log")" = 0 -a "$(grep -c PASS "$work/listen.log")" -ge 4
+"$venv_python" "$probe" "$state" corrupt-upload >"$work/corrupt.log" 2>&1
+check "a blob that does not match its digest is refused and not stored" \
+  test "$(grep -c FAIL "$work/corrupt.log")" = 0 -a "$(grep -c PASS "$work/corrupt.log")" = 2
+cat "$work"/{auth,listen,corrupt}.log | grep FAIL
+
+# The spawns of an execution log: remote ones, and any other that is not Bazel-internal.
+spawns() { # EXEC_JSON -> "remote=N cache_hit=N other=N" and the other ones' mnemonics
+  python3 - "$1" <<'PY'
+import json, sys
+text, decoder, at = open(sys.argv[1]).read(), json.JSONDecoder(), 0
+remote = hits = 0
+other = []
+while text[at:].strip():
+    while text[at].isspace():
+        at += 1
+    spawn, at = decoder.raw_decode(text, at)
+    if spawn.get("remoteCacheHit"):
+        hits += 1
+    elif spawn.get("runner") == "remote":
+        remote += 1
+    else:
+        other.append(f"{spawn.get('mnemonic')}({spawn.get('runner')})")
+print(f"remote={remote} cache_hit={hits} other={len(other)} {' '.join(other)}")
+PY
+}
+content_hash() { # OUTPUT_BASE TARGET_NAME
+  cut -d' ' -f1 "$(bazel_in "$1" info --config=remote bazel-bin 2>/dev/null)/models/$2.sha256"
+}
+
+start=$(date +%s)
+bazel_in ob1 build --config=remote --symlink_prefix=/ --execution_log_json_file="$work/ob1.exec.json" \
+  "${targets[@]}" >"$work/ob1.log" 2>&1 ||
+  { tail -40 "$work/ob1.log"; diagnose ob1; echo "FAIL: the first remote build failed"; exit 1; }
+echo "first output base, empty cluster: $(($(date +%s) - start)) s; $(grep -E '^INFO: [0-9]+ process' "$work/ob1.log" | tail -1)"
+counts=$(spawns "$work/ob1.exec.json")
+check "every spawn that is not internal ran remote ($counts)" \
+  eval '[[ "$counts" =~ ^remote=[1-9][0-9]*\ cache_hit=0\ other=0 ]]'
+check "the CPU model's content hash is the local build's (${local_cpu:0:16})" \
+  test "$(content_hash ob1 sim_cpu_wrp)" = "$local_cpu"
+check "the retargeted CUDA model's content hash is the local build's (${local_cuda:0:16})" \
+  test "$(content_hash ob1 sim_wrp)" = "$local_cuda"
+probe_out=$(bazel_in ob1 info --config=remote bazel-bin 2>/dev/null)/tests/remote/image_probe.txt
+expected_probe=$(cat "$image_root/etc/os-release"; echo '--- gcc:'; ls "$image_root/usr/lib/gcc/x86_64-linux-gnu"
+  echo '--- python3:'; readlink "$image_root/usr/bin/python3")
+check "actions run in the runner image ($(sed -n 's/^PRETTY_NAME=//p' "$probe_out"), its GCC and python3), not on the host" \
+  test "$(cat "$probe_out")" = "$expected_probe"
+bazel_in ob1 shutdown >/dev/null 2>&1
+
+# The server side goes down and comes back: the action cache (Redis, append-only file) and
+# the CAS (disk) must still hold the first build.
+cluster down >/dev/null 2>&1
+cluster up --cpu-workers 2 --gpu-workers 0 --keepalive 10 --queue-timeout 60 --image "$image" >"$work/up2.log" 2>&1 ||
+  { cat "$work/up2.log"; echo "FAIL: remote/cluster.py up after down"; exit 1; }
+# The venvs are repository rules, which no cache holds: the second output base uses the
+# first one's, which are the same files, so the same action keys.
+venvs=(--override_repository=wrp_venv="$work/ob1/external/wrp_venv"
+  --override_repository=wrp_nvrtc_13_0_venv="$work/ob1/external/wrp_nvrtc_13_0_venv")
+start=$(date +%s)
+bazel_in ob2 build --config=remote --symlink_prefix=/ "${venvs[@]}" --execution_log_json_file="$work/ob2.exec.json" \
+  "${targets[@]}" >"$work/ob2.log" 2>&1 ||
+  { tail -40 "$work/ob2.log"; diagnose ob2; echo "FAIL: the rebuild after the restart failed"; exit 1; }
+counts=$(spawns "$work/ob2.exec.json")
+echo "second output base, after the restart: $(($(date +%s) - start)) s; $(grep -E '^INFO: [0-9]+ process' "$work/ob2.log" | tail -1)"
+check "after a server restart a clean output base executes nothing ($counts)" \
+  eval '[[ "$counts" =~ ^remote=0\ cache_hit=[1-9][0-9]*\ other=0 ]]'
+check "and gets the same content hashes" \
+  test "$(content_hash ob2 sim_cpu_wrp)" = "$local_cpu" -a "$(content_hash ob2 sim_wrp)" = "$local_cuda"
+
+# Waits until a worker's log says it started a lease since mark_logs; prints the worker.
+started_worker() { # SECONDS
+  local deadline=$(($(date +%s) + $1)) log
+  while [ "$(date +%s)" -lt "$deadline" ]; do
+    for log in "$state"/logs/worker-*.log; do
+      if tail -c +"$(($(cat "$log.offset" 2>/dev/null || echo 0) + 1))" "$log" | grep -q ' started$'; then
+        basename "$log" .log
+        return 0
+      fi
+    done
+    sleep 0.5
+  done
+  return 1
+}
+mark_logs() { for log in "$state"/logs/worker-*.log; do stat -c %s "$log" >"$log.offset"; done; }
+output_of() { echo "$(bazel_in ob2 info --config=remote bazel-bin 2>/dev/null)/tests/remote/$1.txt"; }
+
+# A worker dies mid-action (SIGKILL, its runner with it): its lease is given to the other.
+mark_logs
+bazel_in ob2 build --config=remote --symlink_prefix=/ "${venvs[@]}" //tests/remote:slow_killed_worker \
+  >"$work/killed.log" 2>&1 &
+build=$!
+victim=$(started_worker 120) || { kill "$build"; echo "FAIL: no worker started the slow action"; exit 1; }
+kill -9 "$(cat "$state/run/$victim.pid")"
+wait "$build"
+rc=$?
+others=$(for log in "$state"/logs/worker-*.log; do
+  [ "$(basename "$log" .log)" != "$victim" ] && tail -c +"$(($(cat "$log.offset") + 1))" "$log" | grep -c ' exit 0 '
+done | awk '{ n += $1 } END { print n + 0 }')
+check "a worker killed mid-action: the build passed (rc $rc), the other worker ran the action (${others:-0} lease)" \
+  test "$rc" = 0 -a "${others:-0}" -ge 1
+check "with the action's own output" \
+  grep -qx 'killed_worker: the action ran to its end' "$(output_of slow_killed_worker)"
+cluster up --cpu-workers 2 --gpu-workers 0 --keepalive 10 --queue-timeout 60 --image "$image" >>"$work/up2.log" 2>&1
+
+# BuildGrid restarts mid-action (its jobs are in PostgreSQL).
+mark_logs
+bazel_in ob2 build --config=remote --symlink_prefix=/ "${venvs[@]}" //tests/remote:slow_server_restart \
+  >"$work/restart.log" 2>&1 &
+build=$!
+started_worker 120 >/dev/null || { kill "$build"; echo "FAIL: no worker started the slow action"; exit 1; }
+kill "$(cat "$state/run/bgd.pid")"
+sleep 2
+cluster up --cpu-workers 2 --gpu-workers 0 --keepalive 10 --queue-timeout 60 --image "$image" >>"$work/up2.log" 2>&1
+wait "$build"
+rc=$?
+out=$(output_of slow_server_restart)
+if [ "$rc" = 0 ]; then
+  check "BuildGrid restarted mid-action: the build passed with the action's own output" \
+    grep -qx 'server_restart: the action ran to its end' "$out"
+else
+  check "BuildGrid restarted mid-action: the build failed (rc $rc) saying why, with no output" \
+    eval 'grep -q "^ERROR" "$work/restart.log" && test ! -e "$out"'
+  grep -m1 "^ERROR" "$work/restart.log" | cut -c1-300
+fi
+
+# The gpu pool has no worker here: the job is refused when submitted, naming the pool.
+start=$(date +%s)
+bazel_in ob2 build --config=remote --symlink_prefix=/ "${venvs[@]}" //tests/remote:gpu_pool_probe \
+  >"$work/gpu_pool.log" 2>&1
+rc=$?
+took=$(($(date +%s) - start))
+check "a job for the unserved gpu pool fails (rc $rc) in ${took} s, naming the pool" \
+  eval 'test "$rc" != 0 -a "$took" -lt 60 && grep -q "Pool.*gpu" "$work/gpu_pool.log"'
+grep -m1 -o "Could not find property set for.*" "$work/gpu_pool.log" | cut -c1-200
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
