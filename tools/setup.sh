@@ -5,6 +5,8 @@
 #     and qemu-user-static, from apt, for the Jetson/Grace builds and their qemu tests
 #     (tests/aarch64)
 #   - nginx (the shared-cache test serves a Bazel HTTP cache with it), from apt
+#   - the reference remote cluster's host packages (remote/README.md; tests/remote):
+#     postgresql, redis-server, bubblewrap, and mmdebstrap for its runner image
 #   - with --containers: Debian's docker.io and mmdebstrap, for --config=docker and the
 #     offline runner image (toolchains/containers/README.md)
 #   - buildifier, pinned with its integrity hash in third_party/buildifier (npm ci)
@@ -22,9 +24,12 @@ containers=0
 
 need_apt=()
 [ -x /usr/sbin/nginx ] || need_apt+=(nginx)
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need_apt+=(postgresql)
+command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || need_apt+=(redis-server)
+command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
+command -v mmdebstrap >/dev/null 2>&1 || need_apt+=(mmdebstrap)
 if [ "$containers" = 1 ]; then
   [ -x /usr/sbin/dockerd ] || need_apt+=(docker.io)
-  command -v mmdebstrap >/dev/null 2>&1 || need_apt+=(mmdebstrap)
   # --config=docker makes the venvs from Debian's /usr/bin/python3, the image's interpreter.
   dpkg -s python3-venv >/dev/null 2>&1 || need_apt+=(python3-venv)
 fi

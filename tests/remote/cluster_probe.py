@@ -43,13 +43,22 @@ def capabilities(chan: grpc.Channel, token: str | None) -> str:
 def check_auth(state: str, config: dict) -> list[tuple[str, bool]]:
     with open(os.path.join(state, "secrets", "bazel.token")) as f:
         token = f.read().strip()
-    forged = jwt.encode({"sub": "bazel", "exp": int(time.time()) + 3600}, "not the cluster's secret, but as long as one", algorithm="HS256")
+    forged = jwt.encode(
+        {"sub": "bazel", "exp": int(time.time()) + 3600},
+        "not the cluster's secret, but as long as one",
+        algorithm="HS256",
+    )
     with open(os.path.join(state, "secrets", "jwt.secret")) as f:
-        expired = jwt.encode({"sub": "bazel", "exp": int(time.time()) - 60}, f.read().strip(), algorithm="HS256")
+        expired = jwt.encode(
+            {"sub": "bazel", "exp": int(time.time()) - 60}, f.read().strip(), algorithm="HS256"
+        )
     secure = channel(state, config)
     results = [
         ("the client token is accepted", capabilities(secure, token) == "OK"),
-        ("a call without a token is refused (UNAUTHENTICATED)", capabilities(secure, None) == "UNAUTHENTICATED"),
+        (
+            "a call without a token is refused (UNAUTHENTICATED)",
+            capabilities(secure, None) == "UNAUTHENTICATED",
+        ),
         ("a token signed with another key is refused", capabilities(secure, forged) == "UNAUTHENTICATED"),
         ("an expired token is refused", capabilities(secure, expired) == "UNAUTHENTICATED"),
     ]
@@ -73,7 +82,9 @@ def check_corrupt_upload(state: str, config: dict) -> list[tuple[str, bool]]:
     )
     code = response.responses[0].status.code
     missing = cas.FindMissingBlobs(
-        re_pb2.FindMissingBlobsRequest(instance_name="main", blob_digests=[lie]), metadata=metadata, timeout=30
+        re_pb2.FindMissingBlobsRequest(instance_name="main", blob_digests=[lie]),
+        metadata=metadata,
+        timeout=30,
     )
     return [
         (f"a blob whose bytes do not match its digest is refused (status {code})", code != code_pb2.OK),
@@ -98,8 +109,10 @@ def check_listen(state: str, config: dict) -> list[tuple[str, bool]]:
     # 127.0.0.1, ::1, and 127.0.0.1 as an IPv4-mapped IPv6 address (gRPC binds that).
     loopback = {"0100007F", "00000000000000000000000001000000", "0000000000000000FFFF00000100007F"}
     return [
-        (f"port {port} listens on loopback only ({sorted(bound.get(port, set()))})",
-         bool(bound.get(port)) and bound[port] <= loopback)
+        (
+            f"port {port} listens on loopback only ({sorted(bound.get(port, set()))})",
+            bool(bound.get(port)) and bound[port] <= loopback,
+        )
         for port in sorted(ports)
     ]
 
