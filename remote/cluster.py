@@ -537,6 +537,33 @@ def write_server_config(state: State, config: dict, image_id: str) -> str:
     return path
 
 
+# What NVIDIA's container toolkit mounts for the compute and utility capabilities
+# (tools/gpu/enter_runner.sh binds the same into the runner root).
+DRIVER_SONAMES = (
+    "libcuda.so.1",
+    "libcudadebugger.so.1",
+    "libnvidia-ptxjitcompiler.so.1",
+    "libnvidia-nvvm.so.4",
+    "libnvidia-gpucomp.so",
+    "libnvidia-ml.so.1",
+    "libnvidia-cfg.so.1",
+)
+
+
+def driver_libraries() -> list[str]:
+    """HOST_PATH:NAME of the host driver's libraries, as a GPU worker binds them in."""
+    ldconfig = shutil.which("ldconfig", path="/usr/sbin:/sbin:/usr/bin") or "/sbin/ldconfig"
+    listing = subprocess.run([ldconfig, "-p"], capture_output=True, text=True).stdout
+    found = {}
+    for line in listing.splitlines():
+        # "	libcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1"
+        name, _, path = line.strip().partition(" => ")
+        soname = name.split(" ")[0]
+        if "x86-64" in name and any(soname.startswith(s) for s in DRIVER_SONAMES) and soname not in found:
+            found[soname] = os.path.realpath(path)
+    return [f"{path}:{soname}" for soname, path in sorted(found.items())]
+
+
 def gpu_devices() -> list[str]:
     return sorted(p for p in glob.glob("/dev/nvidia[0-9]*") if p[len("/dev/nvidia") :].isdigit())
 
@@ -668,8 +695,13 @@ def up(args: argparse.Namespace) -> None:
                     f"see {state.path('logs', f'casd-{name}.log')}"
                 )
             time.sleep(0.1)
-        gpu_nodes = []
+        gpu_nodes, driver = [], []
         if devices:
+            driver = driver_libraries()
+            if not any(lib.endswith(":libcuda.so.1") for lib in driver):
+                raise ClusterError(
+                    "a GPU worker needs the driver's libcuda.so.1, which ldconfig -p does not list"
+                )
             gpu_nodes = devices + [
                 p for p in ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools") if os.path.exists(p)
             ]
@@ -690,6 +722,7 @@ def up(args: argparse.Namespace) -> None:
                 f"--buildbox-run={os.path.join(tools, 'buildbox-run')}",
                 f"--work-dir={os.path.join(home, 'tmp')}",
                 *[f"--gpu-device={node}" for node in gpu_nodes],
+                *[f"--driver-lib={lib}" for lib in driver],
             ],
             env={"PYTHONUNBUFFERED": "1"},
         )

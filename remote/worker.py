@@ -5,7 +5,7 @@ and uploads the outputs. This loop only leases, adapts and reports.
 
     worker.py --server HOST:PORT --ca CA.pem --token TOKEN_FILE --name NAME \
         --pool default --image-id sha256:... --rootfs DIR --casd-socket PATH \
-        --buildbox-run PATH [--gpu-device /dev/nvidia0 ...] [--driver-lib PATH ...]
+        --buildbox-run PATH [--gpu-device /dev/nvidia0 ...] [--driver-lib HOST_PATH:NAME ...]
 
 Two adaptations buildbox-run needs from what Bazel 4.2 sends: the Command lists its
 outputs in the deprecated `output_files`/`output_directories`, which buildbox-run ignores
@@ -43,6 +43,8 @@ POLL_SECONDS = 20
 # What of the image's root filesystem an action sees. The input root is the sandbox's
 # root: these directories of the image are bound read-only into it.
 ROOTFS_DIRS = ("usr", "etc", "bin", "sbin", "lib", "lib64", "opt")
+# Where a GPU worker binds the host driver's libraries in.
+DRIVER_DIR = "/run/nvidia-driver/lib64"
 
 
 def _digest(data: bytes) -> re_pb2.Digest:
@@ -217,6 +219,14 @@ class Worker:
         command.ParseFromString(self.read_blob(action.command_digest))
         if not command.output_paths:
             command.output_paths.extend(sorted(set(command.output_files) | set(command.output_directories)))
+        if self.args.driver_lib:
+            # The driver's libraries are bound at DRIVER_DIR, which the image's ld.so does
+            # not search (NVIDIA's runtime adds its directory to the image's ld.so.cache).
+            paths = [v.value for v in command.environment_variables if v.name == "LD_LIBRARY_PATH"]
+            others = [v for v in command.environment_variables if v.name != "LD_LIBRARY_PATH"]
+            del command.environment_variables[:]
+            command.environment_variables.extend(others)
+            command.environment_variables.add(name="LD_LIBRARY_PATH", value=":".join([DRIVER_DIR, *paths]))
         run = re_pb2.Action()
         run.CopyFrom(action)
         run.command_digest.CopyFrom(self.write_blob(command.SerializeToString()))
@@ -244,6 +254,9 @@ class Worker:
                     argv.append(f"--ro-bind-mount={os.path.realpath(path)}:/{name}")
             for device in self.args.gpu_device:
                 argv.append(f"--bind-mount={device}:{device}")
+            for lib in self.args.driver_lib:
+                host, name = lib.rsplit(":", 1)
+                argv.append(f"--ro-bind-mount={host}:{DRIVER_DIR}/{name}")
             # The runner dies with this worker (a killed worker's action must not run on).
             process = subprocess.Popen(
                 argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
