@@ -299,6 +299,9 @@ def main() -> int:
     parser.add_argument(
         "--gpu-device", action="append", default=[], help="a device node to bind in (GPU workers)"
     )
+    parser.add_argument(
+        "--driver-lib", action="append", default=[], help="HOST_PATH:NAME of a driver library to bind in"
+    )
     args = parser.parse_args()
     worker = Worker(args)
 
