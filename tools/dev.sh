@@ -15,12 +15,13 @@ case "${1:-}" in
     exec bazel build //models:sim_wrp //models:sim_cpu_wrp
     ;;
   test)
-    # tests/remote runs its cluster's workers in the runner image of this host's release.
+    # tests/remote runs its cluster's workers in the runner image of this host's release,
+    # with the tools tests call (a remote `bazel test //...` runs them there too).
     release=$(bash tools/host_release.sh release)
     image=/var/tmp/rules_warp-image-$release
     if [ ! -f "$image/image.digest" ]; then
       echo "dev.sh: building the runner image for tests/remote into $image" >&2
-      bash toolchains/containers/build_image.sh --no-docker --no-xz --release "$release" "$image" >/dev/null
+      bash toolchains/containers/build_image.sh --no-docker --no-xz --test-tools --release "$release" "$image" >/dev/null
     fi
     if has_gpu; then
       exec bazel test --config=gpu //...

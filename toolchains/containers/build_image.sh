@@ -10,7 +10,10 @@
 #                        image ID is a function of the root filesystem alone
 #   image.digest         that image ID (sha256:...), also loaded into dockerd
 #     toolchains/containers/build_image.sh [--no-docker] [--no-xz] [--include PKG,...]
-#                                          [--release bookworm|trixie] [OUT]
+#                                          [--release bookworm|trixie] [--test-tools] [OUT]
+# --test-tools: also what `bazel test //...` calls beyond the build (the release's clang with
+# libFuzzer, the aarch64 cross GCC, qemu-user-static, nginx, locales: its row of
+# toolchains/host_releases.tsv), for runners and remote workers that run every test.
 # --release: the Debian release of the image (default bookworm, the one the platforms'
 # recorded image is). A remote cluster's workers run the release their clients run
 # (remote/README.md); its CPython and glibc come from toolchains/host_releases.tsv.
@@ -25,6 +28,7 @@ load_docker=1
 compress=1
 extra=
 release=bookworm
+test_tools=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-docker) load_docker=0 ;;
@@ -37,6 +41,7 @@ while [ $# -gt 0 ]; do
       release=$2
       shift
       ;;
+    --test-tools) test_tools=1 ;;
     -*) echo "build_image.sh: unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -58,6 +63,11 @@ start=$(date +%s)
 # the image's interpreter (Debian bookworm: CPython 3.11, glibc 2.36, x86_64), whatever
 # Python the host has (Debian 13's is 3.13): pip is told the image's tags, and runs from a
 # venv of its own, since Debian's python3 may have no pip module.
+if [ "$test_tools" = 1 ]; then
+  clang=$("$repo/tools/host_release.sh" --release "$release" clang)
+  gcc_major=$("$repo/tools/host_release.sh" --release "$release" aarch64_gcc | cut -d. -f1)
+  extra="$extra,clang-$clang,libclang-rt-$clang-dev,g++-$gcc_major-aarch64-linux-gnu,qemu-user-static,nginx,locales"
+fi
 image_python=$("$repo/tools/host_release.sh" --release "$release" python)
 image_glibc_minor=$("$repo/tools/host_release.sh" --release "$release" glibc)
 platforms=()

@@ -48,12 +48,11 @@ mkdir -p "$work"
 start=$(date +%s)
 say() { echo "runner_pack.sh: $* ($(($(date +%s) - start)) s)" >&2; }
 
-# The image is Debian bookworm whatever the host runs: its row of the host-release table.
+# The image is Debian bookworm whatever the host runs, with the tools the tests call.
 clang=$("$repo/tools/host_release.sh" --release bookworm clang)
 gcc_major=$("$repo/tools/host_release.sh" --release bookworm aarch64_gcc | cut -d. -f1)
-test_tools=clang-$clang,libclang-rt-$clang-dev,g++-$gcc_major-aarch64-linux-gnu,qemu-user-static,nginx,locales
 if [ "$reuse" = 0 ] || [ ! -f "$work/image/rootfs.tar" ]; then
-  "$repo/toolchains/containers/build_image.sh" --no-docker --no-xz --include "$test_tools" "$work/image"
+  "$repo/toolchains/containers/build_image.sh" --no-docker --no-xz --test-tools "$work/image"
   rm -f "$work/image/image.tar"
 fi
 root=$work/root

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Benchmark (not a test): local against remote execution on the reference cluster
+(remote/README.md), side by side in one run, each build from a clean output base:
+
+  - cold: the targets built locally (linux-sandbox), and on an empty cluster (`--config=remote`)
+    with W CPU workers for each W of --workers (the speedup over one worker: the parallel part);
+  - warm: another clean output base against the filled cluster (every action a cache hit);
+  - per action: N trivial genrules (//tools/bench/remote:noop_*), analysed first, built locally
+    and remotely; (remote - local) / N is what remote execution adds to one action.
+
+The pinned venvs are repository rules no cache holds: every output base reuses those of a
+prepared one (--override_repository), so the times are of the actions.
+
+    python3 tools/bench/remote_bench.py [--targets //models/...] [--workers 1,2] \
+        [--image /var/tmp/rules_warp-image-bookworm] [--out docs/bench/results/remote.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+NOOP = [f"//tools/bench/remote:noop_{i}" for i in range(40)]
+
+
+class Bench:
+    def __init__(self, work: Path, image: str) -> None:
+        self.work = work
+        self.image = image
+        self.state = work / "cluster"
+        self.overrides: dict[bool, list[str]] = {}
+
+    def cluster(self, *args: str) -> None:
+        subprocess.run(
+            [sys.executable, str(ROOT / "remote/cluster.py"), "--state", str(self.state), *args],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+
+    def bazel(self, ob: str, remote: bool, *args: str) -> tuple[float, str]:
+        startup = [f"--output_base={self.work / ob}"]
+        if remote:
+            startup.append(f"--bazelrc={self.state / 'bazelrc'}")
+        flags = [
+            "--symlink_prefix=/",
+            *(["--config=remote"] if remote else []),
+            *self.overrides.get(remote, []),
+        ]
+        t0 = time.perf_counter()
+        result = subprocess.run(
+            ["bazel", *startup, "build", *flags, *args], cwd=ROOT, capture_output=True, text=True
+        )
+        seconds = time.perf_counter() - t0
+        if result.returncode != 0:
+            raise SystemExit(f"bazel build {' '.join(args)} failed:\n{result.stderr[-3000:]}")
+        processes = re.findall(r"INFO: (\d+ process.*)", result.stderr)
+        subprocess.run(["bazel", *startup, "shutdown"], cwd=ROOT, capture_output=True)
+        return seconds, processes[-1] if processes else ""
+
+    def prepare_venvs(self, remote: bool, targets: list[str]) -> None:
+        """Fetch the venvs once (remote builds make them from /usr/bin/python3, local from python3)."""
+        ob = f"venvs-{'remote' if remote else 'local'}"
+        self.bazel(ob, remote, "--nobuild", *targets)
+        external = self.work / ob / "external"
+        self.overrides[remote] = [
+            f"--override_repository={name}={external / name}" for name in ("wrp_venv", "wrp_nvrtc_13_0_venv")
+        ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--targets", default="//models/...")
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--image", default="/var/tmp/rules_warp-image-bookworm")
+    parser.add_argument("--out", default=str(ROOT / "docs/bench/results/remote.json"))
+    args = parser.parse_args()
+    targets = args.targets.split(",")
+    work = Path(tempfile.mkdtemp(prefix="remote-bench.", dir="/var/tmp"))
+    work.chmod(0o755)  # PostgreSQL runs as its own user
+    bench = Bench(work, args.image)
+    rows: dict = {"targets": targets, "cold_remote": {}, "warm_remote": {}}
+    try:
+        bench.cluster("up", "--cpu-workers", "1", "--gpu-workers", "0", "--image", args.image)
+        bench.prepare_venvs(False, targets)
+        bench.prepare_venvs(True, targets)
+        bench.cluster("down", "--purge")
+
+        rows["cold_local"] = bench.bazel("cold-local", False, *targets)
+        for workers in [int(w) for w in args.workers.split(",")]:
+            bench.cluster("up", "--cpu-workers", str(workers), "--gpu-workers", "0", "--image", args.image)
+            rows["cold_remote"][workers] = bench.bazel(f"cold-remote-{workers}", True, *targets)
+            rows["warm_remote"][workers] = bench.bazel(f"warm-remote-{workers}", True, *targets)
+            if workers == 1:
+                for remote in (False, True):
+                    ob = f"noop-{'remote' if remote else 'local'}"
+                    bench.bazel(ob, remote, "--nobuild", *NOOP)
+                    startup = [f"--output_base={work / ob}"]
+                    t0 = time.perf_counter()
+                    subprocess.run(
+                        [
+                            "bazel",
+                            *startup,
+                            *([f"--bazelrc={bench.state / 'bazelrc'}"] if remote else []),
+                            "build",
+                            "--symlink_prefix=/",
+                            *(["--config=remote"] if remote else []),
+                            *bench.overrides[remote],
+                            *NOOP,
+                        ],
+                        cwd=ROOT,
+                        check=True,
+                        capture_output=True,
+                    )
+                    rows[f"noop_{'remote' if remote else 'local'}"] = time.perf_counter() - t0
+                    subprocess.run(["bazel", *startup, "shutdown"], cwd=ROOT, capture_output=True)
+            bench.cluster("down", "--purge")
+    finally:
+        subprocess.run(
+            [sys.executable, str(ROOT / "remote/cluster.py"), "--state", str(bench.state), "down"],
+            capture_output=True,
+        )
+        shutil.rmtree(work, ignore_errors=True)
+
+    local_s = rows["cold_local"][0]
+    print(f"{'build':<34}{'wall s':>9}  processes")
+    print(f"{'cold, local (linux-sandbox)':<34}{local_s:9.1f}  {rows['cold_local'][1]}")
+    one = rows["cold_remote"].get(1, (None,))[0]
+    for workers, (seconds, processes) in rows["cold_remote"].items():
+        speedup = f"  speedup over 1 worker {one / seconds:.2f}x" if one and workers != 1 else ""
+        print(
+            f"{f'cold, remote, {workers} worker(s)':<34}{seconds:9.1f}  {processes}"
+            f"  ({seconds / local_s:.2f}x local){speedup}"
+        )
+    for workers, (seconds, processes) in rows["warm_remote"].items():
+        print(f"{f'warm, remote, {workers} worker(s)':<34}{seconds:9.1f}  {processes}")
+    if "noop_remote" in rows:
+        per_action = (rows["noop_remote"] - rows["noop_local"]) / len(NOOP)
+        print(
+            f"per action: {len(NOOP)} trivial genrules local {rows['noop_local']:.1f} s, remote "
+            f"{rows['noop_remote']:.1f} s: remote adds {per_action * 1000:.0f} ms an action"
+        )
+        rows["remote_overhead_per_action_s"] = per_action
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
