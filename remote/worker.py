@@ -18,7 +18,6 @@ reported for the Action the server sent, so the action cache keys on what Bazel 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import hashlib
 import os
 import signal
@@ -36,7 +35,6 @@ from buildgrid._protos.google.devtools.remoteworkers.v1test2 import bots_pb2, bo
 from buildgrid._protos.google.rpc import code_pb2, status_pb2
 
 INSTANCE = "main"
-PR_SET_PDEATHSIG = 1
 # How long one UpdateBotSession waits for work. The server answers earlier when it has a
 # lease; a finished lease interrupts the wait, so this only bounds an idle poll.
 POLL_SECONDS = 20
@@ -68,8 +66,6 @@ class Worker:
         self.done = threading.Event()
         self.running: dict[str, tuple[threading.Thread, dict]] = {}
         self.stopping = False
-        # Leases reported done, which a session may still list until the server catches up.
-        self.reported: set[str] = set()
 
     def properties(self) -> list[worker_pb2.Device.Property]:
         values = {"Pool": self.args.pool, "container-image": "docker://" + self.args.image_id}
@@ -128,14 +124,17 @@ class Worker:
                 if "result" in entry[1]:
                     lease.result.Pack(entry[1]["result"])
                 del self.running[lease.id]
-                self.reported.add(lease.id)
         # Completed leases are sent once; the server drops them from the next session.
 
     def take_leases(self, session: bots_pb2.BotSession) -> None:
         for lease in session.leases:
             # BuildGrid hands a lease over as ACTIVE already (the Bots API's PENDING step skipped).
-            fresh = lease.id not in self.running and lease.id not in self.reported
-            if lease.state in (bots_pb2.LeaseState.PENDING, bots_pb2.LeaseState.ACTIVE) and fresh:
+            # A lease this worker reported done and now gets again is a retry (same id): the
+            # server processes a report within the call, so it never echoes a finished one.
+            if (
+                lease.state in (bots_pb2.LeaseState.PENDING, bots_pb2.LeaseState.ACTIVE)
+                and lease.id not in self.running
+            ):
                 lease.state = bots_pb2.LeaseState.ACTIVE
                 outcome: dict = {}
                 thread = threading.Thread(target=self.run_lease, args=(lease, outcome), daemon=True)
@@ -241,6 +240,12 @@ class Worker:
             with open(action_path, "wb") as f:
                 f.write(run.SerializeToString())
             argv = [
+                # The runner dies with this worker (a killed worker's action must not run on);
+                # setpriv sets that in the child without running Python between fork and exec.
+                "setpriv",
+                "--pdeathsig",
+                "KILL",
+                "--",
                 self.args.buildbox_run,
                 # casd serves the cluster's instance as its default one ("").
                 f"--remote=unix:{self.args.casd_socket}",
@@ -257,10 +262,7 @@ class Worker:
             for lib in self.args.driver_lib:
                 host, name = lib.rsplit(":", 1)
                 argv.append(f"--ro-bind-mount={host}:{DRIVER_DIR}/{name}")
-            # The runner dies with this worker (a killed worker's action must not run on).
-            process = subprocess.Popen(
-                argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
-            )
+            process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             outcome["process"] = process
             log, _ = process.communicate()
             if process.returncode != 0 or not os.path.exists(result_path):
@@ -271,10 +273,6 @@ class Worker:
             with open(result_path, "rb") as f:
                 result.ParseFromString(f.read())
             return result
-
-
-def _die_with_parent() -> None:
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class _NoProcess:
