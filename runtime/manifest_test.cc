@@ -211,8 +211,10 @@ WRP_TEST(FortyThousandBindingsAreCheckedInLinearTime) {
   CHECK_EQ(m.bindings.back().name, "b39999");
   // Judged against the JSON reader's own time on the same text, so that an unoptimized build, a loaded
   // host or qemu (25 s) passes and an all-pairs check (43 s optimized, 120 s unoptimized, against
-  // 0.2 s and 1.5 s for the JSON) does not. An optimized x86-64 build takes about 0.35 s in all.
-  CHECK(seconds < 3 * json_seconds + 0.5);
+  // 0.2 s and 1.5 s for the JSON: 80x and more) does not. An optimized x86-64 build takes about 0.35 s
+  // in all. 10x, not 3x: under qemu on a loaded 2-core host the schema check alone took 5x the JSON
+  // (162 s against 32 s, 2026-12-02), a load swing between the two timings, not a quadratic check.
+  CHECK(seconds < 10 * json_seconds + 1.0);
   // ... and the check still finds a clash at the very end.
   CHECK_THROWS_WITH(wrp::ParseManifest(ManyBindings(1000, 8), "m.json"), "m.json",
                     "\"b998\" and \"b999\" share region 599", "(4 and 8 bytes)");
