@@ -94,15 +94,13 @@ cat "$work"/{auth,listen,corrupt}.log | grep FAIL
 
 # The spawns of an execution log: remote ones, and any other that is not Bazel-internal.
 spawns() { # EXEC_JSON -> "remote=N cache_hit=N other=N" and the other ones' mnemonics
-  python3 - "$1" <<'PY'
-import json, sys
-text, decoder, at = open(sys.argv[1]).read(), json.JSONDecoder(), 0
+  python3 - "$root/tools" "$1" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from check_exec_log import spawns
 remote = hits = 0
 other = []
-while text[at:].strip():
-    while text[at].isspace():
-        at += 1
-    spawn, at = decoder.raw_decode(text, at)
+for spawn in spawns(sys.argv[2]):
     if spawn.get("remoteCacheHit"):
         hits += 1
     elif spawn.get("runner") == "remote":
