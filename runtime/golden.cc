@@ -3,12 +3,90 @@
 #include <cmath>
 #include <cstring>
 #include <locale>
+#include <regex>
 #include <sstream>
 
 namespace wrp {
+namespace {
+
+// x rounded up to two significant digits, printed so that the printed value is still >= x.
+std::string RoundUp(double x) {
+  const double exponent = std::floor(std::log10(x)) - 1;
+  double value = std::ceil(x / std::pow(10.0, exponent)) * std::pow(10.0, exponent);
+  if (value < x) value = std::nextafter(value, INFINITY);
+  std::ostringstream out;
+  out.imbue(std::locale::classic());
+  out.precision(2);
+  out << value;
+  if (std::stod(out.str()) < x) {
+    out.str("");
+    out.precision(17);
+    out << value;
+  }
+  return out.str();
+}
+
+std::string Short(double x) {
+  std::ostringstream out;
+  out.imbue(std::locale::classic());
+  out.precision(3);
+  out << x;
+  return out.str();
+}
+
+}  // namespace
+
+bool IsFloat32Type(const std::string& dtype) {
+  static const std::regex kFloat32(R"(^(float32|(vec[0-9]+|mat[0-9]+|quat|transform)f|(vector|matrix)\(.*dtype=float32\))$)");
+  return std::regex_match(dtype, kFloat32);
+}
+
+FloatErrors Float32Errors(const uint8_t* golden, const uint8_t* actual, size_t size) {
+  FloatErrors e;
+  e.elements = size / 4;
+  bool rel_defined = true;
+  double max_rel = 0;
+  for (size_t i = 0; i < e.elements; ++i) {
+    if (std::memcmp(golden + 4 * i, actual + 4 * i, 4) == 0) continue;
+    ++e.differ;
+    float g32, a32;
+    std::memcpy(&g32, golden + 4 * i, 4);
+    std::memcpy(&a32, actual + 4 * i, 4);
+    const double g = g32, a = a32;
+    if (!std::isfinite(g) || !std::isfinite(a)) {
+      if (!(std::isnan(g) && std::isnan(a))) ++e.nonfinite;
+      continue;
+    }
+    const double error = std::fabs(a - g);
+    if (error > e.max_abs_error) e.max_abs_error = error;
+    if (g == 0) {
+      if (error > 0) rel_defined = false;
+    } else if (error / std::fabs(g) > max_rel) {
+      max_rel = error / std::fabs(g);
+    }
+  }
+  e.max_rel_error = rel_defined ? std::optional<double>(max_rel) : std::nullopt;
+  return e;
+}
+
+std::string FloatErrors::PassingTolerance() const {
+  if (differ == 0) return "bit-exact";
+  if (nonfinite) return "no tolerance (" + std::to_string(nonfinite) + " differ in NaN or infinity)";
+  if (max_abs_error == 0) return "any tolerance (only signed zeros or NaN payloads differ)";
+  std::string text = "Tolerance(atol=" + RoundUp(max_abs_error) + ")";
+  if (max_rel_error && *max_rel_error < 1) text += " or Tolerance(rtol=" + RoundUp(*max_rel_error) + ")";
+  return text;
+}
+
+std::string FloatErrors::Describe() const {
+  return std::to_string(differ) + " of " + std::to_string(elements) + " float32 differ, max abs error " +
+         Short(max_abs_error) + ", max rel error " + (max_rel_error ? Short(*max_rel_error) : "n/a") +
+         "; passes with " + PassingTolerance();
+}
 
 GoldenComparison CompareWithGolden(const uint8_t* golden, size_t golden_size, const uint8_t* actual,
-                                   size_t actual_size, const std::optional<Tolerance>& tolerance) {
+                                   size_t actual_size, const std::optional<Tolerance>& tolerance,
+                                   bool float32_data) {
   GoldenComparison result;
   std::ostringstream detail;
   detail.imbue(std::locale::classic());  // numbers in messages read the same under any host locale
@@ -32,6 +110,10 @@ GoldenComparison CompareWithGolden(const uint8_t* golden, size_t golden_size, co
     } else {
       detail << result.mismatches << " of " << golden_size << " bytes differ; first at byte " << first
              << " (golden 0x" << std::hex << int(golden[first]) << ", replay 0x" << int(actual[first]) << ")";
+      if (float32_data && golden_size % 4 == 0) {
+        result.errors = Float32Errors(golden, actual, golden_size);
+        detail << "; " << result.errors->Describe();
+      }
     }
     result.detail = detail.str();
     return result;
@@ -83,6 +165,10 @@ GoldenComparison CompareWithGolden(const uint8_t* golden, size_t golden_size, co
            << first_actual << ")";
   }
   detail << ", max abs error " << result.max_abs_error;
+  if (!result.match) {
+    result.errors = Float32Errors(golden, actual, golden_size);
+    detail << "; " << result.errors->Describe();
+  }
   result.detail = detail.str();
   return result;
 }

@@ -64,3 +64,25 @@ WRP_TEST(AbsoluteAndRelativeFloat32Tolerance) {
   std::vector<uint8_t> three = {1, 2, 3};
   CHECK(!wrp::CompareWithGolden(three.data(), 3, three.data(), 3, rel).match);
 }
+
+WRP_TEST(Float32MismatchReport) {
+  CHECK(wrp::IsFloat32Type("float32") && wrp::IsFloat32Type("vec3f") && wrp::IsFloat32Type("mat33f"));
+  CHECK(wrp::IsFloat32Type("quatf") && wrp::IsFloat32Type("vector(length=6, dtype=float32)"));
+  CHECK(!wrp::IsFloat32Type("vec3d") && !wrp::IsFloat32Type("int32") && !wrp::IsFloat32Type("sim.Particle"));
+  std::vector<uint8_t> golden = Floats({1.0f, 2.0f, 0.0f, 4.0f});
+  std::vector<uint8_t> actual = Floats({1.0f, 2.002f, 0.0f, 4.0f});
+  wrp::GoldenComparison exact =
+      wrp::CompareWithGolden(golden.data(), golden.size(), actual.data(), actual.size(), std::nullopt, true);
+  CHECK(!exact.match && exact.errors.has_value());
+  CHECK_EQ(exact.errors->differ, size_t(1));
+  CHECK(exact.errors->max_abs_error > 0.0019 && exact.errors->max_abs_error < 0.0021);
+  CHECK(exact.detail.find("passes with Tolerance(atol=0.0021) or Tolerance(rtol=0.001") != std::string::npos);
+  // Without the dtype, a bit-exact mismatch stays a byte count.
+  CHECK(!wrp::CompareWithGolden(golden.data(), golden.size(), actual.data(), actual.size(), std::nullopt)
+             .errors.has_value());
+  // A value that should be zero: no relative tolerance passes it.
+  std::vector<uint8_t> off_zero = Floats({1.0f, 2.0f, 1e-6f, 4.0f});
+  wrp::FloatErrors near_zero = wrp::Float32Errors(golden.data(), off_zero.data(), golden.size());
+  CHECK(!near_zero.max_rel_error.has_value());
+  CHECK(near_zero.PassingTolerance().find("rtol") == std::string::npos);
+}

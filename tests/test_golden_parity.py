@@ -36,19 +36,23 @@ TOLERANCES = [
 ]
 
 
-def cpp_verdict(golden: bytes, actual: bytes, tol: Tolerance | None, tmp_path) -> tuple[bool, int]:
+def cpp_run(golden: bytes, actual: bytes, tol: Tolerance | None, tmp_path, dtype: str | None = None) -> list[str]:
     (tmp_path / "g.bin").write_bytes(golden)
     (tmp_path / "a.bin").write_bytes(actual)
     # repr() round-trips a float exactly, so both sides use the same atol and rtol.
     tol_json = "null" if tol is None else f'{{"atol": {tol.atol!r}, "rtol": {tol.rtol!r}}}'
     json.loads(tol_json)
     proc = subprocess.run(
-        [GOLDEN_COMPARE, str(tmp_path / "g.bin"), str(tmp_path / "a.bin"), tol_json],
+        [GOLDEN_COMPARE, str(tmp_path / "g.bin"), str(tmp_path / "a.bin"), tol_json] + ([dtype] if dtype else []),
         capture_output=True,
         text=True,
         check=True,
     )
-    match, mismatches = proc.stdout.split()
+    return proc.stdout.splitlines()
+
+
+def cpp_verdict(golden: bytes, actual: bytes, tol: Tolerance | None, tmp_path) -> tuple[bool, int]:
+    match, mismatches = cpp_run(golden, actual, tol, tmp_path)[0].split()[:2]
     return match == "1", int(mismatches)
 
 
@@ -75,3 +79,41 @@ def test_the_cases_discriminate():
     assert not compare(g, CASES["nan_for_number"].tobytes(), Tolerance(atol=1.0, rtol=0.5)).match
     assert not compare(g, CASES["flipped_inf"].tobytes(), Tolerance(atol=1.0, rtol=0.5)).match
     assert compare(g, CASES["same"].tobytes(), None).match
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("dtype", ["vec3f", "int32"])
+def test_mismatch_reports_agree(case, dtype, tmp_path):
+    """A float32 output that fails its bit-exact check gets the same error report from both readers:
+    how many values differ, max abs and rel error, and the tolerance that would pass."""
+    golden, actual = GOLDEN.tobytes(), CASES[case].tobytes()
+    py = compare(golden, actual, None, dtype)
+    lines = cpp_run(golden, actual, None, tmp_path, dtype)
+    fields = lines[0].split()
+    assert (fields[0] == "1", int(fields[1])) == (py.match, py.mismatches)
+    if py.errors is None:
+        assert len(fields) == 2, f"{case}: C++ reported float errors Python did not: {lines}"
+        assert py.match or dtype == "int32"
+        return
+    e = py.errors
+    differ, nonfinite, max_abs, max_rel = fields[2:]
+    assert (int(differ), int(nonfinite)) == (e.differ, e.nonfinite)
+    assert float(max_abs) == e.max_abs_error
+    assert (None if max_rel == "none" else float(max_rel)) == e.max_rel_error
+    assert lines[1] == e.passing_tolerance()
+
+
+def test_the_suggested_tolerance_passes_and_is_tight():
+    """The report's tolerance passes the replay it was computed from; a tenth of it does not."""
+    rng = np.random.default_rng(3)
+    golden = rng.normal(0, 10, 4096).astype(np.float32)
+    actual = (golden + rng.normal(0, 1e-3, golden.size)).astype(np.float32)
+    report = compare(golden.tobytes(), actual.tobytes(), None, "float32")
+    assert not report.match and report.errors.differ > 4000
+    atol = float(report.errors.passing_tolerance().split("atol=")[1].split(")")[0])
+    assert compare(golden.tobytes(), actual.tobytes(), Tolerance(atol=atol)).match
+    assert not compare(golden.tobytes(), actual.tobytes(), Tolerance(atol=atol / 10)).match
+    assert "passes with Tolerance(atol=" in report.detail
+    with_nan = golden.copy()
+    with_nan[5] = np.nan
+    assert "no tolerance (1 differ in NaN or infinity)" in compare(golden.tobytes(), with_nan.tobytes(), None, "float32").detail
