@@ -117,7 +117,11 @@ def _wrp_cc_library_impl(ctx):
 wrp_cc_library = rule(
     implementation = _wrp_cc_library_impl,
     attrs = {
-        "artifact": attr.label(mandatory = True, providers = [WrpInfo]),
+        "artifact": attr.label(
+            mandatory = True,
+            providers = [WrpInfo],
+            doc = "The wrp_artifact whose bundle is embedded (its `x.tar`).",
+        ),
         "_cc_toolchain": attr.label(default = "@bazel_tools//tools/cpp:current_cc_toolchain"),
         "_runtime": attr.label_list(default = ["//runtime"]),
     },
