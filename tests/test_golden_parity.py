@@ -36,14 +36,17 @@ TOLERANCES = [
 ]
 
 
-def cpp_run(golden: bytes, actual: bytes, tol: Tolerance | None, tmp_path, dtype: str | None = None) -> list[str]:
+def cpp_run(
+    golden: bytes, actual: bytes, tol: Tolerance | None, tmp_path, dtype: str | None = None
+) -> list[str]:
     (tmp_path / "g.bin").write_bytes(golden)
     (tmp_path / "a.bin").write_bytes(actual)
     # repr() round-trips a float exactly, so both sides use the same atol and rtol.
     tol_json = "null" if tol is None else f'{{"atol": {tol.atol!r}, "rtol": {tol.rtol!r}}}'
     json.loads(tol_json)
     proc = subprocess.run(
-        [GOLDEN_COMPARE, str(tmp_path / "g.bin"), str(tmp_path / "a.bin"), tol_json] + ([dtype] if dtype else []),
+        [GOLDEN_COMPARE, str(tmp_path / "g.bin"), str(tmp_path / "a.bin"), tol_json]
+        + ([dtype] if dtype else []),
         capture_output=True,
         text=True,
         check=True,
@@ -116,4 +119,7 @@ def test_the_suggested_tolerance_passes_and_is_tight():
     assert "passes with Tolerance(atol=" in report.detail
     with_nan = golden.copy()
     with_nan[5] = np.nan
-    assert "no tolerance (1 differ in NaN or infinity)" in compare(golden.tobytes(), with_nan.tobytes(), None, "float32").detail
+    assert (
+        "no tolerance (1 differ in NaN or infinity)"
+        in compare(golden.tobytes(), with_nan.tobytes(), None, "float32").detail
+    )

@@ -140,3 +140,25 @@ def test_a_kernel_warp_cannot_build_is_one_error_naming_it(tmp_path):
     proc = run_capture(PROGRAMS / "broken_kernel.py", out, label=LABEL)
     assert_refused(proc, out, LABEL, "Warp could not build module 'broken_kernel'", "broken_kernel.py:15")
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["all", "plain"])
+def test_a_retargeted_capture_names_kernels_whose_cpu_result_is_no_cuda_golden(tmp_path, mode):
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "cpu_golden_caveats.py", out, "WRP_TEST_CAVEATS", mode, "retarget")
+    assert proc.returncode == 0, proc.stderr
+    recorded = json.loads((out / "capture.json").read_text()).get("cpu_golden_caveats")
+    if mode == "plain":
+        assert recorded is None and "may not match a GPU replay" not in proc.stderr
+        return
+    by_kernel = {r["kernel"]: r for r in recorded}
+    assert sorted(by_kernel) == ["largest", "row_sums", "total"], recorded
+    assert "atomic_add" in by_kernel["total"]["reasons"][0]
+    assert "atomic_max" in by_kernel["largest"]["reasons"][0]  # inside the @wp.func it calls
+    assert by_kernel["row_sums"]["block_dim"] == 64
+    assert (
+        "tile_load" in by_kernel["row_sums"]["reasons"][0]
+        and "block_dim 64" in by_kernel["row_sums"]["reasons"][0]
+    )
+    assert by_kernel["total"]["where"].startswith("cpu_golden_caveats.py:")
+    assert "may not match a GPU replay" in proc.stderr and "//rules:gpu_goldens" in proc.stderr

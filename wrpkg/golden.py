@@ -56,7 +56,9 @@ def golden_tolerance(record) -> Tolerance | None:
 
 # Warp type names (capture.array_layout's "dtype") whose values are float32 lanes: the only data a
 # tolerance applies to, and the data a mismatch report states float errors for.
-_FLOAT32_TYPE = re.compile(r"^(float32|(vec[0-9]+|mat[0-9]+|quat|transform)f|(vector|matrix)\(.*dtype=float32\))$")
+_FLOAT32_TYPE = re.compile(
+    r"^(float32|(vec[0-9]+|mat[0-9]+|quat|transform)f|(vector|matrix)\(.*dtype=float32\))$"
+)
 
 
 def is_float32_type(dtype: str | None) -> bool:
@@ -131,7 +133,9 @@ def float_errors(golden: bytes, actual: bytes) -> FloatErrors:
     nonfinite = int(np.count_nonzero(~finite & ~both_nan))
     err = np.abs(a[finite] - g[finite])
     gf = np.abs(g[finite])
-    max_rel = None if np.any((gf == 0) & (err > 0)) else float(np.max(err / np.where(gf == 0, 1, gf), initial=0.0))
+    max_rel = (
+        None if np.any((gf == 0) & (err > 0)) else float(np.max(err / np.where(gf == 0, 1, gf), initial=0.0))
+    )
     return FloatErrors(
         elements=int(g32.size),
         differ=int(np.count_nonzero(differ)),
@@ -149,7 +153,9 @@ class Comparison:
     errors: FloatErrors | None = None  # for float32 data that does not match
 
 
-def compare(golden: bytes, actual: bytes, tolerance: Tolerance | None, dtype: str | None = None) -> Comparison:
+def compare(
+    golden: bytes, actual: bytes, tolerance: Tolerance | None, dtype: str | None = None
+) -> Comparison:
     """Bit-exact when tolerance is None, else the float32 rule of the module doc.
 
     Args:

@@ -38,6 +38,7 @@ ASSUMPTIONS = (
     ("types", "type_size_in_bytes", None),
     ("build", "init_kernel_cache", None),
     ("codegen", "_escape_line_directive_filename", None),
+    ("codegen", "Adjoint.get_references", ("adj",)),
     ("apic.capture", "APICapture.build_launch_info", ("self", "kernel")),
     (
         "apic.capture",
@@ -77,6 +78,28 @@ def apic_capture_class():
 def native_library():
     """Warp's loaded native library (ctypes), after wp.init()."""
     return context().runtime.core
+
+
+def forward_code(kernel) -> list[str]:
+    """The C++ lines Warp generated for a built kernel's forward pass and, transitively, for the
+    user functions (@wp.func) it calls: where its builtins (wp::atomic_add, wp::tile_load, ...)
+    can be read after codegen. Reads the private Adjoint (`kernel.adj`: its blocks' body_forward
+    and get_references()); empty before the kernel's module was built."""
+    lines: list[str] = []
+    seen: set[int] = set()
+    pending = [kernel.adj]
+    while pending:
+        adj = pending.pop()
+        if adj is None or id(adj) in seen:
+            continue
+        seen.add(id(adj))
+        for block in getattr(adj, "blocks", None) or ():
+            lines += block.body_forward
+        _, _, functions = adj.get_references()
+        for func in functions:
+            overloads = getattr(func, "user_overloads", None) or {}
+            pending += [getattr(f, "adj", None) for f in overloads.values()] or [getattr(func, "adj", None)]
+    return lines
 
 
 def _resolve(module: str, dotted: str):

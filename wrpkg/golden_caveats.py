@@ -1,0 +1,84 @@
+"""Kernels whose result on the CPU is not what a CUDA GPU computes: their CPU goldens do not hold
+a GPU replay.
+
+A retargeted capture makes its golden outputs by replaying the CPU capture, and its bundle is
+replayed on GPUs. For most kernels both compute the same values (up to rounding, which a
+tolerance covers); for two kinds the CPU computes something else altogether:
+- tile operations launched with block_dim > 1: on the CPU a block runs as one thread, so
+  cooperative tile code (scans, compaction, reductions across the block) takes another path;
+- atomics: the order in which threads meet an atomic is the CPU loop's, not the GPU
+  scheduler's, so sums round differently and a slot handed out by atomic_add goes elsewhere.
+The capture names them (capture.json `cpu_golden_caveats`, and a note), so the bundle's gpu
+replay tests use goldens made on a GPU (//rules:gpu_goldens, wrpkg.regolden).
+"""
+
+from __future__ import annotations
+
+import re
+
+from wrpkg import warp_internals
+
+_ATOMIC = re.compile(r"\bwp::(atomic_\w+)")
+_TILE = re.compile(r"\bwp::(tile_\w+)")
+
+
+def kernel_caveats(kernel, block_dim: int) -> list[str]:
+    """Why a kernel's CPU result is not a CUDA golden, one phrase each; empty when it is.
+
+    Args:
+      kernel: a built Warp kernel (its module loaded on the CPU).
+      block_dim: the CUDA block size the step launches it with.
+    Returns:
+      Phrases naming the atomics and tile operations that make it differ.
+    """
+    code = "\n".join(
+        line for line in warp_internals.forward_code(kernel) if not line.lstrip().startswith("//")
+    )
+    reasons = []
+    atomics = sorted(set(_ATOMIC.findall(code)))
+    if atomics:
+        reasons.append(f"atomics ({', '.join(atomics)}): their order across threads is the CPU loop's")
+    tiles = sorted(set(_TILE.findall(code)))
+    if tiles and block_dim > 1:
+        reasons.append(
+            f"tile operations ({', '.join(tiles[:4])}{', ...' if len(tiles) > 4 else ''}) with block_dim "
+            f"{block_dim}: the CPU runs a block as one thread"
+        )
+    return reasons
+
+
+def launch_caveats(calls) -> list[dict]:
+    """The caveats of a retargeted step's launches (wrpkg.retarget.LaunchCall), one record per
+    kernel and block_dim, in launch order.
+
+    Args:
+      calls: the RetargetRecorder's calls.
+    Returns:
+      Records {"kernel", "block_dim", "where", "reasons"} for capture.json.
+    """
+    found: dict[tuple[str, int], dict] = {}
+    for call in calls:
+        key = (call.kernel.key, call.cuda_block_dim)
+        if key in found:
+            continue
+        reasons = kernel_caveats(call.kernel, call.cuda_block_dim)
+        found[key] = {
+            "kernel": call.kernel.key,
+            "block_dim": call.cuda_block_dim,
+            "where": call.where,
+            "reasons": reasons,
+        }
+    return [record for record in found.values() if record["reasons"]]
+
+
+def note(target: str, caveats: list[dict]) -> str:
+    """The capture log's note on launch_caveats."""
+    lines = [
+        f"{target}: the CPU goldens of this retargeted capture may not match a GPU replay "
+        "(the gpu replay tests compare with goldens made on a GPU under --config=gpu: //rules:gpu_goldens):"
+    ]
+    for record in caveats:
+        lines.append(
+            f"  {record['kernel']} (block_dim {record['block_dim']}, {record['where']}): {'; '.join(record['reasons'])}"
+        )
+    return "\n".join(lines)
