@@ -1,9 +1,13 @@
-"""Capture refuses launch parameters that hold a live Warp object's address as a plain number."""
+"""Capture refuses launch parameters that hold a live Warp object's address as a plain number.
+
+A live wp.Mesh id in a wp.uint64 parameter is recorded as a wp.handle unless that is turned off
+(test_mesh_id_relocation.py); here it is off, and the capture refuses it as Warp would save it."""
 
 from __future__ import annotations
 
 import pytest
 from test_capture import PROGRAMS, assert_refused, run_capture
+from wrp_testing import run_python
 
 SCRIPT = PROGRAMS / "stale_pointer.py"
 LABEL = "//tests:stale_wrp"
@@ -18,6 +22,7 @@ LABEL = "//tests:stale_wrp"
                 "kernel 'closest', parameter 'mesh'",
                 "live wp.Mesh",
                 "declare 'mesh' of kernel 'closest' as wp.handle",
+                "drop relocate_uint64_mesh_ids = False",
             ),
         ),
         (
@@ -32,9 +37,31 @@ LABEL = "//tests:stale_wrp"
 )
 def test_a_live_address_passed_as_uint64_is_refused(tmp_path, mode, fragments):
     out = tmp_path / "raw"
-    proc = run_capture(SCRIPT, out, label=LABEL, env_extra={"WRP_TEST_STALE_MODE": mode})
+    args = [
+        "--script",
+        str(SCRIPT),
+        "--device",
+        "cpu",
+        "--out-dir",
+        str(out),
+        "--stem",
+        "sim",
+        "--label",
+        LABEL,
+    ]
+    proc = run_python(
+        "-m", "wrpkg.capture", *args, "--no-relocate-uint64-mesh-ids", env_extra={"WRP_TEST_STALE_MODE": mode}
+    )
     assert_refused(proc, out, LABEL, *fragments)
     # A plain integer beside the stale one (the mesh kernel's seed) is not mentioned.
+    assert "'seed'" not in proc.stderr
+
+
+def test_a_mesh_id_as_uint64_is_recorded_as_a_handle_by_default(tmp_path):
+    out = tmp_path / "raw"
+    proc = run_capture(SCRIPT, out, label=LABEL, env_extra={"WRP_TEST_STALE_MODE": "mesh_uint64"})
+    assert proc.returncode == 0, proc.stderr
+    assert "kernel 'closest', parameter 'mesh' is declared wp.uint64" in proc.stderr
     assert "'seed'" not in proc.stderr
 
 

@@ -41,7 +41,7 @@ from wrpkg.errors import CaptureError
 from wrpkg.golden import as_tolerance, compare
 from wrpkg.interface import INTERFACE_SCHEMA
 from wrpkg.launch_recorder import LaunchRecorder
-from wrpkg.stale_pointers import check_launches
+from wrpkg.stale_pointers import check_launches, relocation_note, relocations
 from wrpkg.step_guard import StepRefusal
 from wrpkg.warp_init import init_warp
 
@@ -331,6 +331,7 @@ def capture(
     mode: str = "gpu",
     cuda_arch: int | None = None,
     trace_lines: bool = True,
+    relocate_uint64_mesh_ids: bool = True,
 ) -> CaptureResult:
     """Runs the capture script and writes the raw capture directory (see the module doc).
     `trace_lines=False` (retarget mode) records faster but raises retarget.LinesNotTraced where a
@@ -361,7 +362,17 @@ def capture(
         "run the capture again",
     ) as tmp_dir:
         result = _capture_into(
-            script, device, tmp_dir, stem, label, cache_dir, target, mode, cuda_arch, trace_lines
+            script,
+            device,
+            tmp_dir,
+            stem,
+            label,
+            cache_dir,
+            target,
+            mode,
+            cuda_arch,
+            trace_lines,
+            relocate_uint64_mesh_ids,
         )
         atomic.publish_dir(tmp_dir, out_dir)
     result.out_dir = out_dir
@@ -371,7 +382,17 @@ def capture(
 
 
 def _capture_into(
-    script, device_name, work, stem, label, cache_dir, target, mode, cuda_arch, trace_lines
+    script,
+    device_name,
+    work,
+    stem,
+    label,
+    cache_dir,
+    target,
+    mode,
+    cuda_arch,
+    trace_lines,
+    relocate_uint64_mesh_ids=True,
 ) -> CaptureResult:
     import warp as wp  # noqa: PLC0415 - only the tools that need Warp import it
 
@@ -395,6 +416,8 @@ def _capture_into(
         recorder = retarget.RetargetRecorder(user_dirs=user_dirs, target=target, trace_lines=trace_lines)
     else:
         recorder = LaunchRecorder(target=target)
+    # A wp.uint64 parameter holding a live wp.Mesh id is recorded as a wp.handle (wrpkg.launch_recorder).
+    recorder.relocate_uint64_mesh_ids = relocate_uint64_mesh_ids
     crash_watch.phase(f"step() under capture on {device.alias}")
     graph = _record_step(wp, spec, device, script, target, recorder)
     crash_watch.phase("wp.capture_save")
@@ -448,6 +471,10 @@ def _capture_into(
     }
     if label:
         info["label"] = label
+    relocated = relocations(recorder)
+    if relocated:
+        info["uint64_mesh_ids_as_handles"] = relocated
+        print(relocation_note(target, relocated), file=sys.stderr)
     _write_json(work / "interface.json", interface)
     _write_json(work / "capture.json", info)
     if cache is not None:
@@ -631,6 +658,12 @@ def configure_parser(parser) -> None:
         help="SM of a retargeted capture's module binaries (default: 90)",
     )
     parser.add_argument(
+        "--no-relocate-uint64-mesh-ids",
+        action="store_true",
+        help="refuse a wp.uint64 kernel parameter that holds a live wp.Mesh id, as Warp's APIC would save it "
+        "verbatim, instead of recording it as a wp.handle relocation (the default)",
+    )
+    parser.add_argument(
         "--in-process",
         action="store_true",
         help="run the capture in this process, not in a watched child (for a debugger or in-process "
@@ -660,6 +693,7 @@ def run(args) -> int:
             mode=args.mode,
             cuda_arch=args.cuda_arch,
             trace_lines=crash_watch.trace_lines(),
+            relocate_uint64_mesh_ids=not args.no_relocate_uint64_mesh_ids,
         )
     except retarget.LinesNotTraced:
         return crash_watch.RETRY_TRACED  # the watching parent runs it again, tracing

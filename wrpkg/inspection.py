@@ -5,8 +5,10 @@ user wants first: label, content hash, SASS list, PTX and the driver it needs, w
 the CUDA source is kept, bindings with their direction, dtype and shape, golden outputs and
 tolerances.
 For every .wrp: device, target arch, Warp version, modules (binary kind, size, and what
-a fatbin holds), kernels, bindings, memory regions and operation counts. `--json` prints
-the same as one JSON object."""
+a fatbin holds), kernels, bindings, memory regions and operation counts, and, from the
+capture.json beside it, the `wp.uint64` parameters the capture recorded as `wp.handle`
+relocations (a live mesh id; the .wrp alone cannot tell them from declared handles).
+`--json` prints the same as one JSON object."""
 
 from __future__ import annotations
 
@@ -110,6 +112,27 @@ def _fatbin_holds(binary: Path) -> tuple[list[str] | None, str | None]:
         return None, f"not read: {err.message}"
 
 
+def _uint64_mesh_ids_as_handles(wrp_path: Path) -> list[dict]:
+    """capture.json's record of wp.uint64 parameters recorded as handles (wrpkg.stale_pointers.relocations):
+    kernel, parameter, meshes, launches. Provenance, not verified: a missing or unreadable file says none."""
+    info = wrp_path.parent / manifest_mod.CAPTURE_INFO_NAME
+    if not info.is_file():
+        return []
+    try:
+        doc = manifest_mod.strict_json_loads(read_json_file(info, info.name, ""), info, info.name)
+        return [
+            {
+                "kernel": str(r["kernel"]),
+                "parameter": str(r["parameter"]),
+                "meshes": [str(m) for m in r["meshes"]],
+                "launches": int(r["launches"]),
+            }
+            for r in doc.get("uint64_mesh_ids_as_handles", [])
+        ]
+    except (VerifyError, KeyError, TypeError, ValueError, AttributeError):
+        return []
+
+
 def summarize(wrp_path: Path, wrp: WrpFile | None = None) -> dict:
     # read_regular: a FIFO or /dev/zero named *.wrp is refused, not read forever.
     wrp = wrp or read_wrp(bytes(read_regular(wrp_path, "the .wrp", "pass a .wrp file")), path=wrp_path)
@@ -172,6 +195,7 @@ def summarize(wrp_path: Path, wrp: WrpFile | None = None) -> dict:
         "bindings": bindings,
         "directions_from": directions_from,
         "meshes": len(wrp.metadata.meshes),
+        "uint64_mesh_ids_as_handles": _uint64_mesh_ids_as_handles(wrp_path),
         "memory": {
             "regions": len(regions),
             "total_bytes": sum(r.size for r in regions),
@@ -310,6 +334,14 @@ def render_text(s: dict) -> str:
         f"memory: {mem['regions']} regions, {_human(mem['total_bytes'])} total, "
         f"{_human(mem['initial_data_bytes'])} initial data; meshes: {s['meshes']}"
     )
+    relocated = s.get("uint64_mesh_ids_as_handles") or []
+    if relocated:
+        lines.append(f"wp.uint64 parameters saved as wp.handle relocations ({len(relocated)}):")
+        for r in relocated:
+            launches = f"{r['launches']} launch" + ("" if r["launches"] == 1 else "es")
+            lines.append(
+                f"  kernel '{r['kernel']}', parameter '{r['parameter']}': {'; '.join(r['meshes'])} ({launches})"
+            )
     ops = ", ".join(f"{name} {count}" for name, count in s["operations"].items()) or "none"
     lines.append(f"operations ({sum(s['operations'].values())}): {ops}")
     return "\n".join(lines)

@@ -8,11 +8,20 @@ capture runs one recorder, so Warp is patched and restored in one place.
 
 It reads APICapture's private launch packing (pinned with the Warp version, like
 capture.py's region check).
+
+A `wp.uint64` kernel parameter that holds exactly the id of a live wp.Mesh (NVIDIA's own mesh
+samples pass `mesh.id` so) is packed as if the kernel declared it `wp.handle`
+(`relocate_uint64_mesh_ids`, on by default): APIC then records the handle relocation and
+registers the mesh, as it does for a `wp.handle` argument, and the saved graph is the one
+the same program declaring `wp.handle` saves. Warp itself would save the id verbatim (a crash
+at replay). Which parameters were so recorded is in `mesh_id_relocations`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
+import ctypes
 import os
 from dataclasses import dataclass, field
 
@@ -58,6 +67,18 @@ class PackedParam:
 
 
 @dataclass
+class MeshIdRelocation:
+    """A `wp.uint64` parameter recorded as a `wp.handle` relocation because it held a live mesh id."""
+
+    kernel: str
+    param: str
+    mesh_ids: list[int] = field(default_factory=list)  # in first-use order
+    launches: int = 0
+    # What each mesh is ("wp.Mesh (4 points, 4 triangles)"), named by the stale-pointer check.
+    meshes: list[str] = field(default_factory=list)
+
+
+@dataclass
 class LaunchRecorder:
     """Records, while `recording(device)` is active, every captured launch's parameter bytes.
 
@@ -71,6 +92,10 @@ class LaunchRecorder:
     guard: StepGuard | None = None
     # Data addresses of the arrays the step's launches take (wrpkg.build_launches).
     array_ptrs: set[int] = field(default_factory=set)
+    # Record a wp.uint64 parameter holding a live wp.Mesh id as a wp.handle relocation (see above).
+    relocate_uint64_mesh_ids: bool = True
+    # (kernel, parameter) -> what was relocated, in first-use order.
+    mesh_id_relocations: dict[tuple[str, str], MeshIdRelocation] = field(default_factory=dict)
 
     @contextlib.contextmanager
     def recording(self, device):
@@ -108,13 +133,33 @@ class LaunchRecorder:
         original_build = APICapture.build_launch_info
         original_pack = APICapture._pack_param_record
         current_kernel: list[str] = []
+        # Per launch being packed: the kernel's parameters (codegen Vars) recorded as handles.
+        as_handle: list[list] = []
+        uint64_t = warp_internals.types().uint64
+        handle_t = warp_internals.types().handle
+        is_mesh = warp_internals.native_library().wp_apic_is_mesh
 
         def build_launch_info(self, kernel, *args, **kwargs):
             current_kernel.append(str(kernel.key))
+            as_handle.append([])
             try:
                 return original_build(self, kernel, *args, **kwargs)
             finally:
                 current_kernel.pop()
+                as_handle.pop()
+
+        def live_mesh_id(original_value, packed_value) -> int:
+            """The mesh id a uint64 argument holds, as APIC's handle walker reads it; 0 when none."""
+            try:
+                value = int(original_value)
+            except (TypeError, ValueError):
+                return 0
+            if not value or ctypes.sizeof(packed_value) != 8:
+                return 0
+            # The bytes the kernel receives must be that id (APIC copies them, then patches them).
+            if int.from_bytes(ctypes.string_at(ctypes.addressof(packed_value), 8), "little") != value:
+                return 0
+            return value if is_mesh(value) else 0
 
         def pack_param_record(
             self, rec, arg, original_value, packed_value, value_data_buf, relocs_buf, adjoint=False
@@ -123,7 +168,30 @@ class LaunchRecorder:
             ptr = getattr(original_value, "ptr", None)
             if isinstance(ptr, int) and ptr:
                 recorder.array_ptrs.add(ptr)
-            original_pack(self, rec, arg, original_value, packed_value, value_data_buf, relocs_buf, adjoint)
+            packed_arg = arg
+            if arg.type is uint64_t and recorder.relocate_uint64_mesh_ids and as_handle:
+                launch = as_handle[-1]
+                if adjoint:
+                    # As a wp.handle parameter's adjoint record is walked as a handle too.
+                    if any(a is arg for a in launch):
+                        packed_arg = copy.copy(arg)
+                        packed_arg.type = handle_t
+                else:
+                    mesh_id = live_mesh_id(original_value, packed_value)
+                    if mesh_id:
+                        launch.append(arg)
+                        packed_arg = copy.copy(arg)
+                        packed_arg.type = handle_t
+                        kernel = current_kernel[-1] if current_kernel else "?"
+                        entry = recorder.mesh_id_relocations.setdefault(
+                            (kernel, str(arg.label)), MeshIdRelocation(kernel, str(arg.label))
+                        )
+                        entry.launches += 1
+                        if mesh_id not in entry.mesh_ids:
+                            entry.mesh_ids.append(mesh_id)
+            original_pack(
+                self, rec, packed_arg, original_value, packed_value, value_data_buf, relocs_buf, adjoint
+            )
             start, size = rec.value_offset, rec.value_size
             relocated = frozenset(int(r.value_byte_offset) for r in relocs_buf[first_reloc:])
             recorder.params.append(

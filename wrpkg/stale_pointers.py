@@ -12,6 +12,11 @@ Warp 1.19's APIC relocates the handles of wp.Mesh only ("the save path only regi
 meshes", warp/_src/apic/capture.py): a wp.Bvh, wp.HashGrid or wp.Volume id cannot be saved
 in any form, so such an id is refused in a relocated `wp.handle` slot too, and its fix
 says what does work for that kind of object.
+
+A `wp.uint64` parameter holding exactly a live wp.Mesh id is not refused unless the capture
+turns that off: the launch recorder has APIC record it as a `wp.handle` relocation
+(`wrpkg.launch_recorder`), and `relocations()` says which, for the capture log and
+capture.json (`wrpkg inspect` shows them).
 """
 
 from __future__ import annotations
@@ -45,6 +50,17 @@ class _LiveObject:
     kind: str  # "wp.Mesh", "wp.array data", ...
     start: int
     end: int  # exclusive; start + 1 for ids
+    what: str = ""  # a mesh's size, "wp.Mesh (4 points, 4 triangles)"
+
+
+def _describe(obj, kind: str) -> str:
+    """ "wp.Mesh (4 points, 4 triangles)": what names a mesh in a log, the same in every run."""
+    if kind != "wp.Mesh":
+        return kind
+    try:
+        return f"{kind} ({len(obj.points)} points, {obj.indices.size // 3} triangles)"
+    except (AttributeError, TypeError):
+        return kind
 
 
 def _live_objects(wp, extra: list) -> list[_LiveObject]:
@@ -61,7 +77,7 @@ def _live_objects(wp, extra: list) -> list[_LiveObject]:
             if isinstance(obj, cls):
                 obj_id = int(getattr(obj, "id", 0) or 0)
                 if obj_id:
-                    found.append(_LiveObject(kind, obj_id, obj_id + 1))
+                    found.append(_LiveObject(kind, obj_id, obj_id + 1, _describe(obj, kind)))
                 return
         if isinstance(obj, wp.array) and getattr(obj, "ptr", None):
             # The whole allocation, on any device: a pointer into the middle of it is just as stale.
@@ -79,13 +95,17 @@ def _live_objects(wp, extra: list) -> list[_LiveObject]:
 
 
 def check_launches(wp, recorder: LaunchRecorder, extra: list, target: str) -> None:
-    """Raises CaptureError for the first launch parameter holding a live object's id or address."""
+    """Raises CaptureError for the first launch parameter holding a live object's id or address.
+
+    Names, in `recorder.mesh_id_relocations`, the meshes of wp.uint64 parameters recorded as handles."""
     if not recorder.params:
         return
     live = _live_objects(wp, extra)
     if not live:
         return
     by_id = {obj.start: obj for obj in live if obj.kind != _ARRAY}
+    for entry in recorder.mesh_id_relocations.values():
+        entry.meshes = [by_id[i].what if i in by_id else "wp.Mesh (deleted)" for i in entry.mesh_ids]
     ranges = sorted((obj for obj in live if obj.kind == _ARRAY), key=lambda o: o.start)
     starts = [r.start for r in ranges]
 
@@ -131,9 +151,48 @@ def check_launches(wp, recorder: LaunchRecorder, extra: list, target: str) -> No
                     f"declare '{packed.param}' of kernel '{packed.kernel}' as wp.handle (not wp.uint64) so APIC "
                     f"relocates the {hit.kind} id at load time"
                 )
+                if hit.kind == "wp.Mesh" and len(blob) == _SLOT and not recorder.relocate_uint64_mesh_ids:
+                    fix += (
+                        ", or let the capture record it as one: drop relocate_uint64_mesh_ids = False from the "
+                        "wrp_artifact target (wrpkg capture without --no-relocate-uint64-mesh-ids)"
+                    )
             raise CaptureError(
                 f"{target}: kernel '{packed.kernel}', {side}{where}, holds the address of a live {hit.kind} "
                 f"(0x{value:x}) as a plain number. APIC saves it verbatim, and the replay would read "
                 "memory that does not exist in the loading process (a crash or garbage).",
                 fix=fix,
             )
+
+
+def relocations(recorder: LaunchRecorder) -> list[dict]:
+    """The wp.uint64 parameters recorded as wp.handle relocations, for capture.json: kernel,
+    parameter, the meshes they held (by size, in first-use order) and how many launches."""
+    return [
+        {
+            "kernel": entry.kernel,
+            "parameter": entry.param,
+            "meshes": entry.meshes or ["wp.Mesh"] * len(entry.mesh_ids),
+            "launches": entry.launches,
+        }
+        for entry in recorder.mesh_id_relocations.values()
+    ]
+
+
+def _ids_of(meshes: list[str]) -> str:
+    if len(meshes) == 1:
+        return f"the id of a live {meshes[0]}"
+    return f"the ids of live meshes {', '.join(meshes[:-1])} and {meshes[-1]}"
+
+
+def relocation_note(target: str, relocated: list[dict]) -> str:
+    """The capture log's lines for `relocations()`."""
+    lines = []
+    for r in relocated:
+        launches = f"{r['launches']} launch" + ("" if r["launches"] == 1 else "es")
+        lines.append(
+            f"{target}: note: kernel '{r['kernel']}', parameter '{r['parameter']}' is declared wp.uint64 and held "
+            f"{_ids_of(r['meshes'])} ({launches}): recorded as a wp.handle relocation, as if "
+            "declared wp.handle (Warp alone saves the id verbatim, a crash at replay; "
+            "relocate_uint64_mesh_ids = False turns this off)"
+        )
+    return "\n".join(lines)
