@@ -1,4 +1,4 @@
-"""The shared corpus of good and bad bundles (README: "Bundle validity").
+"""The shared corpus of good and bad bundles (docs/bundles.md: "Bundle validity").
 
 make_corpus(good_dir, good_tar, out) copies a real bundle and breaks each copy in one way.
 Every case says what the policy expects; tests/test_validity_parity.py has wrpkg.verify and

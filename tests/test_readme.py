@@ -1,12 +1,14 @@
-"""Every command the README shows is accounted for, so the README cannot drift.
+"""Every command the README and the docs/ pages show is accounted for, so they cannot drift.
 
-Commands are the lines of its indented code blocks and its inline `code` spans that start
-like a command (bazel, tools/..., wrpkg, pip, python, file, ./, each maybe after VAR=value
-assignments). Each one is either
-- RUN here, as the README writes it (paths under bazel-bin/ point at this test's bundles), or
+Commands are the lines of their code blocks (indented or fenced) and their inline `code` spans
+that start like a command (bazel, tools/..., wrpkg, pip, python, file, ./, each maybe after
+VAR=value assignments). Each one is either
+- RUN here, as the page writes it (paths under bazel-bin/ point at this test's bundles), or
 - ELSEWHERE: run by another test or CI job, or needing a GPU, a package index or two clean
   builds; the entry says which and the script it names must exist.
-A README command in neither table, or an entry no longer in the README, fails the test."""
+A command in neither table, or an entry no page shows any more, fails the test. So does a
+relative link that leads nowhere, a docs/ page the README does not link, and a README over
+150 lines (issue 27: the README says what this is and links the rest)."""
 
 from __future__ import annotations
 
@@ -92,6 +94,14 @@ ELSEWHERE = {
     "(toolchains/containers/README.md)",
     "tools/check_host.sh trixie": "a fresh root filesystem and the whole build inside (an hour, root, the "
     "registries): //tests/hosts:check_host_trixie_test (tagged manual)",
+    "bazel build --//rules:archs=sm_80,sm_90 //models:sim_wrp": "//tests/analysis:artifact_test sets "
+    "--//rules:archs through a transition and checks the SMs it gives; tools/check_incremental.sh builds this way",
+    "bazel run @rules_warp//:wrpkg": "in a workspace that uses rules_warp with rules_warp_register_toolchains"
+    "(python = True): run by hand; the RUN entries run the same binary, //:wrpkg",
+    "python sim.py": "not run: how the capture harness imports a script (//tests:capture_test)",
+    "tools/bench/remote_bench.py": "builds through the reference cluster (root, many minutes): run by hand; "
+    "//tests/remote:remote_cluster_test builds through the same cluster",
+    "wrpkg inspect": "the RUN entries run it (bazel run //:wrpkg -- inspect, wrpkg inspect bazel-bin/...)",
 }
 # command -> what its output must say
 RUN = {
@@ -109,11 +119,20 @@ _COMMAND = re.compile(
 )
 
 
-def readme_commands() -> list[str]:
-    text = (SOURCE / "README.md").read_text()
+def pages() -> list[Path]:
+    """The README and the docs/ pages it links (docs/bench/REPORT.md is generated: not a page)."""
+    return [SOURCE / "README.md", *sorted((SOURCE / "docs").glob("*.md"))]
+
+
+def page_commands(page: Path) -> list[str]:
+    text = page.read_text()
     found = []
+    fenced = False
     for line in text.splitlines():
-        if line.startswith("    "):
+        if line.startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced or line.startswith("    "):
             command = re.split(r"\s{2,}#", line.strip())[0].strip()
             if _COMMAND.match(command):
                 found.append(command)
@@ -123,12 +142,41 @@ def readme_commands() -> list[str]:
     return sorted(set(found))
 
 
-def test_every_readme_command_is_run_or_accounted_for():
-    commands = set(readme_commands())
-    unaccounted = commands - set(RUN) - set(ELSEWHERE)
-    assert not unaccounted, f"README commands no test runs or accounts for: {sorted(unaccounted)}"
-    stale = (set(RUN) | set(ELSEWHERE)) - commands
-    assert not stale, f"entries for commands the README no longer shows: {sorted(stale)}"
+def documented_commands() -> dict[str, list[str]]:
+    """command -> the pages (relative paths) that show it."""
+    where: dict[str, list[str]] = {}
+    for page in pages():
+        for command in page_commands(page):
+            where.setdefault(command, []).append(str(page.relative_to(SOURCE)))
+    return where
+
+
+def test_every_documented_command_is_run_or_accounted_for():
+    where = documented_commands()
+    unaccounted = sorted(set(where) - set(RUN) - set(ELSEWHERE))
+    assert not unaccounted, "commands no test runs or accounts for: " + "; ".join(
+        f"{c} ({', '.join(where[c])})" for c in unaccounted
+    )
+    stale = (set(RUN) | set(ELSEWHERE)) - set(where)
+    assert not stale, f"entries for commands neither the README nor docs/ shows any more: {sorted(stale)}"
+
+
+def test_the_readme_is_short_and_links_every_page():
+    readme = (SOURCE / "README.md").read_text()
+    assert len(readme.splitlines()) <= 150, "README.md is over 150 lines: move the detail to a docs/ page"
+    for page in sorted((SOURCE / "docs").glob("*.md")):
+        assert f"](docs/{page.name})" in readme, f"README.md does not link docs/{page.name}"
+
+
+@pytest.mark.parametrize("page", [str(p.relative_to(SOURCE)) for p in pages()])
+def test_relative_links_resolve(page):
+    text = (SOURCE / page).read_text()
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)  # code is not links
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue
+        path = target.split("#", 1)[0]
+        assert ((SOURCE / page).parent / path).exists(), f"{page}: link to {target} leads nowhere"
 
 
 @pytest.mark.parametrize("command", sorted(ELSEWHERE))

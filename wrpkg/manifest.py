@@ -579,8 +579,8 @@ def _check_manifest_fields(raw: dict, path) -> None:
 
 def _check_golden_fields(raw: dict, path) -> None:
     """Every field of golden.json of the type runtime/manifest.cc's ReadGolden reads, and every
-    golden file a plain relative path: golden.json is outside the content hash (README: bundle
-    validity), so these checks, not a digest, are what stand between it and the reader."""
+    golden file a plain relative path: golden.json is outside the content hash (docs/bundles.md:
+    bundle validity), so these checks, not a digest, are what stand between it and the reader."""
     f = _Fields(path, GOLDEN_NAME)
     f.sha256(f.get(raw, "content_hash", ""), "content_hash")
     f.string(raw, "name", "")

@@ -48,7 +48,7 @@ CUDA_DEFAULT_BLOCK_DIM = 256
 # retargeted capture is byte-identical to one recorded on the GPUs this project checks on.
 DEFAULT_CUDA_ARCH = 90
 
-# What the retarget mode refuses, one line each (the README lists them too).
+# What the retarget mode refuses, one line each (docs/retarget.md lists them too).
 REFUSED = (
     "wp.capture_if / wp.capture_while (conditional graph nodes)",
     "backward launches (wp.launch(..., adjoint=True)) and wp.Tape.backward()",

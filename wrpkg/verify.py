@@ -530,7 +530,7 @@ def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str
 
 
 def verify_tar(tar_path: str | os.PathLike, expected_hash: str | None = None) -> Manifest:
-    """A bundle's `<name>.tar` under the same policy as a directory (README: bundle validity), as
+    """A bundle's `<name>.tar` under the same policy as a directory (docs/bundles.md: bundle validity), as
     the C++ runtime reads an embedded bundle: the one `<name>/` holding manifest.json, every listed
     file with its size and sha256, nothing unlisted but capture.json."""
     tar_path = Path(tar_path)

@@ -1,4 +1,4 @@
-"""The aarch64 deployment binaries load on the oldest system the README promises.
+"""The aarch64 deployment binaries load on the oldest system docs/runtime-cpp.md promises.
 
 JetPack 6 is Ubuntu 22.04: glibc 2.35 and GCC 12's libstdc++ (GLIBCXX_3.4.30,
 CXXABI_1.3.13), libgcc_s of GCC 12. A binary that asks the dynamic loader for a newer

@@ -287,7 +287,7 @@ def main() -> int:
             "",
             "No GPU results yet: the sections below were measured on the build machine. Run "
             "`tools/gpu/bench_all.sh` on a GPU machine and `tools/bench/report.sh` on its output "
-            "(README, Benchmarks). Raw numbers: [results/](results/).",
+            "(docs/benchmarks.md). Raw numbers: [results/](results/).",
         ]
     for what, value, target, spread in rows:
         lines.append(
