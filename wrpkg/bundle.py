@@ -58,6 +58,16 @@ TAR_MTIME = 0
 
 @dataclass
 class BundleResult:
+    """What `pack_bundle` wrote.
+
+    Attributes:
+      out_dir: the bundle directory.
+      tar_path: its deterministic tar.
+      hash_path: the content hash file (sha256sum format).
+      content_hash: sha256 of the bundle's manifest.json.
+      manifest: the manifest written.
+    """
+
     out_dir: Path
     tar_path: Path
     hash_path: Path
@@ -444,6 +454,29 @@ def bundle(
     ptx_dir: str | os.PathLike | None = None,
     keep_source: bool = True,
 ) -> BundleResult:
+    """Packs a raw capture and its compiled outputs into a bundle, its tar and its content hash.
+
+    What `wrp_artifact`'s bundle action runs (`python -m wrpkg.bundle`), from Python. The three
+    outputs are published atomically: a failure leaves the previous ones.
+
+    Args:
+      raw_dir: the raw capture directory (`run_capture`'s out_dir).
+      stem: the `.wrp` file's name without `.wrp`.
+      name: the bundle's name: its directory inside the tar.
+      label: the Bazel target, recorded in golden.json and named in errors.
+      out_dir: the bundle directory to write.
+      tar_path: the deterministic tar to write.
+      hash_path: the content hash file to write.
+      arch_dirs: SM -> the `compile_wrp` output directory for it (CUDA bundles).
+      ptx_dir: the `compile_wrp` output directory of the PTX target, if any.
+      keep_source: keep each module's retained CUDA source (Warp's load-time fallback).
+
+    Returns:
+      A BundleResult: the paths written, the content hash and the manifest.
+
+    Raises:
+      BundleError: the inputs do not fit together (a module without its compiled output, ...).
+    """
     raw_dir, out_dir, tar_path, hash_path = Path(raw_dir), Path(out_dir), Path(tar_path), Path(hash_path)
     arch_dirs = {arch: Path(d) for arch, d in (arch_dirs or {}).items()}
     ptx_dir = Path(ptx_dir) if ptx_dir is not None else None

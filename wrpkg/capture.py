@@ -57,16 +57,20 @@ PORTABLE_CPU_COMPILER_FLAGS = "-mllvm=-inline-threshold=9000 -mllvm=-inline-cold
 
 @dataclass
 class CaptureSpec:
-    """What a capture script's `build(device)` returns.
+    """What a capture script's `build(device)` returns (docs/capture-script.md).
 
-    inputs/outputs: names -> `wp.array`s. A name may appear in both (an in-place array);
-      each name binds the array's whole base allocation (Warp's capture_save rule).
-    step: issues the Warp operations of one captured graph (launches, memsets, copies).
-    tolerances: output name -> wrpkg.golden.Tolerance(atol=..., rtol=...), for float32 outputs
-      that are not bit-exact across replays (float atomics on CUDA): a replay passes where
-      |replay - golden| <= atol + rtol * |golden| (numpy.isclose). A bare number is rtol
-      alone. Outputs not listed must match bit for bit.
-    keep_alive: objects (meshes, ...) that must live until the graph is saved.
+    Args:
+      inputs: names -> `wp.array`s, the graph's inputs. A name may also be in `outputs` (an
+        in-place array); each name binds the array's whole base allocation (Warp's
+        capture_save rule).
+      outputs: names -> `wp.array`s, the graph's outputs; their replayed bytes become the
+        golden values.
+      step: issues the Warp operations of one captured graph (launches, memsets, copies).
+      tolerances: output name -> wrpkg.golden.Tolerance(atol=..., rtol=...), for float32 outputs
+        that are not bit-exact across replays (float atomics on CUDA): a replay passes where
+        |replay - golden| <= atol + rtol * |golden| (numpy.isclose). A bare number is rtol
+        alone. Outputs not listed must match bit for bit.
+      keep_alive: objects (meshes, ...) that must live until the graph is saved.
     """
 
     inputs: dict[str, Any]
@@ -108,6 +112,16 @@ def array_layout(wp, arr) -> dict:
 
 @dataclass
 class CaptureResult:
+    """What a capture wrote (`run_capture`).
+
+    Attributes:
+      out_dir: the raw capture directory.
+      wrp_path: the saved `.wrp` in it, `<out_dir>/<stem>.wrp`.
+      golden: output name -> its golden file, `<out_dir>/golden/<name>.bin`.
+      interface: interface.json's data: bindings, golden files, tolerances, golden_device.
+      info: capture.json's data: provenance (Warp version, device, SM, driver, mode).
+    """
+
     out_dir: Path
     wrp_path: Path
     golden: dict[str, Path]
@@ -334,8 +348,32 @@ def capture(
     relocate_uint64_mesh_ids: bool = True,
 ) -> CaptureResult:
     """Runs the capture script and writes the raw capture directory (see the module doc).
-    `trace_lines=False` (retarget mode) records faster but raises retarget.LinesNotTraced where a
-    refusal would name the script line of an operation that is no launch (run() runs it again)."""
+
+    What `wrp_artifact`'s capture action runs (`python -m wrpkg.capture`), from Python.
+
+    Args:
+      script: the capture script (docs/capture-script.md).
+      device: "cpu", "cuda" or "cuda:N".
+      out_dir: the raw capture directory to write; replaced as a whole, or left as it was.
+      stem: the `.wrp` file's name without `.wrp`.
+      label: the Bazel target, named in errors and in capture.json.
+      cache_dir: Warp's kernel cache; default: a fresh one inside the capture's work directory.
+      mode: for a CUDA device, "gpu" (capture on the GPU), "retarget" (on the CPU, written as
+        the CUDA capture; no GPU) or "auto" (the first when this machine has a CUDA GPU).
+      cuda_arch: the SM a retargeted capture compiles its cubins for (default 90).
+      trace_lines: False (retarget mode) records faster but raises retarget.LinesNotTraced where
+        a refusal would name the script line of an operation that is no launch (run() runs it
+        again).
+      relocate_uint64_mesh_ids: record a `wp.uint64` launch parameter that holds exactly a
+        live mesh id as a `wp.handle` relocation, as Warp saves a handle; False refuses it
+        (`--no-relocate-uint64-mesh-ids`).
+
+    Returns:
+      A CaptureResult: the paths written and the interface and provenance recorded.
+
+    Raises:
+      CaptureError: the script failed, broke the contract, or made a step the capture refuses.
+    """
     script = Path(script)
     out_dir = Path(out_dir)
     target = _target_name(label, script)

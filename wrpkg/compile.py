@@ -71,7 +71,22 @@ def output_filename(module_hash: str, target: Arch) -> str:
 
 
 def compile_wrp(wrp_path, modules_dir, arch: Arch | str, out_dir, *, include_dir: str | None = None) -> dict:
-    """Compiles every CUDA module of `wrp_path` for `arch` into `out_dir`; returns compile.json's data."""
+    """Compiles every CUDA module of `wrp_path` for `arch` into `out_dir` (the module doc).
+
+    Args:
+      wrp_path: a raw capture's `.wrp`.
+      modules_dir: the capture's `<stem>_modules/` directory, with each module's retained `.cu`.
+      arch: an SM (`sm_90`, `sm_90a`) or a PTX target (`compute_75`), or an Arch.
+      out_dir: where the cubins (or PTX) and compile.json are written, atomically.
+      include_dir: Warp's native headers; default: those of the installed warp-lang.
+
+    Returns:
+      compile.json's data: the arch, the NVRTC version, and per module the output file, its
+      sha256 and size (and the modules skipped, with why).
+
+    Raises:
+      CompileError: NVRTC rejected a module, or the arch is not supported.
+    """
     from wrpkg import cuda_tools  # loads NVRTC: keep `wrpkg --help` light
     from wrpkg.wrpformat import FallbackReason, read_wrp
 

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 
 class WrpError(Exception):
-    """Base class. `fix` is an optional sentence telling the user what to change."""
+    """Base class: what is wrong, and how to fix it.
+
+    Args:
+      message: what is wrong and where (file, target, offset).
+      fix: an optional sentence telling the user what to change; printed on its own line.
+    """
 
     def __init__(self, message: str, *, fix: str | None = None):
         self.message = message
@@ -17,7 +22,15 @@ class WrpError(Exception):
 
 
 class WrpFormatError(WrpError):
-    """A .wrp file (or a record inside it) breaks a rule of the format."""
+    """A .wrp file (or a record inside it) breaks a rule of the format.
+
+    Args:
+      path: the file, or None for bytes in memory.
+      section: the part of the file (header, a module record, ...).
+      offset: the byte offset of the problem.
+      rule: the rule broken.
+      fix: as for WrpError.
+    """
 
     def __init__(self, path, section: str, offset: int, rule: str, *, fix: str | None = None):
         self.path = str(path) if path is not None else "<bytes>"

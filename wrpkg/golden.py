@@ -21,6 +21,13 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Tolerance:
+    """How far a float32 output may be from its golden value: |replay - golden| <= atol + rtol * |golden|.
+
+    Args:
+      atol: the absolute part (>= 0); a value that should be 0 needs one.
+      rtol: the relative part (>= 0, below 1).
+    """
+
     atol: float = 0.0
     rtol: float = 0.0
 

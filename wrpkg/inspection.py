@@ -207,7 +207,18 @@ def summarize(wrp_path: Path, wrp: WrpFile | None = None) -> dict:
 
 def summarize_bundle(bundle_dir: Path) -> dict:
     """The bundle-level facts, from its manifest (the one source the runtime trusts too), read
-    under `wrpkg verify`'s rules (regular files, size limits, strict JSON, the content hash)."""
+    under `wrpkg verify`'s rules (regular files, size limits, strict JSON, the content hash).
+
+    Args:
+      bundle_dir: the bundle directory.
+
+    Returns:
+      What `wrpkg inspect --json` prints for a bundle: label, content hash, SASS and PTX
+      targets, the driver the PTX needs, source fallback, bindings, golden outputs.
+
+    Raises:
+      VerifyError: the manifest cannot be read under those rules.
+    """
     manifest, content_hash = read_manifest_and_hash(bundle_dir)
     ptx_archs = manifest.ptx_archs()
     return {

@@ -570,8 +570,24 @@ def load(
     bundle_dir: str | os.PathLike, device=None, *, per_device_view: bool = True, hash_during_load: bool = True
 ):
     """Checks the bundle and the device, and returns `(graph, manifest)`.
-    `hash_during_load=False` waits for the view's .wrp hash before Warp's call, so Warp parses
-    only verified bytes (Warp checks each image itself before loading it).
+
+    Args:
+      bundle_dir: the bundle directory; its content hash is read from `<dir>.sha256` beside
+        it when there is one (the layout the build writes).
+      device: a Warp device or its name ("cpu", "cuda:0"); None: Warp's default device.
+      per_device_view: load the per-device view (each module's own cubin) when every module
+        has SASS for the device; False: the whole bundle, every file verified first.
+      hash_during_load: hash the view's .wrp while Warp parses it; False waits for that hash
+        before Warp's call, so Warp parses only verified bytes (Warp checks each image itself
+        before loading it).
+
+    Returns:
+      `(graph, manifest)`: the loaded graph (what `wp.capture_load` returns) and the bundle's
+      Manifest.
+
+    Raises:
+      VerifyError: a file does not match the manifest (or the manifest its content hash).
+      ArchMismatchError: the bundle holds no code this device runs.
 
     When every module has SASS for the device (and `per_device_view`), Warp gets the device
     view (`device_view`) through `wp.capture_load_from_bytes`, and exactly the bytes it gets

@@ -153,6 +153,26 @@ class Toolchain:
 
 @dataclass
 class Manifest:
+    """A bundle's manifest.json, with golden.json's entries (docs/bundles.md).
+
+    Attributes:
+      name: the bundle's name (golden.json).
+      label: the Bazel target that built it (golden.json).
+      wrp: the canonical `.wrp`'s path in the bundle.
+      warp_version: the Warp release the bundle was captured with.
+      format_version: the `.wrp` format version.
+      device: "cpu" or "cuda".
+      modules: a ModuleEntry per module: its SASS, PTX and source files.
+      bindings: a BindingEntry per bound name: direction, region, dtype, shape, strides, offset.
+      golden: a GoldenEntry per golden output (golden.json).
+      files: a FileEntry (path, size, sha256, chunk sha256s) per deployed file.
+      toolchain: the Warp, NVRTC and nvFatbin versions that made it.
+      ptx_min_driver: the oldest CUDA driver that JITs its PTX; None without PTX.
+      chunk_bytes: the chunk size of the files' chunk sha256s.
+      golden_device: the device whose replay made the golden outputs (golden.json).
+      schema: manifest.json's schema name.
+    """
+
     # name, label, golden and golden_device are read from and written to golden.json (the
     # test manifest); the rest is manifest.json, whose bytes are the content hash.
     name: str

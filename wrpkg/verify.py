@@ -345,7 +345,18 @@ def read_manifest(bundle_dir: str | os.PathLike, expected_hash: str | None = Non
     """The bundle's manifest, checked against its content hash: `expected_hash`, or else the
     `<dir>.sha256` file next to the bundle directory when there is one (the layout the bundle
     action writes): that is what catches an edited manifest of a CPU bundle, whose .wrp holds
-    no digests. Without either, the manifest must at least be in canonical form."""
+    no digests. Without either, the manifest must at least be in canonical form.
+
+    Args:
+      bundle_dir: the bundle directory.
+      expected_hash: the content hash manifest.json must have; None: `<dir>.sha256` if present.
+
+    Returns:
+      The Manifest, golden.json's entries attached (no other file is read).
+
+    Raises:
+      VerifyError: manifest.json or golden.json is missing, malformed or not the expected one.
+    """
     return read_manifest_and_hash(bundle_dir, expected_hash)[0]
 
 
@@ -444,7 +455,19 @@ def read_verified(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) 
 
 
 def verify_bundle(bundle_dir: str | os.PathLike, expected_hash: str | None = None) -> Manifest:
-    """Runs every check (read_manifest, verify_files, verify_against_wrp); returns the manifest."""
+    """Runs every check of `wrpkg verify` (read_manifest, verify_files, verify_against_wrp).
+
+    Args:
+      bundle_dir: the bundle directory.
+      expected_hash: the content hash manifest.json must have; None: `<dir>.sha256` beside the
+        directory when there is one, else the manifest must be in canonical form.
+
+    Returns:
+      The bundle's Manifest.
+
+    Raises:
+      VerifyError: the bundle breaks a rule of docs/bundles.md ("Bundle validity").
+    """
     manifest = read_manifest(bundle_dir, expected_hash)
     verified = verify_files(Path(bundle_dir), manifest, keep=frozenset({manifest.wrp}))
     verify_against_wrp(Path(bundle_dir), manifest, verified[manifest.wrp])
@@ -532,7 +555,19 @@ def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str
 def verify_tar(tar_path: str | os.PathLike, expected_hash: str | None = None) -> Manifest:
     """A bundle's `<name>.tar` under the same policy as a directory (docs/bundles.md: bundle validity), as
     the C++ runtime reads an embedded bundle: the one `<name>/` holding manifest.json, every listed
-    file with its size and sha256, nothing unlisted but capture.json."""
+    file with its size and sha256, nothing unlisted but capture.json.
+
+    Args:
+      tar_path: the bundle's `<name>.tar`.
+      expected_hash: the content hash manifest.json must have; None: the manifest must be in
+        canonical form.
+
+    Returns:
+      The bundle's Manifest.
+
+    Raises:
+      VerifyError: the archive or a file in it breaks a rule of docs/bundles.md.
+    """
     tar_path = Path(tar_path)
     fd, _ = open_regular(tar_path, "the bundle archive", rebuild_fix(None))
     with open(fd, "rb", closefd=True) as handle:
