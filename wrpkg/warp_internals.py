@@ -36,6 +36,9 @@ ASSUMPTIONS = (
     ("types", "array", None),
     ("types", "type_repr", None),
     ("types", "type_size_in_bytes", None),
+    # A wp.uint64 parameter holding a live mesh id is packed as a handle (wrpkg.launch_recorder).
+    ("types", "uint64", None),
+    ("types", "handle", None),
     ("build", "init_kernel_cache", None),
     ("codegen", "_escape_line_directive_filename", None),
     ("codegen", "Adjoint.get_references", ("adj",)),
@@ -47,8 +50,10 @@ ASSUMPTIONS = (
     ),
 )
 
-# Native entry points of Warp's library (runtime.core) that the step guard replaces.
+# Native entry points of Warp's library (runtime.core) that the step guard replaces, and the
+# mesh-id lookup the launch recorder asks (APIC's own test for a live wp.Mesh).
 NATIVE_CALLS = (
+    "wp_apic_is_mesh",
     "wp_apic_cpu_replay_state",
     "wp_apic_cpu_replay_graph",
     "wp_cuda_graph_create_exec",

@@ -93,6 +93,15 @@ _ATTRS.update({
         allow_files = True,
         doc = "Instead of `capture`: the files of an earlier `wrpkg capture` (e.g. checked in from a GPU runner).",
     ),
+    "relocate_uint64_mesh_ids": attr.bool(
+        default = True,
+        doc = "A `wp.uint64` kernel parameter that holds exactly the id of a live wp.Mesh (NVIDIA's mesh " +
+              "samples pass `mesh.id` so) is recorded as a handle relocation, as if the kernel declared it " +
+              "`wp.handle`: the .wrp is the one Warp saves for that program, and the capture log, capture.json " +
+              "and `wrpkg inspect` name each such parameter. Warp's APIC alone saves the id verbatim (a crash " +
+              "at replay). False: such a capture is refused, naming the parameter. Other live addresses in a " +
+              "plain integer (an array's .ptr, a BVH, hash grid or volume id) are refused either way.",
+    ),
     "stem": attr.string(doc = "File stem of the .wrp (default: the capture script's name)."),
     "_archs_flag": attr.label(default = "//rules:archs"),
     "_capture_mode_flag": attr.label(default = "//rules:capture_mode", providers = [CaptureModeInfo]),
@@ -123,8 +132,8 @@ def wrp_artifact(name, tags = [], visibility = None, testonly = False, replay_te
       visibility: of every target.
       testonly: of every target.
       replay_tests: declare the two replay tests (False for a bundle meant not to load).
-      **kwargs: capture, capture_mode, cuda_arch, deps, data, device, archs, ptx, stem, recorded_capture
-        (see wrp_artifact_rule).
+      **kwargs: capture, capture_mode, cuda_arch, deps, data, device, archs, ptx, stem, recorded_capture,
+        relocate_uint64_mesh_ids (see wrp_artifact_rule).
     """
     device = kwargs.get("device", "cuda")
     gpu = ["gpu"] if device == "cuda" else []

@@ -67,6 +67,11 @@ def declare_capture(ctx, stem):
     script_deps += [depset(ctx.files.data)]
     mode = capture_mode(ctx)
     on_gpu = mode == "gpu"
+    options = (["--mode", mode] if mode else []) + (["--cuda-arch", str(ctx.attr.cuda_arch)] if mode == "retarget" else [])
+
+    # A wp.uint64 parameter holding a live wp.Mesh id: recorded as a wp.handle, or refused.
+    if not ctx.attr.relocate_uint64_mesh_ids:
+        options.append("--no-relocate-uint64-mesh-ids")
     run_wrpkg(
         ctx,
         tool = "capture",
@@ -81,7 +86,7 @@ def declare_capture(ctx, stem):
             stem,
             "--label",
             str(ctx.label),
-        ] + (["--mode", mode] if mode else []) + (["--cuda-arch", str(ctx.attr.cuda_arch)] if mode == "retarget" else []),
+        ] + options,
         inputs = [ctx.file.capture],
         outputs = [raw],
         extra_files = script_deps,

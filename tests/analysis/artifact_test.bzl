@@ -9,6 +9,7 @@ _CUDA_TOOLCHAIN = "//toolchains/cuda:toolchain_type"
 _ATTRS = {
     "capture_mnemonic": attr.string(doc = "The capture action's mnemonic; empty: no capture action."),
     "capture_args": attr.string_list(doc = "Arguments the capture action must have, in this order."),
+    "capture_args_absent": attr.string_list(doc = "Arguments the capture action must not have."),
     "sass": attr.string_list(doc = "SASS archs, one compile action each."),
     "ptx": attr.string(doc = "The PTX arch compiled, empty for none."),
     "toolchain_default": attr.bool(doc = "sass and ptx: the CUDA toolchain's default_archs and default_ptx."),
@@ -32,6 +33,8 @@ def _artifact_actions_test_impl(ctx):
     check_equals(env, [attrs.capture_mnemonic] if attrs.capture_mnemonic else [], [a.mnemonic for a in captures], "capture actions")
     for capture in captures:
         check(env, _contains_in_order(capture.argv, attrs.capture_args), "capture argv {} lacks {}".format(capture.argv, attrs.capture_args))
+        for arg in attrs.capture_args_absent:
+            check(env, arg not in capture.argv, "capture argv {} has {}".format(capture.argv, arg))
 
     # one WrpCompile per SASS arch and one for the PTX, each writing its own directory
     compiles = actions_by_mnemonic(env, "WrpCompile")
