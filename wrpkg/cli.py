@@ -18,6 +18,7 @@ SUBCOMMANDS = {
     "compile": ("wrpkg.compile", "compile captured CUDA modules for one SM or PTX"),
     "bundle": ("wrpkg.bundle", "pack a canonical, content-hashed, multi-architecture bundle"),
     "verify": ("wrpkg.verify", "check every bundle file against its manifest"),
+    "regolden": ("wrpkg.regolden", "replay a bundle on a GPU and write a copy whose goldens were made there"),
 }
 
 

@@ -2,10 +2,11 @@
 
 load(":archs.bzl", "resolve_archs")
 load(":bundle.bzl", "declare_bundle")
-load(":capture.bzl", "declare_capture", "recorded_capture")
+load(":capture.bzl", "capture_mode", "declare_capture", "recorded_capture")
 load(":cc.bzl", "wrp_cc_library")
 load(":compile.bzl", "declare_compiles")
 load(":flags.bzl", "ArchListInfo", "CaptureModeInfo")
+load(":golden.bzl", "GOLDEN_EXEC_GROUP", "wrp_test_bundle")
 load(":pools.bzl", "CAPTURE_EXEC_GROUP", "gpu_exec_properties")
 load(":providers.bzl", "WrpInfo")
 load(":python.bzl", "WRPKG_PYTHON_TOOLCHAIN", "WRPKG_TOOL_ATTRS")
@@ -22,6 +23,7 @@ def _wrp_artifact_impl(ctx):
     if not stem:
         fail("{}: a recorded_capture needs `stem` (the .wrp file's name without .wrp)".format(ctx.label))
     raw = recorded_capture(ctx, stem) if ctx.attr.recorded_capture else declare_capture(ctx, stem)
+    mode = None if ctx.attr.recorded_capture else capture_mode(ctx)
     archs, ptx = [], None
     sass_dirs, ptx_dir = {}, None
     if ctx.attr.device == "cuda":
@@ -52,6 +54,8 @@ def _wrp_artifact_impl(ctx):
             content_hash = content_hash,
             archs = archs,
             ptx_arch = ptx,
+            # Known at analysis except for a recorded capture (its capture.json says).
+            golden_device = "cpu" if ctx.attr.device == "cpu" or mode == "retarget" else ("cuda" if mode == "gpu" else None),
         ),
     ]
 
@@ -123,6 +127,10 @@ def wrp_artifact(name, tags = [], visibility = None, testonly = False, replay_te
       name_cc:                    wrp_cc_library embedding it (C++ deps = ["//pkg:name_cc"])
       name_replay_test:           cc_test replaying the bundle directory against its golden outputs
       name_embedded_replay_test:  the same from the bytes linked into the test binary
+      name_test_bundle:           (CUDA) the bundle those tests load: name itself, or with
+                                  --//rules:gpu_goldens (--config=gpu) its copy whose goldens
+                                  were made by replaying it on the GPU pool, when the capture's
+                                  goldens came from the CPU (a retargeted capture)
       name_dir, name_tar, name_sha256: single-file views for $(rootpath ...)
 
     Args:
@@ -182,17 +190,48 @@ def wrp_artifact(name, tags = [], visibility = None, testonly = False, replay_te
     )
     if not replay_tests:
         return
+
+    # The replay tests of a CUDA bundle load <name>_test_bundle: the bundle itself, or under
+    # --//rules:gpu_goldens (--config=gpu) its copy with goldens made by a replay on the GPU pool
+    # when the capture's goldens came from the CPU (rules/private/golden.bzl).
+    tested = name
+    if device == "cuda":
+        tested = name + "_test_bundle"
+        wrp_test_bundle(
+            name = tested,
+            artifact = ":" + name,
+            tags = test_tags,
+            visibility = visibility,
+            testonly = True,
+            exec_properties = gpu_exec_properties(GOLDEN_EXEC_GROUP),
+        )
+        for part, group in [("dir", "bundle_dir"), ("sha256", "content_hash")]:
+            native.filegroup(
+                name = "{}_{}".format(tested, part),
+                srcs = [":" + tested],
+                output_group = group,
+                tags = test_tags,
+                visibility = visibility,
+                testonly = True,
+            )
+        wrp_cc_library(
+            name = tested + "_cc",
+            artifact = ":" + tested,
+            tags = test_tags,
+            visibility = visibility,
+            testonly = True,
+        )
     wrp_replay_test(
         name = name + "_replay_test",
-        cc_library = ":" + name + "_cc",
-        bundle_dir = ":" + name + "_dir",
-        content_hash = ":" + name + "_sha256",
+        cc_library = ":" + tested + "_cc",
+        bundle_dir = ":" + tested + "_dir",
+        content_hash = ":" + tested + "_sha256",
         tags = test_tags,
         target_compatible_with = same_cpu,
     )
     wrp_replay_test(
         name = name + "_embedded_replay_test",
-        cc_library = ":" + name + "_cc",
+        cc_library = ":" + tested + "_cc",
         embedded = True,
         tags = test_tags,
         target_compatible_with = same_cpu,

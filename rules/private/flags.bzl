@@ -32,3 +32,17 @@ capture_mode_flag = rule(
     build_setting = config.string(flag = True),
     doc = 'How wrp_artifact(capture_mode = "auto") targets capture: "gpu" or "retarget".',
 )
+
+GpuGoldensInfo = provider(
+    doc = "Value of the gpu-goldens build setting.",
+    fields = {"enabled": "Whether the replay tests of CUDA bundles with CPU-made goldens use goldens made on a GPU."},
+)
+
+def _gpu_goldens_flag_impl(ctx):
+    return [GpuGoldensInfo(enabled = ctx.build_setting_value)]
+
+gpu_goldens_flag = rule(
+    implementation = _gpu_goldens_flag_impl,
+    build_setting = config.bool(flag = True),
+    doc = "--//rules:gpu_goldens: replay tests of retargeted CUDA bundles compare with goldens made on a GPU.",
+)

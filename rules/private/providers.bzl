@@ -12,6 +12,7 @@ WrpInfo = provider(
         "content_hash": "File: <name>.sha256, sha256 of the bundle's manifest.json.",
         "archs": "List of SASS architectures compiled ahead of time (CUDA only).",
         "ptx_arch": "The PTX architecture included, or None.",
+        "golden_device": '"cpu" or "cuda": the device whose replay made the golden outputs; None when not known at analysis (a recorded capture).',
     },
 )
 
