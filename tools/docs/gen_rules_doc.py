@@ -302,7 +302,7 @@ class Writer:
         if args.kwarg:
             signature.append(f"**{args.kwarg.arg}")
             params.append((f"**{args.kwarg.arg}", None))
-        self.emit(f"```python\n{name}({', '.join(signature)})\n```", "")
+        self.emit(f"```starlark\n{name}({', '.join(signature)})\n```", "")
         prose, sections = split_docstring(doc)
         self.emit(*prose_markdown([f"*{what}.* {prose[0]}", *prose[1:]]), "")
         if "Declares" in sections:
