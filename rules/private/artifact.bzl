@@ -140,8 +140,8 @@ def wrp_artifact(name, tags = [], visibility = None, testonly = False, replay_te
       visibility: of every target.
       testonly: of every target.
       replay_tests: declare the two replay tests (False for a bundle meant not to load).
-      **kwargs: capture, capture_mode, cuda_arch, deps, data, device, archs, ptx, stem, recorded_capture,
-        relocate_uint64_mesh_ids (see wrp_artifact_rule).
+      **kwargs: the attributes of wrp_artifact_rule, the rule behind this macro (capture, device,
+        archs, ptx, ...), each documented with that rule.
     """
     device = kwargs.get("device", "cuda")
     gpu = ["gpu"] if device == "cuda" else []
