@@ -17,7 +17,7 @@ writes, atomically (all of it or nothing):
                              files, tolerances, golden_device
     RAW/capture.json         provenance: Warp version, device name, SM, driver, CUDA toolkit, mode
 
-The capture-script contract is in models/README.md: the script defines
+The capture-script contract is in docs/capture-script.md: the script defines
 `build(device) -> CaptureSpec`.
 """
 
@@ -187,7 +187,7 @@ def _import_script(script: Path, target: str):
     if not callable(getattr(module, "build", None)):
         raise CaptureError(
             f"{target}: the capture script defines no function `build(device) -> CaptureSpec`",
-            fix="see models/README.md for the capture-script contract",
+            fix="see docs/capture-script.md for the capture-script contract",
         )
     return module
 
