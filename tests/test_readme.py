@@ -51,6 +51,7 @@ ELSEWHERE = {
     "tools/gpu/retarget_check.py": GPU + " (also //tests:retarget_gpu_test, tagged gpu)",
     "tools/gpu/apic_retarget_check.sh": "needs a CUDA GPU: run by hand on the GPU machine (no Bazel)",
     "tools/gpu/mesh_canonical_check.sh": "needs a CUDA GPU: run by hand on the GPU machine (no Bazel)",
+    "tools/gpu/mesh_id_relocation_check.py": "needs a CUDA GPU: run by hand on the GPU machine (no Bazel)",
     "tools/apic_corpus.py": "//tests:apic_corpus_test runs it on five programs; the whole corpus: "
     "tools/gpu/apic_retarget_check.sh",
     "tools/gpu/stage_bench.sh": "builds the benchmark inputs for tools/gpu/bench_all.sh on a GPU machine: run by hand",
