@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wrpkg import atomic, build_launches, crash_watch, warp_internals, wrpformat
+from wrpkg import atomic, build_launches, crash_watch, golden_caveats, warp_internals, wrpformat
 from wrpkg.build_launches import BuildLaunchWatch
 from wrpkg.errors import CaptureError
 from wrpkg.golden import as_tolerance, compare
@@ -497,6 +497,10 @@ def _capture_into(
         if computed:
             info["initial_state_from_build_kernels"] = computed
             print(build_launches.note(target, computed), file=sys.stderr)
+        caveats = golden_caveats.launch_caveats(recorder.calls)
+        if caveats:
+            info["cpu_golden_caveats"] = caveats
+            print(golden_caveats.note(target, caveats), file=sys.stderr)
     else:
         info = _versions(wp, device)
     interface = {
@@ -614,7 +618,8 @@ def _replay_golden(wp, wrp_path: Path, modules_dir: Path, golden_dir: Path, spec
         name: as_tolerance(spec.tolerances[name]) for name in spec.outputs if name in spec.tolerances
     }
     for name in sorted(spec.outputs):
-        verdict = compare(first[name], second[name], tolerances.get(name))
+        dtype = warp_internals.types().type_repr(spec.outputs[name].dtype)
+        verdict = compare(first[name], second[name], tolerances.get(name), dtype)
         if not verdict.match:
             declared = tolerances.get(name)
             raise CaptureError(
