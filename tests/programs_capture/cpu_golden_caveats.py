@@ -23,9 +23,10 @@ def scale(x: wp.array(dtype=float), factor: float):
 
 
 @wp.kernel
-def total(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+def total(x: wp.array(dtype=float), out: wp.array(dtype=wp.int32)):
     i = wp.tid()
-    out[0] += x[i]
+    if x[i] > 0.5:
+        out[0] += 1  # an integer count: the same on every device, yet an atomic
 
 
 @wp.func
@@ -48,7 +49,7 @@ def row_sums(x: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
 
 def build(device):
     x = wp.array(np.linspace(0.0, 1.0, N, dtype=np.float32), dtype=float, device=device)
-    sums = wp.zeros(1, dtype=float, device=device)
+    sums = wp.zeros(1, dtype=wp.int32, device=device)
     peak = wp.zeros(1, dtype=float, device=device)
     rows = wp.array(np.arange(N, dtype=np.float32).reshape(N // TILE, TILE), dtype=float, device=device)
     row_out = wp.zeros((N // TILE, 1), dtype=float, device=device)
