@@ -123,6 +123,24 @@ def test_bundles_are_identical_replay_the_goldens_and_inspect_names_the_paramete
     assert "relocations" not in run_python("-m", "wrpkg.cli", "inspect", str(handle)).stdout
 
 
+def test_a_backward_launch_records_the_adjoint_as_a_handle_too(tmp_path):
+    """APIC walks a wp.handle parameter's adjoint record as a handle: so must the relocation."""
+    raws, logs = {}, {}
+    for name in ("uint64", "handle"):
+        raws[name] = tmp_path / name
+        args = ["--script", str(PROGRAMS / "mesh_id_uint64_backward.py"), "--device", "cpu"]
+        args += ["--out-dir", str(raws[name]), "--stem", "mesh", "--label", LABEL]
+        proc = run_python("-m", "wrpkg.capture", *args, env_extra={"WRP_TEST_MESH_ID_TYPE": name})
+        assert proc.returncode == 0, proc.stderr
+        logs[name] = proc.stderr
+    assert "kernel 'distance', parameter 'mesh' is declared wp.uint64" in logs["uint64"]
+    assert "(2 launches)" in logs["uint64"]  # forward and backward
+    assert _canonical(raws["uint64"] / "mesh.wrp") == _canonical(raws["handle"] / "mesh.wrp")
+    for name in ("dist", "adj_points"):
+        golden = [(raws[side] / "golden" / f"{name}.bin").read_bytes() for side in raws]
+        assert golden[0] == golden[1], name
+
+
 def test_turned_off_it_is_refused_as_before(tmp_path):
     out = tmp_path / "raw"
     proc = _capture(out, "--no-relocate-uint64-mesh-ids")
