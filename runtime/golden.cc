@@ -37,7 +37,8 @@ std::string Short(double x) {
 }  // namespace
 
 bool IsFloat32Type(const std::string& dtype) {
-  static const std::regex kFloat32(R"(^(float32|(vec[0-9]+|mat[0-9]+|quat|transform)f|(vector|matrix)\(.*dtype=float32\))$)");
+  static const std::regex kFloat32(
+      R"(^(float32|(vec[0-9]+|mat[0-9]+|quat|transform)f|(vector|matrix)\(.*dtype=float32\))$)");
   return std::regex_match(dtype, kFloat32);
 }
 

@@ -17,11 +17,11 @@ struct Tolerance {
 // How far replayed float32 values are from their golden values: what a user needs to choose a tolerance.
 // wrpkg.golden.FloatErrors computes the same numbers (tests/test_golden_parity.py).
 struct FloatErrors {
-  size_t elements = 0;   // float32 values compared
-  size_t differ = 0;     // values whose bits differ
-  size_t nonfinite = 0;  // of those, pairs where a NaN or an infinity is not matched: no tolerance passes
-  double max_abs_error = 0;                  // over differing finite pairs
-  std::optional<double> max_rel_error = 0;   // over differing finite pairs; none when one has golden 0
+  size_t elements = 0;       // float32 values compared
+  size_t differ = 0;         // values whose bits differ
+  size_t nonfinite = 0;      // of those, pairs where a NaN or an infinity is not matched: no tolerance passes
+  double max_abs_error = 0;  // over differing finite pairs
+  std::optional<double> max_rel_error = 0;  // over differing finite pairs; none when one has golden 0
 
   // The smallest tolerance of each kind that passes these values, e.g. "Tolerance(atol=0.0022)".
   std::string PassingTolerance() const;
@@ -38,9 +38,9 @@ FloatErrors Float32Errors(const uint8_t* golden, const uint8_t* actual, size_t s
 
 struct GoldenComparison {
   bool match = false;
-  size_t mismatches = 0;     // differing bytes (exact) or float32 elements (tolerance)
-  double max_abs_error = 0;  // tolerance mode only, over finite pairs
-  std::string detail;        // one line: what matched, or the first difference
+  size_t mismatches = 0;              // differing bytes (exact) or float32 elements (tolerance)
+  double max_abs_error = 0;           // tolerance mode only, over finite pairs
+  std::string detail;                 // one line: what matched, or the first difference
   std::optional<FloatErrors> errors;  // float32 data that does not match
 };
 

@@ -192,12 +192,13 @@ int Run(const Flags& flags) {
   if (!all && mismatched_floats) {
     // Rounding differs between the device that made the goldens and this one, or the step is not
     // deterministic: say which fix fits which.
-    std::cout << "  fix: declare the tolerance each FAIL line names in the capture's CaptureSpec(tolerances=...)"
-              << (golden_device == "cpu" && device.ToString() != "cpu"
-                      ? ", or test against goldens made on a GPU (bazel test --config=gpu replays the bundle on "
-                        "the GPU pool to make them: //rules:gpu_goldens)"
-                      : "")
-              << "\n";
+    std::cout
+        << "  fix: declare the tolerance each FAIL line names in the capture's CaptureSpec(tolerances=...)"
+        << (golden_device == "cpu" && device.ToString() != "cpu"
+                ? ", or test against goldens made on a GPU (bazel test --config=gpu replays the bundle on "
+                  "the GPU pool to make them: //rules:gpu_goldens)"
+                : "")
+        << "\n";
   }
   return all ? kExitPass : kExitMismatch;
 }

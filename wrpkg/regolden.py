@@ -95,7 +95,9 @@ def regolden(
     try:
         dev = wp.get_device(device)
     except (RuntimeError, ValueError) as exc:
-        raise CaptureError(f"{what}: device {device!r}: {exc}", fix=f"pass --device {manifest.device}") from exc
+        raise CaptureError(
+            f"{what}: device {device!r}: {exc}", fix=f"pass --device {manifest.device}"
+        ) from exc
     if ("cuda" if dev.is_cuda else "cpu") != manifest.device:
         raise CaptureError(
             f"{what}: the bundle is a {manifest.device} bundle and {device!r} is not a {manifest.device} device",
