@@ -115,6 +115,8 @@ class CorpusShim:
 
             tests_dir = os.path.dirname(os.path.abspath(importlib.import_module("warp.tests").__file__))
             recorder = Recorder(user_dirs=(tests_dir + os.sep,), target=self.test or "apic corpus")
+            # Compared with Warp's own native captures, which save a wp.uint64 mesh id verbatim.
+            recorder.relocate_uint64_mesh_ids = False
             stack.enter_context(recorder.recording(device))
         self.open[device.alias] = (stack, recorder)
         return result
