@@ -119,6 +119,28 @@ wrp_artifact_rule = rule(
     doc = "Captures a Warp program and bundles it for every listed GPU architecture.",
 )
 
+_OUTPUT_GROUPS = {"dir": "bundle_dir", "tar": "tar", "sha256": "content_hash"}
+
+def _bundle_views(bundle, parts, tags, visibility, testonly, target_compatible_with):
+    """The single-file views <bundle>_<part> of a WrpInfo target and its wrp_cc_library <bundle>_cc."""
+    for part in parts:
+        native.filegroup(
+            name = "{}_{}".format(bundle, part),
+            srcs = [":" + bundle],
+            output_group = _OUTPUT_GROUPS[part],
+            tags = tags,
+            visibility = visibility,
+            testonly = testonly,
+        )
+    wrp_cc_library(
+        name = bundle + "_cc",
+        artifact = ":" + bundle,
+        tags = tags,
+        target_compatible_with = target_compatible_with,
+        visibility = visibility,
+        testonly = testonly,
+    )
+
 def wrp_artifact(name, tags = [], visibility = None, testonly = False, replay_tests = True, **kwargs):
     """A bundle plus everything C++ needs to use and test it.
 
@@ -171,23 +193,7 @@ def wrp_artifact(name, tags = [], visibility = None, testonly = False, replay_te
         exec_properties = gpu_exec_properties(CAPTURE_EXEC_GROUP) if live_cuda else {},
         **kwargs
     )
-    for part, group in [("dir", "bundle_dir"), ("tar", "tar"), ("sha256", "content_hash")]:
-        native.filegroup(
-            name = "{}_{}".format(name, part),
-            srcs = [":" + name],
-            output_group = group,
-            tags = build_tags,
-            visibility = visibility,
-            testonly = testonly,
-        )
-    wrp_cc_library(
-        name = name + "_cc",
-        artifact = ":" + name,
-        tags = build_tags,
-        target_compatible_with = same_cpu,
-        visibility = visibility,
-        testonly = testonly,
-    )
+    _bundle_views(name, ["dir", "tar", "sha256"], build_tags, visibility, testonly, same_cpu)
     if not replay_tests:
         return
 
@@ -205,22 +211,7 @@ def wrp_artifact(name, tags = [], visibility = None, testonly = False, replay_te
             testonly = True,
             exec_properties = gpu_exec_properties(GOLDEN_EXEC_GROUP),
         )
-        for part, group in [("dir", "bundle_dir"), ("sha256", "content_hash")]:
-            native.filegroup(
-                name = "{}_{}".format(tested, part),
-                srcs = [":" + tested],
-                output_group = group,
-                tags = test_tags,
-                visibility = visibility,
-                testonly = True,
-            )
-        wrp_cc_library(
-            name = tested + "_cc",
-            artifact = ":" + tested,
-            tags = test_tags,
-            visibility = visibility,
-            testonly = True,
-        )
+        _bundle_views(tested, ["dir", "sha256"], test_tags, visibility, True, [])
     wrp_replay_test(
         name = name + "_replay_test",
         cc_library = ":" + tested + "_cc",
