@@ -2,7 +2,7 @@
 signal with the bundle's label and the likely cause.
 
 The bundle is what an unchecked capture of tests/programs_capture/stale_pointer.py ships (a
-mesh id in a wp.uint64 parameter), with that saved address pointed at the never-mapped zero
+mesh id in a wp.uint64 parameter, with the relocation of such ids turned off), with that saved address pointed at the never-mapped zero
 page so the crash does not depend on the loading process's memory layout."""
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ def test_replay_of_a_stale_pointer_bundle_reports_the_crash(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     env["WRP_TEST_STALE_MODE"] = "mesh_uint64"
     args = ["--script", str(PROGRAMS / "stale_pointer.py"), "--device", "cpu", "--out-dir", str(raw),
-            "--stem", "sim", "--label", LABEL, "--in-process"]  # fmt: skip
+            "--stem", "sim", "--label", LABEL, "--in-process",
+            # A live mesh id in a wp.uint64 would be relocated as a handle: keep it a stale number.
+            "--no-relocate-uint64-mesh-ids"]  # fmt: skip
     proc = subprocess.run(
         [sys.executable, "-c", UNCHECKED_CAPTURE, str(address_file), *args],
         capture_output=True, text=True, env=env, cwd=REPO, timeout=300,
