@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from wrpkg.load import arch_mismatch_message, device_fit
-from wrpkg.verify import bundle_content_hash, read_manifest
+from wrpkg.validity import bundle_content_hash, read_manifest
 
 BUNDLES = [Path(p) for p in os.environ["WRP_PARITY_BUNDLES"].split()]
 ARCH_MESSAGE = os.environ["WRP_ARCH_MESSAGE"]

@@ -28,7 +28,8 @@ from wrpkg.manifest import (
     golden_to_json_bytes,
     to_json_bytes,
 )
-from wrpkg.verify import bundle_content_hash, verify_bundle
+from wrpkg.validity import bundle_content_hash
+from wrpkg.verify import verify_bundle
 
 REPO = Path(__file__).resolve().parent.parent
 SIM = REPO / "models" / "sim.py"

@@ -17,7 +17,8 @@ import pytest
 from wrpkg.errors import VerifyError
 from wrpkg.load import prepare_cuda_load
 from wrpkg.manifest import CHUNK_BYTES, chunk_count, from_json_bytes
-from wrpkg.verify import read_verified, sha256_each, verify_bundle
+from wrpkg.validity import read_verified, sha256_each
+from wrpkg.verify import verify_bundle
 
 BUNDLE = Path(os.environ["WRP_SIM_BUNDLE"])
 
@@ -186,17 +187,17 @@ def test_both_ways_of_reading_the_wrp_name_what_differs(tmp_path, monkeypatch, t
     take the other road). Both hand Warp the same patched bytes, and both name a changed chunk,
     a changed image and a truncated .wrp."""
     import wrpkg.load
-    import wrpkg.verify
+    import wrpkg.validity
 
     monkeypatch.setattr(wrpkg.load, "_BACKGROUND_READ_BYTES", threshold)
-    monkeypatch.setattr(wrpkg.verify, "_MAPPED_READ_BYTES", threshold)
+    monkeypatch.setattr(wrpkg.validity, "_MAPPED_READ_BYTES", threshold)
     _, view = prepare_cuda_load(BUNDLE, "cuda:0", "NVIDIA H200", 90, (13, 0))
     monkeypatch.undo()
     _, reference = prepare_cuda_load(BUNDLE, "cuda:0", "NVIDIA H200", 90, (13, 0))
     assert bytes(view.wrp) == bytes(reference.wrp) and view.modules == reference.modules
     assert bytes(view.wrp) != (BUNDLE / verify_bundle(BUNDLE).wrp).read_bytes()  # digests patched
     monkeypatch.setattr(wrpkg.load, "_BACKGROUND_READ_BYTES", threshold)
-    monkeypatch.setattr(wrpkg.verify, "_MAPPED_READ_BYTES", threshold)
+    monkeypatch.setattr(wrpkg.validity, "_MAPPED_READ_BYTES", threshold)
 
     manifest = verify_bundle(BUNDLE)
     changed = _copy(tmp_path / "changed")

@@ -347,7 +347,7 @@ def test_private_copy_is_loaded_and_removed(wp, tmp_path, monkeypatch):
     is given a 0700 directory of this process holding exactly the verified bytes; it is gone
     afterwards, and the graph replays."""
     import wrpkg.load
-    from wrpkg.verify import read_manifest, verify_files
+    from wrpkg.validity import read_manifest, verify_files
 
     bundle = copy_good(tmp_path)
     manifest = read_manifest(bundle)
@@ -371,7 +371,7 @@ def test_private_copy_is_loaded_and_removed(wp, tmp_path, monkeypatch):
 
 def test_private_copy_changed_during_the_load_is_refused(wp, tmp_path, monkeypatch):
     import wrpkg.load
-    from wrpkg.verify import read_manifest, verify_files
+    from wrpkg.validity import read_manifest, verify_files
 
     bundle = copy_good(tmp_path)
     manifest = read_manifest(bundle)

@@ -6,7 +6,10 @@ action's inputs and outputs; `wrpkg <tool>` is the same thing through one entry 
 The public API is `__all__` below, importable from `wrpkg` itself:
 
     from wrpkg import CaptureSpec, Tolerance            # what a capture script returns
-    from wrpkg import load_bundle, verify_bundle        # a built bundle, from Python
+    from wrpkg import Bundle                            # a built bundle, from Python
+
+    bundle = Bundle.open("bazel-bin/models/sim_wrp")    # verified once, its bytes held
+    graph = bundle.load("cuda:0")                       # Warp gets the bytes that were verified
 
 Each name is imported from its module on first use, so `import wrpkg` stays cheap (no Warp,
 no NumPy). Three functions carry a longer name here than in their module, whose name is taken
@@ -35,11 +38,12 @@ _EXPORTS = {
     "compile_wrp": ("wrpkg.compile", "compile_wrp"),
     "pack_bundle": ("wrpkg.bundle", "bundle"),
     "BundleResult": ("wrpkg.bundle", "BundleResult"),
-    # A built bundle: load, verify, read, inspect.
+    # A built bundle: open (verify), load, inspect; and the same as functions.
+    "Bundle": ("wrpkg.load", "Bundle"),
     "load_bundle": ("wrpkg.load", "load"),
     "verify_bundle": ("wrpkg.verify", "verify_bundle"),
     "verify_tar": ("wrpkg.verify", "verify_tar"),
-    "read_manifest": ("wrpkg.verify", "read_manifest"),
+    "read_manifest": ("wrpkg.validity", "read_manifest"),
     "Manifest": ("wrpkg.manifest", "Manifest"),
     "summarize_bundle": ("wrpkg.inspection", "summarize_bundle"),
     # Every failure a user can cause (wrpkg/errors.py).

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from wrpkg import manifest as manifest_mod
 from wrpkg.errors import CompileError, VerifyError, WrpFormatError
-from wrpkg.verify import read_json_file, read_manifest_and_hash, read_regular
+from wrpkg.load import Bundle
+from wrpkg.validity import read_json_file, read_regular
 from wrpkg.wrpformat import Direction, WrpFile, binding_infos, read_wrp
 
 # The first four bytes of a fatbin container (little-endian 0xBA55ED50); anything else
@@ -60,9 +61,14 @@ def find_wrp(path: Path) -> Path:
     return path
 
 
-def _recorded_bindings(wrp_path: Path) -> tuple[dict[str, dict] | None, str]:
+def _recorded_bindings(wrp_path: Path, bundle: Bundle | None = None) -> tuple[dict[str, dict] | None, str]:
     """Bindings recorded beside the file (bundle manifest or raw capture): direction and,
     from captures that record it, the array layout."""
+    if bundle is not None:
+        recorded = {b.name: asdict(b) for b in bundle.manifest.bindings}
+        for b in recorded.values():
+            b["direction"] = _DIRECTIONS[b["direction"]]
+        return recorded, manifest_mod.MANIFEST_NAME
     for name in (manifest_mod.MANIFEST_NAME, "interface.json"):
         sidecar = wrp_path.parent / name
         if not sidecar.is_file():
@@ -79,15 +85,6 @@ def _recorded_bindings(wrp_path: Path) -> tuple[dict[str, dict] | None, str]:
     return None, "the .wrp alone"
 
 
-def _layout(record: dict) -> dict:
-    layout = {key: record.get(key) for key in ("dtype", "shape", "strides", "offset")}
-    try:
-        layout["contiguous"] = record["strides"] == _packed_strides(record["shape"], record["dtype_bytes"])
-    except (KeyError, TypeError):
-        layout["contiguous"] = None
-    return layout
-
-
 def _array_text(b: dict) -> str:
     """ "vec3f[2048]", "float32[4, 3] strides [24, 4] at byte 12"; "" when not recorded."""
     if not b.get("dtype") or b.get("shape") is None:
@@ -100,11 +97,14 @@ def _array_text(b: dict) -> str:
     return text
 
 
-def _fatbin_holds(binary: Path) -> tuple[list[str] | None, str | None]:
-    if not binary.is_file():
+def _fatbin_holds(binary: Path, data: bytes | None = None) -> tuple[list[str] | None, str | None]:
+    """What the module binary holds (module_contents): `data`, its verified bytes, or else the file."""
+    if data is None and not binary.is_file():
         return None, None
     try:
-        return module_contents(read_regular(binary, "a module binary", "rebuild the capture")), None
+        if data is None:
+            data = read_regular(binary, "a module binary", "rebuild the capture")
+        return module_contents(data), None
     except VerifyError as err:
         return None, f"not read: {err.message}"
     except CompileError as err:
@@ -133,16 +133,43 @@ def _uint64_mesh_ids_as_handles(wrp_path: Path) -> list[dict]:
         return []
 
 
-def summarize(wrp_path: Path, wrp: WrpFile | None = None) -> dict:
-    # read_regular: a FIFO or /dev/zero named *.wrp is refused, not read forever.
-    wrp = wrp or read_wrp(bytes(read_regular(wrp_path, "the .wrp", "pass a .wrp file")), path=wrp_path)
+def summarize(wrp_path: Path, wrp: WrpFile | None = None, bundle: Bundle | None = None) -> dict:
+    """The facts of a .wrp and its modules (what `wrpkg inspect --json` prints under "wrp").
+
+    Args:
+      wrp_path: the .wrp file.
+      wrp: the parsed .wrp, when the caller has it.
+      bundle: the opened Bundle `wrp_path` belongs to: then the .wrp and its modules are what
+        the Bundle verified and holds, and the directions are its manifest's.
+
+    Returns:
+      A dict: device, target arch, Warp version, modules, kernels, bindings, memory, operations.
+    """
+    held = {}
+    if bundle is not None:
+        held = {entry.path: bundle.file(entry.path) for entry in bundle.manifest.files}
+        wrp_data = held[bundle.manifest.wrp]
+    else:
+        # read_regular: a FIFO or /dev/zero named *.wrp is refused, not read forever.
+        wrp_data = read_regular(wrp_path, "the .wrp", "pass a .wrp file")
+    wrp = wrp or read_wrp(bytes(wrp_data), path=wrp_path)
     modules_dir = wrp_path.with_name(wrp_path.stem + "_modules")
     modules = []
     for module in wrp.metadata.modules:
         binary = modules_dir / module.binary_filename
-        size = binary.stat().st_size if binary.is_file() else None
-        contents, unread = _fatbin_holds(binary)
+        in_bundle = f"{modules_dir.name}/{module.binary_filename}"
+        if bundle is not None:
+            data = held.get(in_bundle)
+            size = None if data is None else len(data)
+            contents, unread = _fatbin_holds(binary, b"" if data is None else bytes(data))
+        else:
+            size = binary.stat().st_size if binary.is_file() else None
+            contents, unread = _fatbin_holds(binary)
         source = modules_dir / module.source_filename if module.source_filename else None
+        if bundle is not None:
+            source_present = source is not None and f"{modules_dir.name}/{source.name}" in held
+        else:
+            source_present = bool(source and source.is_file())
         modules.append(
             {
                 "hash": module.hash,
@@ -155,12 +182,12 @@ def summarize(wrp_path: Path, wrp: WrpFile | None = None) -> dict:
                 "fatbin_unread": unread,
                 "target_arch": module.target_arch,
                 "source_filename": module.source_filename or None,
-                "source_present": bool(source and source.is_file()),
+                "source_present": source_present,
                 "fallback_reason": module.fallback_reason.name,
             }
         )
     module_names = {m.hash: m.name for m in wrp.metadata.modules}
-    recorded, directions_from = _recorded_bindings(wrp_path)
+    recorded, directions_from = _recorded_bindings(wrp_path, bundle)
     bindings = []
     for b in binding_infos(wrp):
         record = recorded.get(b.name, {}) if recorded is not None else {}
@@ -171,13 +198,13 @@ def summarize(wrp_path: Path, wrp: WrpFile | None = None) -> dict:
                 "region_id": b.region_id,
                 "direction": direction.value,
                 "bytes": b.byte_size,
-                **_layout(record),
+                **manifest_mod.binding_layout(record),
             }
         )
     regions = wrp.memory.regions
     return {
         "path": str(wrp_path),
-        "file_size": wrp_path.stat().st_size if wrp_path.is_file() else None,
+        "file_size": len(wrp_data),
         "format_version": wrp.header.version,
         "warp_version": wrp.metadata.producer_version,
         "device": getattr(wrp.device, "name", str(wrp.device)).lower(),
@@ -206,8 +233,7 @@ def summarize(wrp_path: Path, wrp: WrpFile | None = None) -> dict:
 
 
 def summarize_bundle(bundle_dir: Path) -> dict:
-    """The bundle-level facts, from its manifest (the one source the runtime trusts too), read
-    under `wrpkg verify`'s rules (regular files, size limits, strict JSON, the content hash).
+    """The bundle-level facts `wrpkg inspect` shows: `wrpkg.Bundle.open(bundle_dir).inspect()`.
 
     Args:
       bundle_dir: the bundle directory.
@@ -217,48 +243,9 @@ def summarize_bundle(bundle_dir: Path) -> dict:
       targets, the driver the PTX needs, source fallback, bindings, golden outputs.
 
     Raises:
-      VerifyError: the manifest cannot be read under those rules.
+      VerifyError: the bundle does not verify (`wrpkg verify`'s message).
     """
-    manifest, content_hash = read_manifest_and_hash(bundle_dir)
-    ptx_archs = manifest.ptx_archs()
-    return {
-        "bundle": str(bundle_dir),
-        "name": manifest.name,
-        "label": manifest.label,
-        "content_sha256": content_hash,
-        "device": manifest.device,
-        "warp_version": manifest.warp_version,
-        "sass": manifest.sass_archs(),
-        "sass_nvrtc": manifest.toolchain.nvrtc,
-        "ptx": ptx_archs,
-        "ptx_nvrtc": manifest.toolchain.nvrtc_ptx,
-        "ptx_min_driver": manifest.ptx_min_driver if ptx_archs else None,
-        "source_kept": manifest.has_source_fallback(),
-        "bindings": [
-            {
-                "name": b.name,
-                "direction": b.direction,
-                "bytes": b.bytes,
-                **_layout(asdict(b)),
-            }
-            for b in manifest.bindings
-        ],
-        "golden": [
-            {"name": g.name, "file": g.file, "bytes": g.bytes, "atol": g.atol, "rtol": g.rtol}
-            for g in manifest.golden
-        ],
-        "golden_device": manifest.golden_device,
-    }
-
-
-def _packed_strides(shape: list[int], dtype_bytes: int) -> list[int]:
-    """Row-major strides with no gaps: the common layout, which inspect shows without strides."""
-    strides = []
-    step = dtype_bytes
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return strides[::-1]
+    return Bundle.open(bundle_dir).inspect()
 
 
 def _human(n: int | None) -> str:
@@ -365,18 +352,19 @@ def configure_parser(parser) -> None:
 
 def run(args) -> int:
     wrp_path = find_wrp(args.path)
-    bundle_dir = wrp_path.parent
     bundle = None
     # lexists: a manifest.json that is a FIFO or a dangling link is refused, not passed over.
-    if os.path.lexists(bundle_dir / manifest_mod.MANIFEST_NAME):
-        bundle = summarize_bundle(bundle_dir)
-    summary = summarize(wrp_path)
+    if os.path.lexists(wrp_path.parent / manifest_mod.MANIFEST_NAME):
+        # A bundle is opened as `wrpkg verify` opens it, and what is shown is what it verified.
+        bundle = Bundle.open(wrp_path.parent)
+    facts = bundle.inspect() if bundle is not None else None
+    summary = summarize(wrp_path, bundle=bundle)
     if args.json:
-        json.dump({"bundle": bundle, "wrp": summary}, sys.stdout, indent=2, sort_keys=True)
+        json.dump({"bundle": facts, "wrp": summary}, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
-        if bundle:
-            print(render_bundle_text(bundle))
+        if facts:
+            print(render_bundle_text(facts))
             print()
         print(render_text(summary))
     return 0

@@ -24,24 +24,346 @@ import os
 import struct
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from wrpkg.archs import split_arch
 from wrpkg.errors import ArchMismatchError, VerifyError
 from wrpkg.fatbin import is_fatbin, sass_image
 from wrpkg.files import sha256_file
-from wrpkg.manifest import MANIFEST_NAME, FileEntry, Manifest, ModuleEntry, SassEntry
-from wrpkg.verify import (
+from wrpkg.manifest import MANIFEST_NAME, FileEntry, Manifest, ModuleEntry, SassEntry, binding_layout
+from wrpkg.validity import (
     DigestCheck,
     check_digests,
     digest_checks,
+    listed_files,
     open_regular,
+    read_bundle,
     read_listed,
     read_manifest_and_hash,
+    read_tar,
+    read_verified,
     rebuild_fix,
+    verify_against_wrp,
     verify_files,
 )
+
+
+class Bundle:
+    """A built bundle, opened: what Python does with one, under the names of the C++ runtime's
+    `wrp::Bundle` (runtime/bundle.h) where they mean the same.
+
+        bundle = wrpkg.Bundle.open("bazel-bin/models/sim_wrp")  # every check of `wrpkg verify`
+        graph = bundle.load("cuda:0")                           # Warp gets the bytes checked
+        wp.capture_launch(graph)
+
+    `open` checks manifest.json against the content hash and every listed file against the
+    manifest, once, and holds the verified bytes; `load`, `file` and `inspect` use those bytes
+    and never read the bundle again, so a file changed after `open` is not what loads (see
+    docs/security.md). A VerifyError about the bundle names the file and `rebuild_hint`.
+
+    `open(..., verify_all=False)` (what `wrpkg.load.load` does, and the C++ runtime's default)
+    checks only manifest.json; each `load` then reads and checks what it hands Warp (on CUDA,
+    with SASS for the device, the .wrp and one image of each module: the fast path of
+    docs/bench), `file` reads and checks a file when first asked, and `verify()` completes the
+    rest of the checks.
+
+    A Bundle is made by `open` or `from_tar`, which find its arguments.
+
+    Args:
+      manifest: the checked Manifest.
+      content_hash: the sha256 of the manifest.json bytes it was read from.
+      origin: the directory or tar path as given, for messages.
+      directory: the bundle directory; None for a tar.
+      files: verified bytes by manifest path (every listed file's when `verified_all`).
+      verified_all: whether every check of `wrpkg verify` has passed.
+    """
+
+    def __init__(
+        self,
+        manifest: Manifest,
+        content_hash: str,
+        origin: str,
+        directory: Path | None,
+        files: dict[str, bytes | bytearray | mmap.mmap],
+        verified_all: bool,
+    ):
+        """Use `Bundle.open` or `Bundle.from_tar`."""
+        self._manifest = manifest
+        self._content_hash = content_hash
+        self._origin = origin
+        self._directory = directory
+        self._files = files
+        self._verified_all = verified_all
+        self._entries = {entry.path: (entry, lister) for entry, lister in listed_files(manifest)}
+
+    @classmethod
+    def open(
+        cls, path: str | os.PathLike, expected_hash: str | None = None, *, verify_all: bool = True
+    ) -> Bundle:
+        """Opens the bundle directory `path` (runtime/bundle.h: `Bundle::OpenDirectory`).
+
+        Args:
+          path: the bundle directory (holds manifest.json).
+          expected_hash: the content hash manifest.json must have; None: `<dir>.sha256` beside
+            the directory when there is one, else the manifest must be in canonical form.
+          verify_all: run every check of `wrpkg verify` now and hold every listed file's
+            verified bytes; False: check manifest.json only, and each file when it is used.
+
+        Returns:
+          The Bundle.
+
+        Raises:
+          VerifyError: the bundle breaks a rule of docs/bundles.md ("Bundle validity"), with the
+            message `wrpkg verify` gives.
+        """
+        directory = Path(path)
+        if verify_all:
+            manifest, content_hash, files = read_bundle(directory, expected_hash)
+        else:
+            (manifest, content_hash), files = read_manifest_and_hash(directory, expected_hash), {}
+        return cls(manifest, content_hash, str(directory), directory, files, verify_all)
+
+    @classmethod
+    def from_tar(cls, path: str | os.PathLike, expected_hash: str | None = None) -> Bundle:
+        """Opens a bundle's `<name>.tar` (runtime/bundle.h: `Bundle::FromTar`): every check of a
+        directory's but the .wrp cross-check (as the C++ runtime reads an embedded bundle), and
+        every listed file's verified bytes held.
+
+        Args:
+          path: the `<name>.tar` a wrp_artifact target writes.
+          expected_hash: the content hash manifest.json must have; None: the manifest must be in
+            canonical form.
+
+        Returns:
+          The Bundle.
+
+        Raises:
+          VerifyError: the archive or a file in it breaks a rule of docs/bundles.md.
+        """
+        manifest, content_hash, files = read_tar(path, expected_hash)
+        return cls(manifest, content_hash, str(path), None, files, True)
+
+    @property
+    def manifest(self) -> Manifest:
+        """The bundle's Manifest, golden.json's entries attached."""
+        return self._manifest
+
+    @property
+    def content_hash(self) -> str:
+        """sha256 (lowercase hex) of manifest.json's exact bytes."""
+        return self._content_hash
+
+    @property
+    def origin(self) -> str:
+        """The directory path, or the tar's path, as given: what messages name."""
+        return self._origin
+
+    @property
+    def directory(self) -> Path | None:
+        """The bundle directory; None for a bundle opened from a tar."""
+        return self._directory
+
+    @property
+    def from_directory(self) -> bool:
+        """Whether the bundle was opened from a directory (not a tar)."""
+        return self._directory is not None
+
+    @property
+    def rebuild_hint(self) -> str:
+        """The fix every VerifyError about this bundle's files gives: rebuild its target."""
+        return rebuild_fix(self._manifest)
+
+    def title(self) -> str:
+        """ "bundle <label> (content sha256 <first 16 hex>...)", for messages."""
+        return bundle_title(self._manifest.label, self._content_hash)
+
+    def describe(self, path: str) -> str:
+        """Where the listed file `path` lies, for messages: `<dir>/<path>`, `<tar>:<name>/<path>`."""
+        if self._directory is not None:
+            return str(self._directory / path)
+        return f"{self._origin}:{self._manifest.name}/{path}"
+
+    def entry(self, path: str) -> FileEntry:
+        """The listing of the file `path` (in manifest.json or golden.json); VerifyError if unlisted."""
+        found = self._entries.get(path)
+        if found is None:
+            raise VerifyError(f"{self.describe(path)}: not listed in {MANIFEST_NAME}", fix=self.rebuild_hint)
+        return found[0]
+
+    def read_unverified(self, path: str) -> bytearray | mmap.mmap:
+        """A listed file's bytes as they are now, their size checked but NOT their digests, in
+        writable memory of their own (runtime/bundle.h: `OpenUnverified`): for a loader that proves
+        what it takes by other means (the per-device view). A held file's bytes are copied."""
+        if path in self._files:
+            return bytearray(self._files[path])
+        if self._directory is None:
+            raise VerifyError(f"{self.describe(path)}: not held", fix=self.rebuild_hint)
+        return read_listed(self._directory, self._manifest, path)
+
+    def file(self, path: str) -> memoryview:
+        """The verified bytes of a listed file, by its manifest path (runtime/bundle.h: `File`).
+
+        Args:
+          path: the file's path in manifest.json or golden.json ("sim.wrp", "golden/x.bin").
+
+        Returns:
+          A read-only view of the bytes `open` verified (opened with verify_all=False: read and
+          checked now, the first time, then held).
+
+        Raises:
+          VerifyError: the path is not listed, or (verify_all=False) the file is not as listed.
+        """
+        if path not in self._files:
+            self.entry(path)
+            if self._directory is None:  # a tar holds every file from the start
+                raise VerifyError(f"{self.describe(path)}: not held", fix=self.rebuild_hint)
+            self._files[path] = read_verified(self._directory, self._manifest, path)
+        return memoryview(self._files[path]).toreadonly()
+
+    def verify(self) -> None:
+        """Completes every check of `wrpkg verify` (runtime/bundle.h: `VerifyAll`): for a bundle
+        opened with verify_all=False, reads and checks every listed file not held yet (and holds
+        it), the listing and the manifest against the .wrp; nothing for one `open` verified. The
+        files are not read again once held: what loads is what was checked.
+
+        Raises:
+          VerifyError: a file differs from the manifest, or the manifest from the .wrp.
+        """
+        if self._verified_all:
+            return
+        missing = frozenset(self._entries) - frozenset(self._files)
+        verified = verify_files(self._directory, self._manifest, keep=missing)
+        self._files.update(verified)
+        verify_against_wrp(self._directory, self._manifest, self._files[self._manifest.wrp])
+        self._verified_all = True
+
+    def check_device(
+        self,
+        device_alias: str,
+        device_name: str,
+        device_sm: int,
+        driver_version: tuple[int, int] | None = None,
+    ) -> DeviceFit:
+        """How the CUDA device `device_alias` (sm_`device_sm`) runs the bundle; raises
+        ArchMismatchError for a CPU bundle, or when some module can run neither SASS, PTX nor its
+        source (the message runtime/arch.cc gives)."""
+        self._check_kind("cuda", device_alias)
+        return check_device(
+            self._manifest, self._content_hash, device_alias, device_name, device_sm, driver_version
+        )
+
+    def _check_kind(self, kind: str, device) -> None:
+        if self._manifest.device != kind:
+            raise ArchMismatchError(
+                f"bundle {self._manifest.label} was captured for {self._manifest.device}, but the load device is {device}",
+                fix=f"load it on a {self._manifest.device} device, or build a {kind} variant of {self._manifest.label}",
+            )
+
+    def load(self, device=None, *, per_device_view: bool = True, hash_during_load: bool = True):
+        """Loads the bundle with Warp on `device` (runtime/graph.h: `Graph::Load`).
+
+        Args:
+          device: a Warp device or its name ("cpu", "cuda:0"); None: Warp's default device.
+          per_device_view: on CUDA, when every module has SASS for the device, hand Warp the
+            per-device view (each module's own cubin, `device_view`); False: the whole bundle.
+          hash_during_load: verify_all=False only: hash the view's .wrp while Warp parses it;
+            False waits for that hash before Warp's call.
+
+        Returns:
+          The loaded graph (what `wp.capture_load` returns), for `wp.capture_launch`.
+
+        Raises:
+          VerifyError: (verify_all=False) a file Warp would get does not match the manifest.
+          ArchMismatchError: the bundle holds no code this device runs.
+
+        Warp is given bytes, never a path into the bundle. Opened by `open` (verify_all), those are
+        the held bytes: the .wrp and modules through `wp.capture_load_from_bytes`, on CUDA with
+        SASS for every module as the per-device view (images taken out of the held fatbins, the
+        .wrp's module digests patched in a copy, each image checked by Warp against the digest
+        written), and for PTX JIT or source fallback, which need Warp's path loader, as a private
+        copy (`_load_private_copy`).
+
+        Opened with verify_all=False, a load reads what it hands Warp: with SASS for every module,
+        the view's .wrp and images only, the .wrp hashed while Warp parses it and each image by
+        Warp (`_load_view_while_verifying`); otherwise every file, verified, and Warp gets those
+        bytes as above. Why that is enough: the content hash is the sha256 of manifest.json, and
+        manifest.json records the sha256 of the .wrp, of each module file and of each SM's image in
+        it. With the content hash known (`<dir>.sha256` beside the bundle, as the build writes it),
+        the bytes Warp gets are, digest by digest, the ones the bundler wrote and checked against
+        each other (`wrpkg verify` re-runs that check: `verify_against_wrp`). Without a known
+        content hash, whoever can rewrite manifest.json can rewrite the .wrp to agree with it, so
+        the cross-check would stop nothing there either; it only helps tell a hand-edited bundle
+        apart, which `wrpkg verify` does.
+        """
+        import warp as wp  # noqa: PLC0415 - keep `import wrpkg.load` cheap
+
+        dev = wp.get_device(device)
+        manifest = self._manifest
+        if dev.is_cuda:
+            fit = self.check_device(str(dev), dev.name, dev.arch, wp.get_cuda_driver_version())
+            if per_device_view and fit.how == "sass":
+                view = self._held_view(fit) if self._verified_all else _read_view(self, fit)
+                if view is not None:
+                    failure = None if hash_during_load else view.wrp_failure()
+                    if failure is not None:
+                        raise failure
+                    return _load_view_while_verifying(wp, view, dev)
+        else:
+            self._check_kind("cpu", dev)
+        deployed = frozenset(entry.path for entry in manifest.files)
+        if self._verified_all:
+            files = {path: self._files[path] for path in deployed}
+        else:
+            # Every file is verified (as `wrpkg verify` would), and Warp gets the bytes that were: a
+            # second read by Warp could find a file swapped since (issue 26).
+            files = verify_files(self._directory, manifest, whole_digests=False, keep=deployed)
+        if dev.is_cpu:
+            modules = {m.binary.rsplit("/", 1)[-1]: files[m.binary] for m in manifest.modules}
+            return wp.capture_load_from_bytes(files[manifest.wrp], modules, device=dev)
+        return _load_private_copy(wp, manifest, files, dev)
+
+    def _held_view(self, fit: DeviceFit) -> DeviceView | None:
+        """The per-device view made from the held bytes: the images taken out of the held fatbins,
+        the module digests patched into a copy of the held .wrp (the held bytes stay as verified)."""
+        images = _device_images(self._manifest, fit, self._files)
+        if images is None:
+            return None
+        return _patched_view(self._manifest, bytearray(self._files[self._manifest.wrp]), images)
+
+    def inspect(self) -> dict:
+        """The bundle-level facts `wrpkg inspect` shows, from the manifest (the one source the
+        runtime trusts too).
+
+        Returns:
+          What `wrpkg inspect --json` prints under "bundle": label, content hash, SASS and PTX
+          targets, the driver the PTX needs, source fallback, bindings, golden outputs.
+        """
+        manifest = self._manifest
+        ptx_archs = manifest.ptx_archs()
+        return {
+            "bundle": self._origin,
+            "name": manifest.name,
+            "label": manifest.label,
+            "content_sha256": self._content_hash,
+            "device": manifest.device,
+            "warp_version": manifest.warp_version,
+            "sass": manifest.sass_archs(),
+            "sass_nvrtc": manifest.toolchain.nvrtc,
+            "ptx": ptx_archs,
+            "ptx_nvrtc": manifest.toolchain.nvrtc_ptx,
+            "ptx_min_driver": manifest.ptx_min_driver if ptx_archs else None,
+            "source_kept": manifest.has_source_fallback(),
+            "bindings": [
+                {"name": b.name, "direction": b.direction, "bytes": b.bytes, **binding_layout(asdict(b))}
+                for b in manifest.bindings
+            ],
+            "golden": [
+                {"name": g.name, "file": g.file, "bytes": g.bytes, "atol": g.atol, "rtol": g.rtol}
+                for g in manifest.golden
+            ],
+            "golden_device": manifest.golden_device,
+        }
 
 
 @dataclass
@@ -259,29 +581,27 @@ class BackgroundWrp(_Background):
     loading thread may then patch: the pieces overlapping METADATA (where the view patches) are
     hashed from copies taken before `read()` returns."""
 
-    def __init__(self, bundle_dir: Path, manifest: Manifest):
+    def __init__(self, bundle: Bundle):
         self._read = _thread.allocate_lock()
         self._read.acquire()
         self.wrp: bytearray | mmap.mmap | None = None
         self.metadata: tuple[int, int] | None = None
-        entry = next(e for e in manifest.files if e.path == manifest.wrp)
-        fix = rebuild_fix(manifest)
+        entry = bundle.entry(bundle.manifest.wrp)
+        fix = bundle.rebuild_hint
         if entry.size >= _BACKGROUND_READ_BYTES:
-            super().__init__(
-                lambda: check_digests(self._read_stable(bundle_dir, manifest, entry), MANIFEST_NAME, fix)
-            )
+            super().__init__(lambda: check_digests(self._read_stable(bundle, entry), MANIFEST_NAME, fix))
             return
-        checks = self._read_stable(bundle_dir, manifest, entry)
+        checks = self._read_stable(bundle, entry)
         super().__init__(lambda: check_digests(checks, MANIFEST_NAME, fix))
 
-    def _read_stable(self, bundle_dir: Path, manifest: Manifest, entry: FileEntry) -> list[DigestCheck]:
+    def _read_stable(self, bundle: Bundle, entry: FileEntry) -> list[DigestCheck]:
         """Reads the .wrp (`self.wrp`); its digest checks, stable against the view's patch."""
         try:
-            wrp = read_listed(bundle_dir, manifest, manifest.wrp)
-            checks = digest_checks(str(bundle_dir / manifest.wrp), wrp, entry, manifest.chunk_bytes)
+            wrp = bundle.read_unverified(entry.path)
+            checks = digest_checks(bundle.describe(entry.path), wrp, entry, bundle.manifest.chunk_bytes)
             self.metadata = _metadata_span(wrp)
             if self.metadata is not None:
-                piece_bytes = manifest.chunk_bytes if entry.chunk_sha256 else len(wrp)
+                piece_bytes = bundle.manifest.chunk_bytes if entry.chunk_sha256 else len(wrp)
                 checks = _stable_against_patch(checks, self.metadata, piece_bytes)
             self.wrp = wrp
             return checks
@@ -444,23 +764,20 @@ def device_view(
 
 
 @contextlib.contextmanager
-def _mapped(bundle_dir: Path, manifest: Manifest, path: str) -> Iterator[memoryview]:
+def _mapped(bundle: Bundle, path: str) -> Iterator[memoryview]:
     """A listed file's bytes, mapped rather than read: the view takes one SM's image out of
     each multi-arch fatbin, and only the pages it touches are read. Its size must be the
     manifest's (a truncated copy is named here); its content is checked image by image."""
-    full = bundle_dir / path
-    expected = next(e.size for e in manifest.files if e.path == path)
+    full = bundle.describe(path)
+    expected = bundle.entry(path).size
     fd, size = open_regular(
         full,
         "a file listed in manifest.json",
-        f"rebuild {manifest.label} and copy the whole bundle directory",
+        f"rebuild {bundle.manifest.label} and copy the whole bundle directory",
     )
     with open(fd, "rb", closefd=True) as handle:
         if size != expected:
-            raise VerifyError(
-                f"{full}: {size} bytes, manifest.json says {expected}",
-                fix=rebuild_fix(manifest),
-            )
+            raise VerifyError(f"{full}: {size} bytes, manifest.json says {expected}", fix=bundle.rebuild_hint)
         if size == 0:
             yield memoryview(b"")
             return
@@ -476,17 +793,18 @@ def _mapped(bundle_dir: Path, manifest: Manifest, path: str) -> Iterator[memoryv
                 pass  # a traceback still holds a view into it; the mapping goes with that
 
 
-def _read_view(bundle_dir: Path, manifest: Manifest, fit: DeviceFit) -> DeviceView | None:
+def _read_view(bundle: Bundle, fit: DeviceFit) -> DeviceView | None:
     """Reads what the per-device view hands Warp, and nothing else: the .wrp, read and then
     hashed on another thread from the start (`BackgroundWrp`), and each module's image, taken
     out of its fatbin meanwhile. The view patches the .wrp's module digests in place; the pieces
     holding them are hashed from a copy (with chunk digests, one 256 KiB chunk rather than the
     whole .wrp). `DeviceView.verify()` waits for that hash and checks the images too."""
-    wrp_job = BackgroundWrp(bundle_dir, manifest)
+    manifest = bundle.manifest
+    wrp_job = BackgroundWrp(bundle)
     try:
         with contextlib.ExitStack() as stack:
             fatbins = {
-                module.binary: stack.enter_context(_mapped(bundle_dir, manifest, module.binary))
+                module.binary: stack.enter_context(_mapped(bundle, module.binary))
                 for module in manifest.modules
             }
             images = _device_images(manifest, fit, fatbins)
@@ -495,7 +813,7 @@ def _read_view(bundle_dir: Path, manifest: Manifest, fit: DeviceFit) -> DeviceVi
     except VerifyError:
         wrp_job.wait()
         raise
-    if view is None:  # load() verifies every file instead
+    if view is None:  # Bundle.load verifies every file instead
         wrp_job.wait()
         return None
     view.pending = wrp_job
@@ -530,19 +848,13 @@ def prepare_cuda_load(
     the manifest (checked against the content hash when one is known), checks the device can
     run every module, and, when SASS fits every module (and `per_device_view`), reads the
     per-device view and (with `verify`) verifies it. A None view means: verify every file and
-    let Warp load the directory."""
-    bundle_dir = Path(bundle_dir)
-    manifest, content_hash = read_manifest_and_hash(bundle_dir)
-    if manifest.device != "cuda":
-        raise ArchMismatchError(
-            f"bundle {manifest.label} was captured for {manifest.device}, but the load device is {device_alias}",
-            fix=f"load it on a {manifest.device} device, or build a cuda variant of {manifest.label}",
-        )
-    fit = check_device(manifest, content_hash, device_alias, device_name, device_sm, driver_version)
-    view = _read_view(bundle_dir, manifest, fit) if per_device_view and fit.how == "sass" else None
+    let Warp load the verified bytes."""
+    bundle = Bundle.open(bundle_dir, verify_all=False)
+    fit = bundle.check_device(device_alias, device_name, device_sm, driver_version)
+    view = _read_view(bundle, fit) if per_device_view and fit.how == "sass" else None
     if view is not None and verify:
         view.verify()
-    return manifest, view
+    return bundle.manifest, view
 
 
 def _load_view_while_verifying(wp, view: DeviceView, device):
@@ -569,7 +881,9 @@ def _load_view_while_verifying(wp, view: DeviceView, device):
 def load(
     bundle_dir: str | os.PathLike, device=None, *, per_device_view: bool = True, hash_during_load: bool = True
 ):
-    """Checks the bundle and the device, and returns `(graph, manifest)`.
+    """Checks the bundle and the device, and returns `(graph, manifest)`: the loader for a
+    deployed program, which reads and checks only what it hands Warp
+    (`Bundle.open(bundle_dir, verify_all=False).load(device)`).
 
     Args:
       bundle_dir: the bundle directory; its content hash is read from `<dir>.sha256` beside
@@ -588,60 +902,10 @@ def load(
     Raises:
       VerifyError: a file does not match the manifest (or the manifest its content hash).
       ArchMismatchError: the bundle holds no code this device runs.
-
-    When every module has SASS for the device (and `per_device_view`), Warp gets the device
-    view (`device_view`) through `wp.capture_load_from_bytes`, and exactly the bytes it gets
-    are verified before the graph is returned: the .wrp here, while Warp parses it, and each
-    module's image by Warp, against the manifest's digest the view writes
-    (`_load_view_while_verifying`). Otherwise every bundle file is verified and Warp is
-    given the verified bytes: on the CPU through `wp.capture_load_from_bytes`, on CUDA (PTX
-    JIT and source fallback need Warp's path loader) from a private copy (`_load_private_copy`).
-
-    Why that is enough: the content hash is the sha256 of manifest.json, and manifest.json
-    records the sha256 of the .wrp, of each module file and of each SM's image in it. With
-    the content hash known (`<dir>.sha256` beside the bundle, as the build writes it), the
-    bytes Warp gets are, digest by digest, the ones the bundler wrote and checked against each
-    other (`wrpkg verify` re-runs that check: `verify_against_wrp`). Re-parsing the .wrp here
-    would re-check what those digests already pin. Without a known content hash, whoever can
-    rewrite manifest.json can rewrite the .wrp to agree with it, so the cross-check would stop
-    nothing there either; it only helps tell a hand-edited bundle apart, which `wrpkg verify`
-    does."""
-    import warp as wp  # noqa: PLC0415 - keep `import wrpkg.load` cheap
-
-    bundle_dir = Path(bundle_dir)
-    dev = wp.get_device(device)
-    if dev.is_cuda:
-        manifest, view = prepare_cuda_load(
-            bundle_dir,
-            str(dev),
-            dev.name,
-            dev.arch,
-            wp.get_cuda_driver_version(),
-            per_device_view=per_device_view,
-            verify=False,
-        )
-        if view is not None:
-            failure = None if hash_during_load else view.wrp_failure()
-            if failure is not None:
-                raise failure
-            return _load_view_while_verifying(wp, view, dev), manifest
-    else:
-        manifest, _ = read_manifest_and_hash(bundle_dir)
-        if manifest.device != "cpu":
-            raise ArchMismatchError(
-                f"bundle {manifest.label} was captured for {manifest.device}, but the load device is {dev}",
-                fix=f"load it on a {manifest.device} device, or build a cpu variant of {manifest.label}",
-            )
-    # Every file is verified (as `wrpkg verify` would), and Warp gets the bytes that were: a
-    # second read by Warp could find a file swapped since (wrpkg.load's check and Warp's read
-    # raced, issue 26).
-    verified = verify_files(
-        bundle_dir, manifest, whole_digests=False, keep=frozenset(f.path for f in manifest.files)
-    )
-    if dev.is_cpu:
-        modules = {m.binary.rsplit("/", 1)[-1]: verified[m.binary] for m in manifest.modules}
-        return wp.capture_load_from_bytes(verified[manifest.wrp], modules, device=dev), manifest
-    return _load_private_copy(wp, manifest, verified, dev), manifest
+    """
+    bundle = Bundle.open(bundle_dir, verify_all=False)
+    graph = bundle.load(device, per_device_view=per_device_view, hash_during_load=hash_during_load)
+    return graph, bundle.manifest
 
 
 def _load_private_copy(wp, manifest: Manifest, verified: Mapping[str, bytes | bytearray | mmap.mmap], device):

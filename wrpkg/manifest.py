@@ -95,6 +95,27 @@ class BindingEntry:
         return self.offset + last + self.dtype_bytes
 
 
+def packed_strides(shape: list[int], dtype_bytes: int) -> list[int]:
+    """Row-major byte strides with no gaps: the common layout, which `wrpkg inspect` shows without strides."""
+    strides = []
+    step = dtype_bytes
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return strides[::-1]
+
+
+def binding_layout(record: dict) -> dict:
+    """A binding's array layout as `wrpkg inspect` shows it: dtype, shape, strides, offset, and
+    whether it is contiguous (None when `record`, a manifest or capture record, does not say)."""
+    layout = {key: record.get(key) for key in ("dtype", "shape", "strides", "offset")}
+    try:
+        layout["contiguous"] = record["strides"] == packed_strides(record["shape"], record["dtype_bytes"])
+    except (KeyError, TypeError):
+        layout["contiguous"] = None
+    return layout
+
+
 def _is_size(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**63
 

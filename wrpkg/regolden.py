@@ -3,10 +3,11 @@
 A retargeted CUDA capture makes its goldens by replaying the CPU capture, and a GPU rounds
 differently (fused multiply-adds, other math), orders atomics differently, and runs tile code
 cooperatively: its replay need not match those goldens bit for bit, or at all
-(wrpkg.golden_caveats). This tool takes the built bundle, loads it on a CUDA device as a user
-would (wrpkg.load), replays it twice from fresh loads, and writes a copy of the bundle whose
-deployed files are byte-identical (same content hash) and whose golden files and golden.json
-come from that replay (golden_device "cuda"). A CPU bundle can be replayed on the CPU the same way. The two replays must agree within each output's
+(wrpkg.golden_caveats). This tool opens the built bundle (wrpkg.Bundle: verified once, its
+bytes held), loads those bytes on a CUDA device, replays them twice from fresh loads, and writes
+a copy of the bundle whose deployed files are those bytes (same content hash) and whose golden
+files and golden.json come from that replay (golden_device "cuda"). A CPU bundle can be
+replayed on the CPU the same way. The two replays must agree within each output's
 declared tolerance, as at capture. The report compares the new goldens with the old ones per
 output, so the CPU goldens' error is on record.
 
@@ -27,21 +28,20 @@ from pathlib import Path
 from wrpkg import atomic, cli
 from wrpkg.bundle import write_deterministic_tar
 from wrpkg.errors import CaptureError, VerifyError
-from wrpkg.files import relative_files, sha256_bytes
+from wrpkg.files import sha256_bytes
 from wrpkg.golden import compare, golden_tolerance
-from wrpkg.manifest import GOLDEN_NAME, Manifest, golden_to_json_bytes
-from wrpkg.verify import read_hash_file, rebuild_fix, verify_bundle
+from wrpkg.load import Bundle
+from wrpkg.manifest import CAPTURE_INFO_NAME, GOLDEN_NAME, MANIFEST_NAME, Manifest, golden_to_json_bytes
+from wrpkg.validity import read_hash_file
 
 
-def _replay_outputs(wp, bundle_dir: Path, manifest: Manifest, device) -> dict[str, bytes]:
-    """One fresh load (wrpkg.load: verified bytes, this device's SASS) and replay: each golden output's bytes."""
-    from wrpkg.load import load  # noqa: PLC0415 - imports Warp
-
-    graph, _ = load(bundle_dir, device)
+def _replay_outputs(wp, bundle: Bundle, device) -> dict[str, bytes]:
+    """One fresh load of the bundle's verified bytes (this device's SASS) and replay: each golden output's bytes."""
+    graph = bundle.load(device)
     wp.capture_launch(graph)
     wp.synchronize_device(device)
     outputs = {}
-    for golden in manifest.golden:
+    for golden in bundle.manifest.golden:
         buffer = wp.empty(graph._params[golden.name]["size"], dtype=wp.uint8, device=device)
         graph.get_param(golden.name, buffer)
         outputs[golden.name] = buffer.numpy().tobytes()
@@ -83,7 +83,8 @@ def regolden(
 
     bundle_dir, out_dir = Path(bundle_dir), Path(out_dir)
     expected = read_hash_file(content_hash_file)
-    manifest = verify_bundle(bundle_dir, expected)
+    bundle = Bundle.open(bundle_dir, expected)
+    manifest = bundle.manifest
     what = f"{manifest.label or bundle_dir}: making goldens on a GPU (--//rules:gpu_goldens)"
     init_warp(wp)
     if manifest.device == "cuda" and wp.get_cuda_device_count() == 0:
@@ -103,8 +104,8 @@ def regolden(
             f"{what}: the bundle is a {manifest.device} bundle and {device!r} is not a {manifest.device} device",
             fix=f"pass --device {'cuda' if manifest.device == 'cuda' else 'cpu'}",
         )
-    first = _replay_outputs(wp, bundle_dir, manifest, dev)
-    second = _replay_outputs(wp, bundle_dir, manifest, dev)
+    first = _replay_outputs(wp, bundle, dev)
+    second = _replay_outputs(wp, bundle, dev)
     dtypes = _dtypes(manifest)
     for golden in manifest.golden:
         tolerance = golden_tolerance(golden)
@@ -114,14 +115,14 @@ def regolden(
                 f"{what}: output '{golden.name}' differs between two replays on {dev} ({verdict.detail}): the "
                 "step is not deterministic on this GPU, so no golden value can hold a replay to it",
                 fix=f"declare a tolerance for '{golden.name}' in the capture's CaptureSpec that covers the "
-                f"run-to-run spread, or make the step deterministic; then {rebuild_fix(manifest)}",
+                f"run-to-run spread, or make the step deterministic; then {bundle.rebuild_hint}",
             )
 
     where = f"{dev} ({dev.name}, sm_{dev.arch})" if dev.is_cuda else str(dev)
     report = [f"goldens of {manifest.label} made on {where}; before: {manifest.golden_device}"]
     new_golden = []
     for golden in manifest.golden:
-        old = (bundle_dir / golden.file).read_bytes()
+        old = bytes(bundle.file(golden.file))
         data = first[golden.name]
         verdict = compare(old, data, golden_tolerance(golden), dtypes.get(golden.name))
         report.append(f"  {golden.name}: {manifest.golden_device} golden vs {dev}: {verdict.detail}")
@@ -133,11 +134,14 @@ def regolden(
     ) as staging:
         work = staging / bundle_dir.name
         work.mkdir()
-        for rel in relative_files(bundle_dir):
-            if rel == GOLDEN_NAME or rel.startswith("golden/"):
-                continue
-            (work / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(bundle_dir / rel, work / rel)
+        # The deployed files from the bytes that were verified and replayed; manifest.json (checked
+        # against the content hash below) and capture.json (unhashed provenance) as they are.
+        for entry in manifest.files:
+            (work / entry.path).parent.mkdir(parents=True, exist_ok=True)
+            (work / entry.path).write_bytes(bundle.file(entry.path))
+        shutil.copyfile(bundle_dir / MANIFEST_NAME, work / MANIFEST_NAME)
+        if (bundle_dir / CAPTURE_INFO_NAME).is_file():
+            shutil.copyfile(bundle_dir / CAPTURE_INFO_NAME, work / CAPTURE_INFO_NAME)
         (work / "golden").mkdir()
         for golden in new_golden:
             (work / golden.file).write_bytes(first[golden.name])
@@ -150,7 +154,7 @@ def regolden(
         atomic.publish_file(staged_tar, Path(tar_path))
         atomic.publish_file(staged_hash, Path(out_hash))
     # The copy must be the same bundle: same content hash, and it verifies with its new goldens.
-    verify_bundle(out_dir, expected)
+    Bundle.open(out_dir, expected)
     if report_path is not None:
         atomic.write_file(Path(report_path), ("\n".join(report) + "\n").encode())
     return report

@@ -19,7 +19,7 @@ _CHILD = r"""
 import hashlib, json, sys, threading, time
 from pathlib import Path
 t0 = time.perf_counter()
-from wrpkg.verify import read_manifest
+from wrpkg.validity import read_manifest
 t_import = time.perf_counter()
 bundle = Path(sys.argv[1])
 manifest = read_manifest(bundle)

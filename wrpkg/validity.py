@@ -1,0 +1,630 @@
+"""Bundle validity (docs/bundles.md): every file against the manifest, and the manifest against
+the .wrp. What `wrpkg.Bundle` (wrpkg/load.py) runs when it opens a bundle, and so what
+`wrpkg verify` (wrpkg/verify.py) runs; runtime/bundle.cc is the C++ reader of the same policy.
+
+A bundle passes only when every file manifest.json or golden.json (the test manifest) lists exists
+with its size and sha256, golden.json belongs to manifest.json's content hash, no other
+file is present (capture.json aside), and the manifest agrees with the `.wrp` it describes
+(modules, their binaries' digests, bindings, golden sizes). Any failure is a VerifyError
+that names the file and says which target to rebuild.
+
+What is read, and how (issue 26; runtime/bundle.cc reads the same way): only regular files,
+opened with O_NONBLOCK (a FIFO cannot block the reader) and judged by fstat of the open
+descriptor, their size checked against the manifest, or against MAX_JSON_BYTES (16 MiB) for
+manifest.json, golden.json and `<dir>.sha256`, before a byte is read. Both manifests are JSON
+in the strict profile (manifest.strict_json_loads) and every path they name is a plain
+relative path, refused before any file is read. The sibling `<dir>.sha256` is looked up
+beside the resolved directory, so `DIR/.` and `.` inside DIR meet DIR's hash.
+
+golden.json is not covered by the content hash, by design: it holds test data (golden outputs,
+their tolerances, the target's name and label), not deployed bytes, and keeping it out lets a
+retargeted capture and a native one of the same program share one content hash although their
+golden values differ. What guards it instead is that it names the content hash it belongs to,
+and gets the manifest's limits and checks: the size limit, strict JSON, field types, plain
+relative paths for the golden files, and their size and sha256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mmap
+import os
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+
+from wrpkg.errors import VerifyError, WrpFormatError
+from wrpkg.files import relative_files
+from wrpkg.manifest import (
+    GOLDEN_NAME,
+    MANIFEST_NAME,
+    MAX_JSON_BYTES,
+    UNHASHED_FILES,
+    FileEntry,
+    Manifest,
+    attach_golden,
+    content_hash_of_bytes,
+    from_json_bytes,
+    plain_relpath_problem,
+)
+
+# (what, bytes, expected sha256): one piece of a listed file and the digest the manifest records.
+DigestCheck = tuple[str, bytes | bytearray | memoryview, str]
+
+_FILE_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a directory",
+}
+
+
+def open_regular(path: str | os.PathLike, what: str, fix: str) -> tuple[int, int]:
+    """An open descriptor of the regular file `path` (symlinks followed: Bazel stages inputs
+    as symlinks) and its size, both from the descriptor, so the file judged is the file read.
+    O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever. Anything
+    but a regular file (a FIFO, /dev/zero, a directory) is a VerifyError naming `path`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError as exc:
+        raise VerifyError(f"{path}: cannot read {what}: missing ({exc.strerror})", fix=fix) from exc
+    except OSError as exc:
+        raise VerifyError(f"{path}: cannot read {what} ({exc.strerror})", fix=fix) from exc
+    try:
+        info = os.fstat(fd)
+    except OSError as exc:
+        os.close(fd)
+        raise VerifyError(f"{path}: cannot read {what} ({exc.strerror})", fix=fix) from exc
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = _FILE_KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+        raise VerifyError(
+            f"{path}: {what} is {kind}, not a regular file; only regular files are read", fix=fix
+        )
+    return fd, info.st_size
+
+
+def read_regular(path: str | os.PathLike, what: str, fix: str, max_bytes: int | None = None) -> bytearray:
+    """The bytes of the regular file `path` (open_regular), refused before any read when fstat
+    says it holds more than `max_bytes`, and refused when it changes size while being read."""
+    fd, size = open_regular(path, what, fix)
+    with open(fd, "rb", buffering=0, closefd=True) as handle:
+        if max_bytes is not None and size > max_bytes:
+            raise VerifyError(f"{path}: {what} is {size} bytes, more than the {max_bytes} allowed", fix=fix)
+        data = bytearray(size)
+        got = 0
+        try:
+            with memoryview(data) as view:
+                while got < size and (step := handle.readinto(view[got:])):
+                    got += step
+            grew = got == size and handle.read(1)
+        except OSError as exc:
+            raise VerifyError(f"{path}: cannot read {what} ({exc.strerror})", fix=fix) from exc
+    if got != size or grew:
+        raise VerifyError(f"{path}: {what} changed size while it was read", fix=fix)
+    return data
+
+
+def read_json_file(path: str | os.PathLike, what: str, fix: str) -> bytes:
+    """manifest.json's or golden.json's bytes: a regular file of at most MAX_JSON_BYTES."""
+    return read_regular(path, what, fix, MAX_JSON_BYTES)
+
+
+def sha256_each(pieces: Sequence[bytes | bytearray | memoryview]) -> list[str]:
+    """Lowercase hex sha256 of each piece, on the calling thread: in a fresh process, starting a
+    thread costs about as much as hashing a 256 KiB chunk, so splitting a bundle's hash over
+    threads gained nothing measurable (tools/bench/hash_threads_probe.py). wrpkg.load overlaps
+    the hash with Warp's load instead; the C++ runtime does use threads."""
+    return [hashlib.sha256(piece).hexdigest() for piece in pieces]
+
+
+def digest_checks(
+    where: str, data: bytes | bytearray | memoryview, entry: FileEntry, chunk_bytes: int
+) -> list[DigestCheck]:
+    """What proves `data` is the listed file: its chunk digests when the manifest has them (an
+    error then names the bytes that differ), else its whole sha256."""
+    if not entry.chunk_sha256:
+        return [(where, data, entry.sha256)]
+    view = memoryview(data)
+    return [
+        (
+            f"{where} (bytes {i * chunk_bytes} to {min((i + 1) * chunk_bytes, len(data))})",
+            view[i * chunk_bytes : (i + 1) * chunk_bytes],
+            expected,
+        )
+        for i, expected in enumerate(entry.chunk_sha256)
+    ]
+
+
+def check_digests(checks: Sequence[DigestCheck], lister: str, fix: str) -> None:
+    """Hashes every piece and raises a VerifyError naming the first that differs."""
+    digests = sha256_each([piece for _, piece, _ in checks])
+    for (what, _, expected), digest in zip(checks, digests, strict=True):
+        if digest != expected:
+            raise VerifyError(f"{what}: sha256 {digest}, {lister} says {expected}", fix=fix)
+
+
+def check_content(
+    where: str,
+    content,
+    entry: FileEntry,
+    lister: str,
+    chunk_bytes: int,
+    fix: str,
+    *,
+    whole_digests: bool = True,
+) -> None:
+    """A listed file's bytes against its size and digests: the chunk digests, and with
+    `whole_digests` the whole sha256 too (the two agree in a bundle as built; `wrpkg verify`
+    checks that, a load needs only one of them)."""
+    if len(content) != entry.size:
+        raise VerifyError(f"{where}: {len(content)} bytes, {lister} says {entry.size}", fix=fix)
+    checks = digest_checks(where, content, entry, chunk_bytes)
+    if whole_digests and entry.chunk_sha256:
+        checks.append((where, content, entry.sha256))
+    check_digests(checks, lister, fix)
+
+
+def bundle_content_hash(bundle_dir: str | os.PathLike) -> str:
+    """The bundle's content hash: sha256 of manifest.json's bytes (not verified here)."""
+    path = Path(bundle_dir) / MANIFEST_NAME
+    data = read_json_file(path, "the manifest", "pass a bundle directory made by a wrp_artifact target")
+    return content_hash_of_bytes(data)
+
+
+def rebuild_fix(manifest: Manifest | None) -> str:
+    """The fix a VerifyError names: rebuild the bundle's target."""
+    if manifest is None:
+        return "rebuild the wrp_artifact target that produced this bundle"
+    return f"rebuild {manifest.label} (bazel build {manifest.label}); do not edit bundle files"
+
+
+def listed_files(manifest: Manifest) -> list[tuple[FileEntry, str]]:
+    """Every file the bundle must hold, with the manifest file that lists it: the deployed
+    files (manifest.json) and the golden outputs (golden.json)."""
+    listed = [(entry, MANIFEST_NAME) for entry in manifest.files]
+    listed += [(FileEntry(g.file, g.bytes, g.sha256), GOLDEN_NAME) for g in manifest.golden]
+    return listed
+
+
+def _refuse_unlisted(present, listed: list[tuple[FileEntry, str]], where: str, fix: str) -> None:
+    """Nothing may be in a bundle that neither manifest lists (capture.json aside)."""
+    paths = {entry.path for entry, _ in listed}
+    for rel in sorted(present):
+        if rel not in paths and rel not in UNHASHED_FILES:
+            raise VerifyError(f"{where}{rel}: file not listed in {MANIFEST_NAME} or {GOLDEN_NAME}", fix=fix)
+
+
+def _present_files(bundle_dir: Path, fix: str) -> list[str]:
+    """relative_files, with a directory that cannot be listed refused: what it holds could be
+    a file no manifest lists."""
+    try:
+        return relative_files(bundle_dir)
+    except OSError as exc:
+        raise VerifyError(
+            f"{exc.filename}: cannot list this directory of the bundle ({exc.strerror}), so a file in it "
+            "that no manifest lists could not be refused",
+            fix=fix + "; make every directory of the bundle readable",
+        ) from exc
+
+
+def verify_files(
+    bundle_dir: Path, manifest: Manifest, *, whole_digests: bool = True, keep: frozenset[str] = frozenset()
+) -> dict[str, bytearray | mmap.mmap]:
+    """Every listed file, and nothing else, is there with its size and digests (check_content).
+    Returns the verified bytes of the files in `keep` (by manifest path): whoever uses them then
+    uses what was checked, not what a second read of the file would find."""
+    fix = rebuild_fix(manifest)
+    listed = listed_files(manifest)
+    _refuse_unlisted(_present_files(bundle_dir, fix), listed, f"{bundle_dir}/", fix)
+    kept = {}
+    for entry, lister in listed:
+        # A symlink to a file is fine (Bazel's runfiles are symlinks): its content is what is hashed.
+        data = _read_entry(bundle_dir, entry, lister, fix)
+        check_content(
+            str(bundle_dir / entry.path),
+            data,
+            entry,
+            lister,
+            manifest.chunk_bytes,
+            fix,
+            whole_digests=whole_digests,
+        )
+        if entry.path in keep:
+            kept[entry.path] = data
+    return kept
+
+
+def verify_against_wrp(bundle_dir: Path, manifest: Manifest, wrp_bytes: bytes | None = None) -> None:
+    """The manifest must describe the .wrp it ships: modules, digests, bindings, golden sizes.
+    Reads the header, metadata and memory only (the operations were validated by the bundler
+    and are covered by the manifest's digest); `wrp_bytes`: the .wrp's verified bytes."""
+    # Imported here: `import wrpkg.load` (which imports this module) stays cheap, and a .wrp parser
+    # is no part of wrpkg.load.load (only of Bundle.open's whole check).
+    from wrpkg import wrpformat  # noqa: PLC0415
+
+    fix = rebuild_fix(manifest)
+    wrp_path = bundle_dir / manifest.wrp
+    try:
+        if wrp_bytes is None:
+            wrp_bytes = read_listed(bundle_dir, manifest, manifest.wrp)
+        wrp = wrpformat.read_wrp(memoryview(wrp_bytes), path=wrp_path, operations=False)
+    except WrpFormatError as exc:
+        raise VerifyError(f"{wrp_path}: {exc.message}", fix=fix) from exc
+    files = {entry.path: entry for entry in manifest.files}
+    if manifest.wrp not in files:
+        raise VerifyError(f"{wrp_path}: the .wrp is not listed in {MANIFEST_NAME}", fix=fix)
+
+    def mismatch(what: str) -> VerifyError:
+        return VerifyError(f"{bundle_dir / MANIFEST_NAME}: disagrees with {wrp_path}: {what}", fix=fix)
+
+    wrp_device = "cuda" if wrp.is_cuda else "cpu"
+    if wrp_device != manifest.device:
+        raise mismatch(f"device {manifest.device} vs {wrp_device}")
+    if wrp.metadata.producer_version != manifest.warp_version:
+        raise mismatch(f"Warp version {manifest.warp_version} vs {wrp.metadata.producer_version}")
+    if wrp.header.version != manifest.format_version:
+        raise mismatch(f"format version {manifest.format_version} vs {wrp.header.version}")
+
+    modules_dir = wrp_path.name[: -len(".wrp")] + "_modules"
+    by_hash = {m.hash: m for m in manifest.modules}
+    if sorted(by_hash) != sorted(m.hash for m in wrp.metadata.modules) or len(by_hash) != len(
+        manifest.modules
+    ):
+        raise mismatch(
+            f"modules {sorted(by_hash)} vs {sorted(m.hash for m in wrp.metadata.modules)} (by module hash)"
+        )
+    for record in wrp.metadata.modules:
+        entry = by_hash[record.hash]
+        binary = f"{modules_dir}/{record.binary_filename}"
+        if entry.binary != binary or binary not in files:
+            raise mismatch(f"module {record.name}: binary {entry.binary} vs {binary}")
+        # CUDA records carry the binary's digest (Warp's loader checks it); CPU ones do not.
+        if record.binary_sha256 and record.binary_sha256 != files[binary].sha256:
+            raise VerifyError(
+                f"{bundle_dir / binary}: sha256 {files[binary].sha256} but {wrp_path} "
+                f"records {record.binary_sha256} for module {record.name}",
+                fix=fix,
+            )
+        source = f"{modules_dir}/{record.source_filename}" if record.source_filename else None
+        if entry.source != source or (source is not None and source not in files):
+            raise mismatch(f"module {record.name}: source {entry.source} vs {source}")
+        if source is not None and record.source_sha256 != files[source].sha256:
+            raise VerifyError(
+                f"{bundle_dir / source}: sha256 {files[source].sha256} but {wrp_path} "
+                f"records {record.source_sha256} for module {record.name}",
+                fix=fix,
+            )
+
+    wrp_bindings = {b.name: b for b in wrpformat.binding_infos(wrp)}
+    man_bindings = {b.name: b for b in manifest.bindings}
+    if sorted(wrp_bindings) != sorted(man_bindings):
+        raise mismatch(f"bindings {sorted(man_bindings)} vs {sorted(wrp_bindings)}")
+    for name, entry in man_bindings.items():
+        record = wrp_bindings[name]
+        if entry.bytes != record.byte_size:
+            raise mismatch(f"binding {name}: {entry.bytes} bytes vs {record.byte_size} bytes")
+
+    # Which names alias one allocation. Region numbers are the capture's labels, which the C++ runtime
+    # cannot see (Warp does not expose them): both readers compare the aliasing, not the numbers.
+    def partition(region_of: dict) -> set[frozenset]:
+        groups: dict = {}
+        for binding_name, region in region_of.items():
+            groups.setdefault(region, set()).add(binding_name)
+        return {frozenset(names) for names in groups.values()}
+
+    manifest_regions = partition({n: e.region for n, e in man_bindings.items()})
+    wrp_regions = partition({n: r.region_id for n, r in wrp_bindings.items()})
+    if manifest_regions != wrp_regions:
+        raise mismatch(
+            f"bindings that share a region: {sorted(sorted(g) for g in manifest_regions if len(g) > 1)} vs "
+            f"{sorted(sorted(g) for g in wrp_regions if len(g) > 1)}, alone: "
+            f"{sorted(n for g in manifest_regions if len(g) == 1 for n in g)} vs "
+            f"{sorted(n for g in wrp_regions if len(g) == 1 for n in g)}"
+        )
+    # Golden outputs against the bindings: attach_golden (golden.json's own checks, as in C++).
+
+
+def read_hash_file(path: str | os.PathLike) -> str:
+    """The content hash from a `<name>.sha256` file (`HEX  <name>/manifest.json`)."""
+    data = read_regular(path, "the content-hash file", rebuild_fix(None), MAX_JSON_BYTES)
+    try:
+        # bytes.decode: a text-mode open looks the codec up (an import, in a fresh process).
+        text = data.decode("ascii")
+    except UnicodeDecodeError as exc:
+        raise VerifyError(
+            f"{path}: the content-hash file is not ASCII ({exc})", fix=rebuild_fix(None)
+        ) from exc
+    token = text.split()[0] if text.split() else ""
+    if len(token) != 64 or any(ch not in "0123456789abcdef" for ch in token):
+        raise VerifyError(f"{path}: does not start with a lowercase sha256", fix=rebuild_fix(None))
+    return token
+
+
+def read_manifest(bundle_dir: str | os.PathLike, expected_hash: str | None = None) -> Manifest:
+    """The bundle's manifest, checked against its content hash: `expected_hash`, or else the
+    `<dir>.sha256` file next to the bundle directory when there is one (the layout the bundle
+    action writes): that is what catches an edited manifest of a CPU bundle, whose .wrp holds
+    no digests. Without either, the manifest must at least be in canonical form.
+
+    Args:
+      bundle_dir: the bundle directory.
+      expected_hash: the content hash manifest.json must have; None: `<dir>.sha256` if present.
+
+    Returns:
+      The Manifest, golden.json's entries attached (no other file is read).
+
+    Raises:
+      VerifyError: manifest.json or golden.json is missing, malformed or not the expected one.
+    """
+    return read_manifest_and_hash(bundle_dir, expected_hash)[0]
+
+
+def read_manifest_and_hash(
+    bundle_dir: str | os.PathLike, expected_hash: str | None = None
+) -> tuple[Manifest, str]:
+    """read_manifest, and the content hash of the bytes it read (manifest.json is read once)."""
+    bundle_dir = Path(bundle_dir)
+    manifest_path = bundle_dir / MANIFEST_NAME
+    if not bundle_dir.is_dir():
+        raise VerifyError(
+            f"{bundle_dir}: not a directory", fix="pass a bundle directory (e.g. bazel-bin/<pkg>/<name>)"
+        )
+    data = read_json_file(manifest_path, "the manifest", rebuild_fix(None))
+    # Beside the resolved directory: `DIR/.`, `DIR/` and `.` run inside DIR all name DIR, and
+    # each must meet DIR's hash file (else an edited manifest passes as a bundle without one).
+    # Anything there counts, not only a regular file: a FIFO or a dangling link must not turn
+    # the check off; read_hash_file refuses it.
+    resolved = Path(os.path.realpath(bundle_dir))
+    sibling = resolved.parent / f"{resolved.name}.sha256"
+    if expected_hash is None and os.path.lexists(sibling):
+        expected_hash = read_hash_file(sibling)
+    content_hash = content_hash_of_bytes(data)
+    if expected_hash is not None and content_hash != expected_hash:
+        raise VerifyError(
+            f"{manifest_path}: content hash {content_hash} differs from the expected {expected_hash}",
+            fix=rebuild_fix(None) + "; the manifest was changed after the build",
+        )
+    manifest = from_json_bytes(data, manifest_path, canonical_check=expected_hash is None)
+    golden_path = bundle_dir / GOLDEN_NAME
+    golden_bytes = read_json_file(
+        golden_path, "the test manifest", rebuild_fix(None) + " and copy the whole bundle directory"
+    )
+    manifest = attach_golden(manifest, golden_bytes, content_hash, golden_path)
+    return manifest, content_hash
+
+
+# Files at least this large are read into an anonymous mapping (_fresh_buffer).
+_MAPPED_READ_BYTES = 1 << 20
+
+
+def _fresh_buffer(size: int) -> bytearray | mmap.mmap:
+    """Writable memory for a file of `size` bytes. Large ones come from an anonymous mapping with
+    MAP_POPULATE, whose pages are faulted in by one call: a bytearray is zero-filled and then
+    faulted page by page by read(), about twice the time for a multi-megabyte .wrp."""
+    if size < _MAPPED_READ_BYTES:
+        return bytearray(size)
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
+    return mmap.mmap(-1, size, flags=flags)
+
+
+def read_listed(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) -> bytearray | mmap.mmap:
+    """The bytes of one listed file, of the manifest's size (not yet hashed: see read_verified),
+    in writable memory of their own (wrpkg.load patches the .wrp's digests in place, without a
+    copy): a bytearray, or for a large file an anonymous mapping (`_fresh_buffer`)."""
+    found = next(((e, lister) for e, lister in listed_files(manifest) if e.path == path), None)
+    if found is None:
+        raise VerifyError(
+            f"{Path(bundle_dir) / path}: not listed in {MANIFEST_NAME}", fix=rebuild_fix(manifest)
+        )
+    return _read_entry(Path(bundle_dir), found[0], found[1], rebuild_fix(manifest))
+
+
+def _read_entry(bundle_dir: Path, entry: FileEntry, lister: str, fix: str) -> bytearray | mmap.mmap:
+    """read_listed's work: a regular file (open_regular) whose fstat size is the manifest's,
+    checked before a byte is read, and which neither shrinks nor grows while read."""
+    full = bundle_dir / entry.path
+    fd, got = open_regular(full, f"a file listed in {lister}", fix)
+    with open(fd, "rb", buffering=0, closefd=True) as handle:
+        try:
+            if got == entry.size:
+                data = _fresh_buffer(entry.size)
+                view = memoryview(data)
+                got = 0
+                while got < entry.size and (step := handle.readinto(view[got:])):
+                    got += step
+                view.release()
+                # A file that grew since fstat shows as too long.
+                got += len(handle.read(1)) if got == entry.size else 0
+        except OSError as exc:
+            raise VerifyError(
+                f"{full}: listed in {lister} but cannot be read ({exc.strerror})", fix=fix
+            ) from exc
+    if got != entry.size:
+        raise VerifyError(f"{full}: {got} bytes, {lister} says {entry.size}", fix=fix)
+    return data
+
+
+def read_verified(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) -> bytearray | mmap.mmap:
+    """read_listed, checked against the manifest's digests (its chunks, when it has them)."""
+    data = read_listed(bundle_dir, manifest, path)
+    entry, lister = next((e, lister) for e, lister in listed_files(manifest) if e.path == path)
+    where = str(Path(bundle_dir) / path)
+    check_digests(digest_checks(where, data, entry, manifest.chunk_bytes), lister, rebuild_fix(manifest))
+    return data
+
+
+def read_bundle(
+    bundle_dir: str | os.PathLike, expected_hash: str | None = None
+) -> tuple[Manifest, str, dict[str, bytearray | mmap.mmap]]:
+    """Runs every check of `wrpkg verify` (read_manifest_and_hash, verify_files,
+    verify_against_wrp) and keeps what was checked: `wrpkg.Bundle.open`'s work.
+
+    Args:
+      bundle_dir: the bundle directory.
+      expected_hash: the content hash manifest.json must have; None: `<dir>.sha256` beside the
+        directory when there is one, else the manifest must be in canonical form.
+
+    Returns:
+      `(manifest, content_hash, files)`: the Manifest, the sha256 of the manifest.json bytes it
+      was read from, and the verified bytes of every file either manifest lists, by manifest path.
+
+    Raises:
+      VerifyError: the bundle breaks a rule of docs/bundles.md ("Bundle validity").
+    """
+    manifest, content_hash = read_manifest_and_hash(bundle_dir, expected_hash)
+    everything = frozenset(entry.path for entry, _ in listed_files(manifest))
+    verified = verify_files(Path(bundle_dir), manifest, keep=everything)
+    verify_against_wrp(Path(bundle_dir), manifest, verified[manifest.wrp])
+    return manifest, content_hash, verified
+
+
+_BLOCK = 512
+
+
+def _octal(field: bytes) -> int | None:
+    """A ustar numeric field as runtime/ustar.cc reads it: leading spaces, octal digits, NUL or space."""
+    text = field.lstrip(b" ")
+    end = min([i for i in (text.find(b"\0"), text.find(b" ")) if i >= 0], default=len(text))
+    digits = text[:end]
+    if not digits or any(c not in b"01234567" for c in digits) or len(digits) > 21:
+        return None
+    return int(digits, 8)
+
+
+def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str]]:
+    """Regular-file entries of a ustar archive, by path, and the directory entries' paths (without
+    their trailing '/'), with runtime/ustar.cc's rules: ustar magic, header checksums, sizes inside
+    the archive, regular files and directories only, each path once. Every path, a directory's too,
+    must be a plain relative path (manifest.plain_relpath_problem), and a directory has no payload:
+    an extractor would otherwise create or write what no check saw."""
+    fix = "rebuild the wrp_artifact target that produced this archive"
+    if len(data) % _BLOCK:
+        raise VerifyError(
+            f"{origin}: not a ustar archive: size {len(data)} is not a multiple of 512", fix=fix
+        )
+    entries: dict[str, bytes] = {}
+    directories: list[str] = []
+    offset = 0
+    while offset + _BLOCK <= len(data):
+        header = data[offset : offset + _BLOCK]
+        if header == bytes(_BLOCK):
+            break
+        where = f"{origin}: tar header at byte {offset}"
+        if header[257:262] != b"ustar":
+            raise VerifyError(f'{where}: missing "ustar" magic (only POSIX ustar archives are read)', fix=fix)
+        recorded = _octal(header[148:156])
+        if recorded is None or recorded != sum(header[:148]) + 8 * ord(" ") + sum(header[156:]):
+            raise VerifyError(f"{where}: header checksum mismatch", fix=fix)
+        name = header[:100].split(b"\0", 1)[0].decode("latin-1")
+        prefix = header[345:500].split(b"\0", 1)[0].decode("latin-1")
+        path = f"{prefix}/{name}" if prefix else name
+        size = _octal(header[124:136])
+        if size is None:
+            raise VerifyError(f"{where} ({path}): unreadable size field", fix=fix)
+        typeflag = header[156:157]
+        offset += _BLOCK
+        if size > len(data) - offset:
+            raise VerifyError(
+                f"{origin}: entry {path} claims {size} bytes but only {len(data) - offset} remain (truncated archive)",
+                fix=fix,
+            )
+        if typeflag in (b"0", b"\0"):
+            problem = plain_relpath_problem(path)
+            if problem is not None:
+                raise VerifyError(f"{origin}: entry path {path!r}: {problem}", fix=fix)
+            if path in entries:
+                raise VerifyError(f"{origin}: entry {path} appears twice", fix=fix)
+            entries[path] = data[offset : offset + size]
+        elif typeflag == b"5":
+            # ustar writes a directory as "a/b/"; only that one trailing '/' is its spelling.
+            directory = path[:-1] if path.endswith("/") else path
+            problem = plain_relpath_problem(directory)
+            if problem is not None:
+                raise VerifyError(f"{origin}: directory entry {path!r}: {problem}", fix=fix)
+            if size:
+                raise VerifyError(
+                    f"{origin}: directory entry {path!r} carries a {size}-byte payload; a directory has none",
+                    fix=fix,
+                )
+            directories.append(directory)
+        else:
+            raise VerifyError(
+                f"{origin}: entry {path} has tar type {typeflag!r}; bundles hold only regular files and directories",
+                fix=fix,
+            )
+        offset += (size + _BLOCK - 1) // _BLOCK * _BLOCK
+    return entries, directories
+
+
+def read_tar(
+    tar_path: str | os.PathLike, expected_hash: str | None = None
+) -> tuple[Manifest, str, dict[str, bytes]]:
+    """A bundle's `<name>.tar` under the same policy as a directory (docs/bundles.md: bundle validity), as
+    the C++ runtime reads an embedded bundle: the one `<name>/` holding manifest.json, every listed
+    file with its size and sha256, nothing unlisted but capture.json. `wrpkg.Bundle.from_tar`'s work.
+
+    Args:
+      tar_path: the bundle's `<name>.tar`.
+      expected_hash: the content hash manifest.json must have; None: the manifest must be in
+        canonical form.
+
+    Returns:
+      `(manifest, content_hash, files)`: the Manifest, the sha256 of its manifest.json entry, and
+      the verified bytes of every listed file, by manifest path.
+
+    Raises:
+      VerifyError: the archive or a file in it breaks a rule of docs/bundles.md.
+    """
+    tar_path = Path(tar_path)
+    fd, _ = open_regular(tar_path, "the bundle archive", rebuild_fix(None))
+    with open(fd, "rb", closefd=True) as handle:
+        try:
+            data = handle.read()
+        except OSError as exc:
+            raise VerifyError(f"{tar_path}: cannot read ({exc.strerror})", fix=rebuild_fix(None)) from exc
+    entries, directories = _ustar_entries(data, str(tar_path))
+    manifests = [p for p in entries if p.count("/") >= 1 and p.split("/", 1)[1] == MANIFEST_NAME]
+    if len(manifests) != 1:
+        raise VerifyError(
+            f"{tar_path}: holds {len(manifests)} <name>/{MANIFEST_NAME} entries, expected exactly one",
+            fix=rebuild_fix(None),
+        )
+    manifest_bytes = entries[manifests[0]]
+    prefix = manifests[0].split("/", 1)[0] + "/"
+    origin = f"{tar_path}:{manifests[0]}"
+    content_hash = content_hash_of_bytes(manifest_bytes)
+    if expected_hash is not None and content_hash != expected_hash:
+        raise VerifyError(
+            f"{origin}: content hash {content_hash} differs from the expected {expected_hash}",
+            fix=rebuild_fix(None) + "; the manifest was changed after the build",
+        )
+    manifest = from_json_bytes(manifest_bytes, origin)
+    golden_path = f"{prefix}{GOLDEN_NAME}"
+    if golden_path not in entries:
+        raise VerifyError(f"{tar_path}:{golden_path}: missing", fix=rebuild_fix(None))
+    manifest = attach_golden(manifest, entries[golden_path], content_hash, f"{tar_path}:{golden_path}")
+    fix = rebuild_fix(manifest)
+    if prefix != f"{manifest.name}/":
+        raise VerifyError(
+            f"{origin}: archive directory {prefix!r} does not match the name {manifest.name!r}", fix=fix
+        )
+    for directory in directories:
+        if directory != manifest.name and not directory.startswith(prefix):
+            raise VerifyError(f"{tar_path}: directory entry {directory}/ lies outside {prefix}", fix=fix)
+    files = {}
+    for path, content in entries.items():
+        if not path.startswith(prefix):
+            raise VerifyError(f"{tar_path}: entry {path} lies outside {prefix}", fix=fix)
+        rel = path[len(prefix) :]
+        if rel != MANIFEST_NAME:
+            files[rel] = content
+    listed = listed_files(manifest)
+    _refuse_unlisted(files, listed, f"{tar_path}:{prefix}", fix)
+    for entry, lister in listed:
+        where = f"{tar_path}:{prefix}{entry.path}"
+        if entry.path not in files:
+            raise VerifyError(f"{where}: listed in {lister} but missing", fix=fix)
+        check_content(where, files[entry.path], entry, lister, manifest.chunk_bytes, fix)
+    return manifest, content_hash, {e.path: files[e.path] for e, _ in listed}
