@@ -40,7 +40,7 @@ grep -E "^//:scale_wrp(_embedded)?_replay_test +PASSED" "$log" | tee /dev/stderr
     { cat "$log"; fail "the two replay tests did not both pass"; }
 no_driver_warning "$log"
 testlogs=$(nested info "${flags[@]}" bazel-testlogs 2>/dev/null)
-grep -q "PASS: 1/1 outputs match golden (//:scale_wrp, cpu)" "$testlogs/scale_wrp_replay_test/test.log" ||
+grep -q "PASS: 1/1 outputs match golden (//:scale_wrp, cpu; goldens made on cpu)" "$testlogs/scale_wrp_replay_test/test.log" ||
     fail "replay test log: $(cat "$testlogs/scale_wrp_replay_test/test.log")"
 no_driver_warning "$testlogs/scale_wrp_replay_test/test.log"
 echo "consumer build + tests: $((SECONDS - start)) s"
