@@ -1,18 +1,24 @@
-"""Load a bundle with Warp, after verifying it and checking the device can run its code.
+"""A built bundle, opened (`Bundle`), and loaded with Warp after it is verified and the device
+is checked to run its code.
 
-    graph, manifest = wrpkg.load.load("bazel-bin/models/sim_wrp", device="cuda:0")
+    bundle = wrpkg.Bundle.open("bazel-bin/models/sim_wrp")  # every check of `wrpkg verify`, once
+    graph = bundle.load("cuda:0")                           # Warp gets the bytes that were checked
     wp.capture_launch(graph)
 
-Use this in place of a bare `wp.capture_load`: it checks every file against the manifest
-(so a tampered or truncated file is named, instead of failing deep inside Warp), and on CUDA
-it compares the device's SM with what the bundle holds before Warp tries to load it.
+    graph, manifest = wrpkg.load.load("bazel-bin/models/sim_wrp", device="cuda:0")  # a deployed load
 
-When every module has SASS for the device, it hands Warp a per-device view (`device_view`):
-each module's own cubin instead of the multi-arch fatbin, so Warp's per-load SHA-256 of the
-module file covers one image, not every SM's, and only what Warp is given is read and
-verified. Otherwise every file is verified and Warp gets the verified bytes, never a path into
-the bundle it would read again: a CPU bundle through `wp.capture_load_from_bytes`, a CUDA one
-that needs PTX JIT or source fallback from a private copy (`_load_private_copy`).
+Use these in place of a bare `wp.capture_load`: they check the files against the manifest
+(so a tampered or truncated file is named, instead of failing deep inside Warp), and on CUDA
+compare the device's SM with what the bundle holds before Warp tries to load it. Warp gets
+bytes that were verified, never a path into the bundle it would read again: a CPU bundle
+through `wp.capture_load_from_bytes`, a CUDA one that needs PTX JIT or source fallback from a
+private copy (`_load_private_copy`).
+
+When every module has SASS for the device, Warp gets a per-device view (`device_view`): each
+module's own cubin instead of the multi-arch fatbin, so Warp's per-load SHA-256 of the module
+file covers one image, not every SM's. `load()` (a Bundle opened with verify_all=False) then
+reads and verifies only what Warp is given; a Bundle from `open` makes the view from its
+held bytes.
 """
 
 from __future__ import annotations
