@@ -31,7 +31,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from wrpkg import atomic, wrpformat
+from wrpkg import atomic, mathdx, wrpformat
 from wrpkg.errors import BundleError, WrpFormatError
 from wrpkg.files import relative_entries, relative_files, sha256_bytes, sha256_file
 from wrpkg.interface import INTERFACE_NAME, manifest_bindings
@@ -163,7 +163,9 @@ def multiarch_module_artifacts(
     ptx_pair = None
     if ptx_dir is not None:
         found = _compiled_output(ptx_dir, raw_record, None)
-        if found is None:
+        if found is None and mathdx.is_linked(raw_record):
+            pass  # a MathDx module has no PTX (wrpkg.mathdx): its fatbin holds the per-SM linked cubins
+        elif found is None:
             skipped.append("ptx")
         else:
             entry, data, ptx_nvrtc = found
@@ -323,7 +325,8 @@ class _ModulePacking:
             artifacts.binary_filename,
             sha256_bytes(artifacts.binary),
             wrpformat.BinaryKind.CUBIN,
-            new_source_filename=source_name,
+            # A MathDx module has no source: its record keeps its reason (link_inputs).
+            new_source_filename=source_name if raw_record.source_filename else None,
         )
         return canonical, self._entry(raw_record, artifacts, "cubin", source_name)
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wrpkg import atomic, build_launches, crash_watch, golden_caveats, warp_internals, wrpformat
+from wrpkg import atomic, build_launches, crash_watch, golden_caveats, mathdx, warp_internals, wrpformat
 from wrpkg.build_launches import BuildLaunchWatch
 from wrpkg.errors import CaptureError
 from wrpkg.golden import as_tolerance, compare
@@ -459,14 +459,13 @@ def _capture_into(
     crash_watch.phase(f"step() under capture on {device.alias}")
     graph = _record_step(wp, spec, device, script, target, recorder)
     crash_watch.phase("wp.capture_save")
+    linked_modules = []
     try:
-        wp.capture_save(
-            graph,
-            str(work / stem),
-            inputs=spec.inputs,
-            outputs=spec.outputs,
-            source_fallback=device.is_cuda,
-        )
+        if device.is_cuda:
+            # source_fallback=True, except that MathDx modules keep their linked cubin (wrpkg.mathdx).
+            linked_modules = mathdx.save_graph(wp, graph, work / stem, spec.inputs, spec.outputs)
+        else:
+            wp.capture_save(graph, str(work / stem), inputs=spec.inputs, outputs=spec.outputs)
     except RuntimeError as exc:
         raise CaptureError(f"{target}: wp.capture_save failed: {exc}") from exc
     del graph
@@ -491,6 +490,7 @@ def _capture_into(
         crash_watch.phase(f"retargeting to sm_{arch}")
         paths = source_paths.relocate(wp, script.parent)
         written = retarget.retarget(wrp_path, modules_dir, recorder, arch, saved)
+        linked_modules = sorted(m.name for m in written.metadata.modules if mathdx.is_linked(m))
         source_paths.canonicalize_sources(wrp_path, modules_dir, paths, target, written)
         info = _retarget_versions(wp, arch)
         computed = build_watch.computed_state({**spec.inputs, **spec.outputs}, recorder.array_ptrs)
@@ -513,6 +513,8 @@ def _capture_into(
     }
     if label:
         info["label"] = label
+    if linked_modules:
+        info["mathdx_linked_modules"] = linked_modules
     relocated = relocations(recorder)
     if relocated:
         info["uint64_mesh_ids_as_handles"] = relocated
@@ -565,6 +567,10 @@ def _build_spec(wp, script: Path, device, target: str, build_watch=None):
         try:
             wp.load_module(name, device=device)
         except Exception as exc:  # Warp's code generator or compiler on the user's kernels
+            if device.is_cuda and "block_dim" in str(exc):
+                # Loaded here with the default block_dim, which e.g. wp.tile_fft of a small tile refuses:
+                # the launch loads the variant of its own block_dim (on demand, also during a CUDA capture).
+                continue
             raise CaptureError(
                 f"{target}: Warp could not build module '{name}' for {device.alias}: {type(exc).__name__}: {exc}",
                 fix="fix the kernel named above (Warp's message gives its file and line)",

@@ -13,6 +13,13 @@ appear atomically: everything is written to a temporary sibling directory first.
 
 Modules whose source Warp could not retain (fallback reason other than "available")
 are listed under "skipped" with the reason; the bundle keeps their packaged binary.
+
+MathDx modules (fallback reason "link_inputs", wrpkg.mathdx) have no source to compile: for an
+SM they are rebuilt by Warp itself from the capture script (`--script`, imported as the capture
+imported it; Warp's codegen for that SM, libmathdx LTO-IR, its NVRTC and nvJitLink), and their
+entry says `"linked": true` with the MathDx functions linked in. They have no PTX: a compute_N
+compile lists them under "skipped" with reason "link_inputs". Without `--script` (a recorded
+capture) only the capture's own SM can be served (Warp's packaged cubin); any other SM is an error.
 """
 
 from __future__ import annotations
@@ -21,10 +28,12 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from wrpkg import WARP_VERSION, atomic
+from wrpkg import WARP_VERSION, atomic, mathdx, warp_internals
 from wrpkg.archs import Arch, parse_arch
 from wrpkg.errors import CompileError
 from wrpkg.files import sha256_bytes, sha256_file
@@ -48,6 +57,12 @@ def configure_parser(parser) -> None:
         default=None,
         help="Warp's native headers (default: warp/native of the installed warp-lang)",
     )
+    parser.add_argument(
+        "--script",
+        default=None,
+        help="the capture script: Warp rebuilds MathDx (link-input) modules per SM from it",
+    )
+    parser.add_argument("--label", default=None, help="the Bazel target, named in errors")
 
 
 def run(args) -> int:
@@ -55,7 +70,15 @@ def run(args) -> int:
 
     # Validate against the SMs of the NVRTC in this venv (the PTX compiler's may differ).
     arch = parse_arch(args.arch, cuda_tools.pinned_nvrtc_version())
-    result = compile_wrp(args.wrp, args.modules_dir, arch, args.out_dir, include_dir=args.include_dir)
+    result = compile_wrp(
+        args.wrp,
+        args.modules_dir,
+        arch,
+        args.out_dir,
+        include_dir=args.include_dir,
+        script=args.script,
+        label=args.label,
+    )
     compiled = result["modules"]
     print(
         f"compiled {len(compiled)} module(s) for {arch.name} with NVRTC {result['toolchain']['nvrtc']}"
@@ -70,7 +93,16 @@ def output_filename(module_hash: str, target: Arch) -> str:
     return f"{module_hash}.{target.name}.{target.ext}"
 
 
-def compile_wrp(wrp_path, modules_dir, arch: Arch | str, out_dir, *, include_dir: str | None = None) -> dict:
+def compile_wrp(
+    wrp_path,
+    modules_dir,
+    arch: Arch | str,
+    out_dir,
+    *,
+    include_dir: str | None = None,
+    script: str | os.PathLike | None = None,
+    label: str | None = None,
+) -> dict:
     """Compiles every CUDA module of `wrp_path` for `arch` into `out_dir` (the module doc).
 
     Args:
@@ -79,13 +111,16 @@ def compile_wrp(wrp_path, modules_dir, arch: Arch | str, out_dir, *, include_dir
       arch: an SM (`sm_90`, `sm_90a`) or a PTX target (`compute_75`), or an Arch.
       out_dir: where the cubins (or PTX) and compile.json are written, atomically.
       include_dir: Warp's native headers; default: those of the installed warp-lang.
+      script: the capture script, from which Warp rebuilds MathDx modules for `arch`.
+      label: the target named in errors (default: the .wrp's path).
 
     Returns:
       compile.json's data: the arch, the NVRTC version, and per module the output file, its
       sha256 and size (and the modules skipped, with why).
 
     Raises:
-      CompileError: NVRTC rejected a module, or the arch is not supported.
+      CompileError: NVRTC rejected a module, or the arch is not supported, or a MathDx module
+        cannot be rebuilt for it (wrpkg.mathdx).
     """
     from wrpkg import cuda_tools  # loads NVRTC: keep `wrpkg --help` light
     from wrpkg.wrpformat import FallbackReason, read_wrp
@@ -100,8 +135,21 @@ def compile_wrp(wrp_path, modules_dir, arch: Arch | str, out_dir, *, include_dir
 
     modules = sorted(wrp.metadata.modules if wrp.is_cuda else [], key=lambda m: (m.name, m.hash))
     outputs: dict[str, bytes] = {}
-    compiled, skipped = [], []
+    compiled, skipped, linked = [], [], []
     for module in modules:
+        if mathdx.is_linked(module):
+            if arch.is_ptx:
+                skipped.append(
+                    {
+                        "hash": module.hash,
+                        "name": module.name,
+                        "reason": "link_inputs",
+                        "note": mathdx.NO_PTX_NOTE,
+                    }
+                )
+            else:
+                linked.append(module)
+            continue
         label = f"{module.name} ({module.hash[:12]}) of {wrp_path}"
         if module.fallback_reason != FallbackReason.AVAILABLE or not module.source_filename:
             reason = _reason_name(module.fallback_reason)
@@ -153,6 +201,11 @@ def compile_wrp(wrp_path, modules_dir, arch: Arch | str, out_dir, *, include_dir
         compiled.append(entry)
         print(f"  {module.name} {target.name}: {len(data)} bytes in {seconds:.2f} s", file=sys.stderr)
 
+    if linked:
+        compiled += _compile_linked(
+            wrp, wrp_path, modules_dir, linked, arch, Path(out_dir), script, label, outputs
+        )
+        compiled.sort(key=lambda entry: (entry["name"], entry["hash"]))
     result = {
         "format": COMPILE_JSON_FORMAT,
         "arch": arch.name,
@@ -166,6 +219,84 @@ def compile_wrp(wrp_path, modules_dir, arch: Arch | str, out_dir, *, include_dir
     outputs[COMPILE_JSON] = (json.dumps(result, indent=2, sort_keys=True) + "\n").encode()
     _write_dir_atomically(Path(out_dir), outputs)
     return result
+
+
+def _compile_linked(
+    wrp, wrp_path, modules_dir, linked, arch: Arch, out_dir: Path, script, label, outputs
+) -> list:
+    """compile.json entries of the MathDx modules for SM `arch` (their bytes go into `outputs`)."""
+    label = label or str(wrp_path)
+    entries = []
+    for module in linked:
+        if arch.suffix or module.recipe.arch_suffix:
+            raise CompileError(
+                f"{label}: module {module.name} ({module.hash[:12]}) links MathDx LTO-IR; wrpkg rebuilds such "
+                f"modules through Warp's own compile, which builds sm_N without suffix, not {arch.name}",
+                fix=f"list sm_{arch.sm} instead of {arch.name} in archs",
+            )
+    if script is None:
+        for module in linked:
+            name = output_filename(module.hash, arch)
+            if not _is_capture_target(module, arch):
+                raise CompileError(
+                    f"{label}: module {module.name} ({module.hash[:12]}) links MathDx LTO-IR (wp.tile_matmul, "
+                    f"tile_fft, tile_cholesky, ...): Warp builds it per SM from the capture script, and this "
+                    f"compile has none, so it can serve only the capture's sm_{module.target_arch}, not {arch.name}",
+                    fix="build the artifact from its capture script (not a recorded_capture), or list only "
+                    f"sm_{module.target_arch} in archs",
+                )
+            data = (Path(modules_dir) / module.binary_filename).read_bytes()
+            if sha256_bytes(data) != module.binary_sha256:
+                raise CompileError(f"{label}: {module.binary_filename} differs from its digest in {wrp_path}")
+            outputs[name] = data
+            entries.append(_linked_entry(module, arch, name, data, [], from_capture=True))
+        return entries
+    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.mathdx-", dir=out_dir.parent))
+    try:
+        built = _rebuild_linked(script, wrp, linked, arch.sm, work, label)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for module in linked:
+        build = built[module.hash]
+        name = output_filename(module.hash, arch)
+        outputs[name] = build.data
+        entry = _linked_entry(module, arch, name, build.data, build.lto_symbols, from_capture=False)
+        if _is_capture_target(module, arch):
+            entry["matches_packaged_binary"] = entry["sha256"] == module.binary_sha256
+            if not entry["matches_packaged_binary"]:
+                print(
+                    f"warning: {label}: the {arch.name} cubin Warp rebuilt of {module.name} differs from the "
+                    f"captured {module.binary_filename}",
+                    file=sys.stderr,
+                )
+        entries.append(entry)
+        print(
+            f"  {module.name} {arch.name}: {len(build.data)} bytes (MathDx, linked) in {build.seconds:.2f} s",
+            file=sys.stderr,
+        )
+    return entries
+
+
+def _linked_entry(
+    module, arch: Arch, name: str, data: bytes, symbols: list[str], *, from_capture: bool
+) -> dict:
+    return {
+        "hash": module.hash,
+        "name": module.name,
+        "linked": True,
+        "note": mathdx.NO_PTX_NOTE,
+        "built_by": (
+            "the capture (Warp's packaged cubin)"
+            if from_capture
+            else f"warp-lang {WARP_VERSION} Module._compile (libmathdx LTO-IR, NVRTC, nvJitLink)"
+        ),
+        "lto_symbols": symbols,
+        "recipe": module.recipe.to_dict(),
+        "nvrtc_arch": arch.name,
+        "output": name,
+        "sha256": sha256_bytes(data),
+        "size": len(data),
+    }
 
 
 def _reason_name(reason) -> str:
@@ -217,6 +348,105 @@ def _write_dir_atomically(out_dir: Path, files: dict[str, bytes]) -> None:
     except BaseException:
         shutil.rmtree(staged, ignore_errors=True)
         raise
+
+
+@dataclass
+class LinkedBuild:
+    """One linked module rebuilt by Warp for one SM."""
+
+    data: bytes
+    binary_filename: str  # Warp's name for it (wp_<module>_<hash>.sm<N>.cubin)
+    seconds: float
+    lto_symbols: list[str]  # the MathDx functions linked in (their names carry the SM)
+
+
+def _rebuild_linked(
+    script: Path, wrp: object, records: list, sm: int, work: Path, label: str
+) -> dict[str, LinkedBuild]:
+    """Rebuilds each linked (MathDx) module of `records` for `sm` with Warp (see the module doc):
+    imports the capture script as the capture did, finds each module by name and the block_dim
+    its kernels were launched with, checks its hash, compiles it for `sm` (Module._compile: the
+    generated source for that SM, libmathdx LTO-IR, NVRTC, nvJitLink), and checks each launched
+    kernel's static shared memory on that SM against the recorded launches'.
+
+    Raises CompileError naming the module (and kernel) where the rebuild cannot be the captured module.
+    """
+    import warp as wp  # noqa: PLC0415 - only a compile with MathDx modules needs Warp
+
+    from wrpkg import capture as capture_tool  # noqa: PLC0415 - imports the script as the capture does
+    from wrpkg import source_paths  # noqa: PLC0415
+
+    capture_tool._use_kernel_cache(wp, work, work / "kernel_cache")
+    capture_tool._import_script(Path(script), label)
+    source_paths.relocate(wp, Path(script).parent)
+    user_modules = warp_internals.context().user_modules
+    built: dict[str, LinkedBuild] = {}
+    for record in records:
+        what = f"module {record.name} ({record.hash[:12]})"
+        kernels = [k for k in wrp.metadata.kernels if k.module_hash == record.hash]
+        block_dims = sorted({k.block_dim for k in kernels})
+        module = user_modules.get(record.name)
+        if module is None or len(block_dims) != 1:
+            raise CompileError(
+                f"{label}: {what} links MathDx LTO-IR, which Warp builds per SM from the Python module; "
+                + (
+                    f"importing {Path(script).name} defines no Warp module '{record.name}'"
+                    if module is None
+                    else f"its kernels were launched with block_dims {block_dims}, expected one"
+                ),
+                fix="build it from the capture script that made the capture (kernels defined at import)",
+            )
+        block_dim = block_dims[0]
+        found = module.get_module_hash(block_dim).hex()
+        if found != record.hash:
+            raise CompileError(
+                f"{label}: {what} links MathDx LTO-IR, which Warp builds per SM from the Python module, but "
+                f"{Path(script).name} imported here gives it hash {found[:12]} (block_dim {block_dim}), not the "
+                "captured one",
+                fix="rebuild the capture (the script or a module it imports changed), and define every kernel "
+                "and wp.config setting at import, not in build() (generic kernels: use wp.overload)",
+            )
+        options = module.resolve_options(wp.config, block_dim=block_dim)
+        build_dir = Path(tempfile.mkdtemp(prefix="mathdx-", dir=work))
+        started = time.perf_counter()
+        try:
+            module._compile(None, str(build_dir), output_arch=sm, use_ptx=False, options=options)
+        except Exception as exc:  # Warp's own compile error (libmathdx, NVRTC or nvJitLink)
+            raise CompileError(f"{label}: {what}: Warp could not build it for sm_{sm}: {exc}") from exc
+        seconds = time.perf_counter() - started
+        binary_name = module._get_compile_output_name(None, sm, "", False, block_dim=block_dim)
+        meta = json.loads((build_dir / module._get_meta_name(block_dim=block_dim)).read_text())
+        source = (build_dir / f"{module.get_module_identifier(block_dim=block_dim)}.cu").read_text()
+        for kernel in kernels:
+            for entry, recorded in (
+                (kernel.forward_name, kernel.forward_smem_bytes),
+                (kernel.backward_name, kernel.backward_smem_bytes),
+            ):
+                if not entry:
+                    continue
+                needed = int(meta.get(f"{entry}_smem_bytes", -1))
+                if needed != recorded:
+                    raise CompileError(
+                        f"{label}: kernel '{kernel.key}' of {what} needs {needed} bytes of shared memory on "
+                        f"sm_{sm}, but the capture's launches of it were recorded with {recorded} (the MathDx "
+                        "implementation Warp picks differs between the two SMs): one .wrp cannot serve both",
+                        fix=f"drop sm_{sm} from archs, or make a separate artifact captured for sm_{sm} (cuda_arch)",
+                    )
+        built[record.hash] = LinkedBuild(
+            data=(build_dir / binary_name).read_bytes(),
+            binary_filename=binary_name,
+            seconds=seconds,
+            lto_symbols=sorted(_lto_symbols(source)),
+        )
+        shutil.rmtree(build_dir, ignore_errors=True)
+    return built
+
+
+def _lto_symbols(source: str) -> set[str]:
+    """The MathDx functions a generated module declares (Warp's LTO forward declarations)."""
+    import re  # noqa: PLC0415
+
+    return set(re.findall(r"\bvoid\s+((?:dot|fft|getrf|potrf|potrs|trsm)_\w+)\s*\(", source))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from wrpkg import manifest as manifest_mod
+from wrpkg import mathdx
 from wrpkg.errors import CompileError, VerifyError, WrpFormatError
 from wrpkg.load import Bundle
 from wrpkg.validity import read_json_file, read_regular
@@ -184,6 +185,8 @@ def summarize(wrp_path: Path, wrp: WrpFile | None = None, bundle: Bundle | None 
                 "source_filename": module.source_filename or None,
                 "source_present": source_present,
                 "fallback_reason": module.fallback_reason.name,
+                # A MathDx module: linked cubins only (wrpkg.mathdx).
+                "linked": mathdx.NO_PTX_NOTE if mathdx.is_linked(module) else None,
             }
         )
     module_names = {m.hash: m.name for m in wrp.metadata.modules}
@@ -314,9 +317,10 @@ def render_text(s: dict) -> str:
         if m["fatbin_unread"]:
             holds = f"  fatbin {m['fatbin_unread']}"
         source = f"  source {m['source_filename']}" if m["source_filename"] else ""
+        linked = f"  [{m['linked']}]" if m.get("linked") else ""
         lines.append(
             f"  {m['name']} {m['hash'][:12]}  {m['binary_filename']}  {m['binary_kind']}  "
-            f"{_human(m['binary_size'])}{holds}{source}"
+            f"{_human(m['binary_size'])}{holds}{source}{linked}"
         )
     lines.append(f"kernels ({len(s['kernels'])}):")
     for k in s["kernels"]:

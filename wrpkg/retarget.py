@@ -27,8 +27,6 @@ with a RetargetError naming the operation and the capture script's line (see REF
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import hashlib
 import json
 import os
 import shutil
@@ -37,7 +35,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wrpkg import warp_internals, wrpformat
+from wrpkg import mathdx, warp_internals, wrpformat
 from wrpkg.errors import CaptureError
 from wrpkg.launch_recorder import LaunchRecorder, is_user_file, script_line
 
@@ -56,8 +54,8 @@ REFUSED = (
     "kernels with cluster_dim > 1",
     "max_blocks with a grid_stride=False kernel (Warp refuses it on CUDA)",
     "modules or kernels with a deterministic mode (CUDA launches them through another path)",
-    "modules whose CUDA source cannot be retained (strip_hash, extra CUDA include dirs, LLVM CUDA, "
-    "MathDx link inputs)",
+    "modules whose CUDA source cannot be retained (strip_hash, extra CUDA include dirs, LLVM CUDA); "
+    "MathDx modules keep their linked cubin instead (wrpkg.mathdx)",
     "host-to-device copies, scans, sorts, reductions and other operations that are not kernel "
     "launches, memsets, fills or device copies",
     "a capture in which a launch raised",
@@ -358,8 +356,6 @@ def _build_cuda_module(
     """Generates and compiles one CUDA module variant with Warp, as Module.load would on a GPU."""
     import warp as wp  # noqa: PLC0415
 
-    ctx = warp_internals.context()
-
     options = module.resolve_options(wp.config, block_dim=block_dim)
     module_hash = module.get_module_hash(block_dim)
     build_dir = Path(tempfile.mkdtemp(prefix="retarget-", dir=modules_dir.parent))
@@ -371,7 +367,8 @@ def _build_cuda_module(
             raise recorder.refuse(f"module '{module.name}' (Warp wrote no {binary_name})", where)
         artifact = module._snapshot_cuda_compile_artifact(str(binary_path), arch, options)
         try:
-            source_name, source_data, source_digest, recipe = ctx._apic_prepare_cuda_source(
+            # Warp's _apic_prepare_cuda_source; a MathDx module keeps its linked cubin (wrpkg.mathdx).
+            prepared = mathdx.prepare_cuda_module(
                 {"cuda_compile_artifact": artifact, "module_exec": _FakeModuleExec(arch)}
             )
         except ValueError as exc:
@@ -380,20 +377,17 @@ def _build_cuda_module(
         smem = {k[: -len("_smem_bytes")]: int(v) for k, v in json.loads(meta_path.read_text()).items()}
         binary = binary_path.read_bytes()
         (modules_dir / binary_name).write_bytes(binary)
-        (modules_dir / source_name).write_bytes(source_data)
+        if prepared.source_data is not None:
+            (modules_dir / prepared.source_filename).write_bytes(prepared.source_data)
     finally:
         shutil.rmtree(build_dir, ignore_errors=True)
-    record = wrpformat.ModuleRecord(
-        hash=module_hash.hex(),
+    record = mathdx.module_record(
+        prepared,
+        module_hash=module_hash.hex(),
         name=module.name,
         binary_filename=binary_name,
-        target_arch=arch,
-        binary_sha256=hashlib.sha256(binary).hexdigest(),
-        source_filename=source_name,
-        source_sha256=source_digest,
-        binary_kind=wrpformat.BinaryKind.CUBIN,
-        fallback_reason=wrpformat.FallbackReason.AVAILABLE,
-        compile_recipe=bytes(ctypes.string_at(ctypes.addressof(recipe), ctypes.sizeof(recipe))),
+        arch=arch,
+        binary=binary,
     )
     return _CudaModule(module, block_dim, module_hash.hex(), record, smem)
 

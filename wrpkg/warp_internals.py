@@ -33,6 +33,22 @@ ASSUMPTIONS = (
     ("context", "_build_launch_bounds_from_tuple", None),
     ("context", "_get_kernel_cluster_dim", None),
     ("context", "_apic_prepare_cuda_source", None),
+    # MathDx modules (wrpkg.mathdx, retarget): Warp's own per-SM build of a module variant.
+    (
+        "context",
+        "Module._compile",
+        ("self", "device", "output_dir", "output_name", "output_arch", "use_ptx", "options"),
+    ),
+    (
+        "context",
+        "Module._get_compile_output_name",
+        ("self", "device", "output_arch", "arch_suffix", "use_ptx"),
+    ),
+    ("context", "Module._get_meta_name", ("self", "block_dim")),
+    ("context", "Module._snapshot_cuda_compile_artifact", ("self", "binary_path", "output_arch", "options")),
+    ("context", "Module.get_module_identifier", None),
+    ("context", "Module.get_module_hash", ("self", "block_dim")),
+    ("context", "Module.resolve_options", None),
     ("types", "array", None),
     ("types", "type_repr", None),
     ("types", "type_size_in_bytes", None),
@@ -49,6 +65,13 @@ ASSUMPTIONS = (
         ("self", "rec", "arg", "original_value", "packed_value", "value_data_buf", "relocs_buf", "adjoint"),
     ),
 )
+
+# Warp's reason for a CUDA module it cannot save with source_fallback=True because it links MathDx
+# LTO-IR: wrpkg.mathdx tells a module refused for this reason alone by its exact text.
+LINK_INPUTS_REASON = "external link inputs are required (generated source declares LTO-IR or fatbin inputs)"
+
+# Text wrpkg matches in Warp's messages: (module, dotted name, text its source must hold).
+TEXTS = (("context", "_apic_prepare_cuda_source", LINK_INPUTS_REASON),)
 
 # Native entry points of Warp's library (runtime.core) that the step guard replaces, and the
 # mesh-id lookup the launch recorder asks (APIC's own test for a live wp.Mesh).
@@ -139,6 +162,14 @@ def check_assumptions() -> list[str]:
             continue
         if names[: len(params)] != params:
             problems.append(f"warp._src.{module}.{dotted} takes {names}, wrpkg relies on {params} first")
+    for module, dotted, text in TEXTS:
+        try:
+            source = inspect.getsource(_resolve(module, dotted))
+        except (ImportError, AttributeError, OSError, TypeError) as exc:
+            problems.append(f"warp._src.{module}.{dotted}: its source cannot be read ({exc})")
+            continue
+        if text not in source:
+            problems.append(f"warp._src.{module}.{dotted} no longer says {text!r}")
     runtime = context().runtime
     if runtime is not None:
         problems += [

@@ -44,7 +44,7 @@ def recorded_capture(ctx, stem):
             root = root,
             missing = ", ".join(missing),
         ))
-    return struct(path = root, files = files)
+    return struct(path = root, files = files, script = None, script_deps = [], label = str(ctx.label))
 
 def capture_mode(ctx):
     """"gpu" or "retarget" for a CUDA capture ("auto" follows --//rules:capture_mode); None for CPU."""
@@ -100,4 +100,6 @@ def declare_capture(ctx, stem):
         # capture runs on the CPU and stays in the default exec group.
         exec_group = CAPTURE_EXEC_GROUP if on_gpu else None,
     )
-    return struct(path = raw.path, files = [raw])
+
+    # The per-SM compiles import the script too: Warp rebuilds MathDx modules per SM from it (wrpkg.mathdx).
+    return struct(path = raw.path, files = [raw], script = ctx.file.capture, script_deps = script_deps, label = str(ctx.label))

@@ -1,0 +1,40 @@
+"""A MathDx program: `wp.tile_cholesky` and `wp.tile_cholesky_solve` of a 16x16 float64 system
+(cuSOLVERDx LTO-IR on CUDA), as NVIDIA's example_tile_cholesky.py at a smaller size."""
+
+import numpy as np
+import warp as wp
+
+from wrpkg.capture import CaptureSpec
+
+wp.set_module_options({"enable_backward": False})
+
+BLOCK_DIM = 32
+TILE = 16
+
+
+@wp.kernel
+def cholesky(
+    A: wp.array2d(dtype=wp.float64),
+    L: wp.array2d(dtype=wp.float64),
+    X: wp.array1d(dtype=wp.float64),
+    Y: wp.array1d(dtype=wp.float64),
+):
+    a = wp.tile_load(A, shape=(TILE, TILE))
+    factor = wp.tile_cholesky(a)
+    wp.tile_store(L, factor)
+    x = wp.tile_load(X, shape=TILE)
+    y = wp.tile_cholesky_solve(factor, x)
+    wp.tile_store(Y, y)
+
+
+def build(device):
+    a = np.ones((TILE, TILE)) + 5.0 * np.eye(TILE)
+    A = wp.array(a, dtype=wp.float64, device=device)
+    L = wp.zeros((TILE, TILE), dtype=wp.float64, device=device)
+    X = wp.array(np.arange(TILE, dtype=np.float64), dtype=wp.float64, device=device)
+    Y = wp.zeros(TILE, dtype=wp.float64, device=device)
+
+    def step():
+        wp.launch_tiled(cholesky, dim=(1, 1), inputs=[A, L, X, Y], block_dim=BLOCK_DIM, device=device)
+
+    return CaptureSpec(inputs={"A": A, "X": X}, outputs={"L": L, "Y": Y}, step=step)
