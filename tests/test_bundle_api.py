@@ -71,6 +71,7 @@ def test_open_names_the_bundle_as_the_cpp_runtime_does():
     assert bundle.content_hash == CPU_HASH.read_text().split()[0]
     assert bundle.origin == str(CPU_BUNDLE) and bundle.directory == CPU_BUNDLE and bundle.from_directory
     assert bundle.title() == f"bundle {LABEL} (content sha256 {bundle.content_hash[:16]}...)"
+    assert repr(bundle) == f"<wrpkg.Bundle: {bundle.title()} from {CPU_BUNDLE}>"
     assert bundle.rebuild_hint == f"rebuild {LABEL} (bazel build {LABEL}); do not edit bundle files"
     assert bundle.describe(bundle.manifest.wrp) == str(CPU_BUNDLE / bundle.manifest.wrp)
     # Every listed file is held, as verified: the deployed files and the golden outputs.

@@ -150,6 +150,9 @@ class Bundle:
         manifest, content_hash, files = read_tar(path, expected_hash)
         return cls(manifest, content_hash, str(path), None, files, True)
 
+    def __repr__(self) -> str:
+        return f"<wrpkg.Bundle: {self.title()} from {self._origin}>"
+
     @property
     def manifest(self) -> Manifest:
         """The bundle's Manifest, golden.json's entries attached."""
@@ -229,9 +232,10 @@ class Bundle:
 
     def verify(self) -> None:
         """Completes every check of `wrpkg verify` (runtime/bundle.h: `VerifyAll`): for a bundle
-        opened with verify_all=False, reads and checks every listed file not held yet (and holds
-        it), the listing and the manifest against the .wrp; nothing for one `open` verified. The
-        files are not read again once held: what loads is what was checked.
+        opened with verify_all=False, reads and checks every listed file and the listing, holds
+        the bytes of each file not held yet (one `file` returned keeps the bytes it was checked
+        with), and checks the manifest against the .wrp; nothing for one `open` verified. Loads
+        then use the held bytes, as for a Bundle `open` verified.
 
         Raises:
           VerifyError: a file differs from the manifest, or the manifest from the .wrp.
