@@ -242,6 +242,22 @@ def test_from_tar_holds_the_same_bundle_and_loads_it(wp):
         Bundle.from_tar(CPU_TAR, "0" * 64)
 
 
+def test_wrpkg_verify_reads_a_tar_as_bundle_from_tar(tmp_path):
+    proc = wrpkg_cli("verify", str(CPU_TAR), "--expect-hash", str(CPU_HASH))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.endswith(f"content hash {Bundle.from_tar(CPU_TAR).content_hash}\n"), proc.stdout
+    # One byte of the .wrp's payload flipped: refused as Bundle.from_tar refuses it.
+    tar = bytearray(CPU_TAR.read_bytes())
+    wrp_at = tar.index(b"WRP1")
+    tar[wrp_at + 100] ^= 1
+    (tmp_path / CPU_TAR.name).write_bytes(tar)
+    with pytest.raises(VerifyError) as refused:
+        Bundle.from_tar(tmp_path / CPU_TAR.name)
+    assert f"{tmp_path / CPU_TAR.name}:{LABEL.split(':')[1]}/sim.wrp" in refused.value.message
+    proc = wrpkg_cli("verify", str(tmp_path / CPU_TAR.name))
+    assert proc.returncode == 1 and proc.stderr == f"error: {refused.value}\n", proc.stderr
+
+
 def test_a_bundle_for_another_device_is_refused_at_load():
     cpu = Bundle.open(CPU_BUNDLE)
     with pytest.raises(ArchMismatchError, match="captured for cpu, but the load device is cuda:0"):

@@ -1,8 +1,10 @@
 """Check a bundle: every file against the manifest, and the manifest against the .wrp.
 
     wrpkg verify bazel-bin/models/sim_wrp
+    wrpkg verify bazel-bin/models/sim_wrp.tar --expect-hash bazel-bin/models/sim_wrp.sha256
 
-`wrpkg verify` opens the bundle as `wrpkg.Bundle.open` does, which runs every check of bundle
+`wrpkg verify` opens the bundle as `wrpkg.Bundle.open` does (a `<name>.tar` as
+`wrpkg.Bundle.from_tar`, which is how the C++ runtime reads an embedded bundle), which runs every check of bundle
 validity (docs/bundles.md; wrpkg/validity.py holds them, runtime/bundle.cc the C++ reader's
 side): it passes only when every file manifest.json or golden.json lists is there with its
 size and sha256, golden.json belongs to manifest.json's content hash, no other file is present
@@ -55,11 +57,12 @@ def verify_tar(tar_path: str | os.PathLike, expected_hash: str | None = None) ->
 
 
 def configure_parser(parser) -> None:
-    parser.add_argument("bundle", help="a bundle directory (holds manifest.json)")
+    parser.add_argument("bundle", help="a bundle directory (holds manifest.json), or its <name>.tar")
     parser.add_argument(
         "--expect-hash",
         default=None,
-        help="the content hash (hex) or a .sha256 file; default: <bundle>.sha256 next to the bundle, if present",
+        help="the content hash (hex) or a .sha256 file; default: <bundle>.sha256 next to a bundle directory, "
+        "if present (a .tar without it must hold its manifest in canonical form)",
     )
 
 
@@ -67,7 +70,10 @@ def run(args) -> int:
     expected = args.expect_hash
     if expected is not None and os.path.isfile(expected):
         expected = read_hash_file(expected)
-    bundle = Bundle.open(args.bundle, expected)
+    if args.bundle.endswith(".tar") and os.path.isfile(args.bundle):
+        bundle = Bundle.from_tar(args.bundle, expected)
+    else:
+        bundle = Bundle.open(args.bundle, expected)
     print(
         f"ok: {args.bundle}: {bundle.manifest.label}, {len(bundle.manifest.files)} files, "
         f"content hash {bundle.content_hash}"
