@@ -52,6 +52,8 @@ ELSEWHERE = {
     "tools/gpu/apic_retarget_check.sh": "needs a CUDA GPU: run by hand on the GPU machine (no Bazel)",
     "tools/gpu/mesh_canonical_check.sh": "needs a CUDA GPU: run by hand on the GPU machine (no Bazel)",
     "tools/gpu/mesh_id_relocation_check.py": "needs a CUDA GPU: run by hand on the GPU machine (no Bazel)",
+    "tools/gpu/mathdx_native_check.py": "needs a CUDA GPU: run by hand on the GPU machine (no Bazel); "
+    "also //tests:mathdx_gpu_test, tagged gpu",
     "tools/apic_corpus.py": "//tests:apic_corpus_test runs it on five programs; the whole corpus: "
     "tools/gpu/apic_retarget_check.sh",
     "tools/gpu/stage_bench.sh": "builds the benchmark inputs for tools/gpu/bench_all.sh on a GPU machine: run by hand",

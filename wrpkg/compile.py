@@ -127,6 +127,7 @@ def compile_wrp(
 
     arch = parse_arch(arch, cuda_tools.pinned_nvrtc_version())
     wrp_path, modules_dir = Path(wrp_path), Path(modules_dir)
+    target = label or str(wrp_path)
     wrp = read_wrp(wrp_path)
     include_dir = include_dir or cuda_tools.warp_include_dir()
     # Only NVRTC: nvFatbin and cuobjdump are packing tools, absent from the PTX compiler's venv.
@@ -135,20 +136,20 @@ def compile_wrp(
 
     modules = sorted(wrp.metadata.modules if wrp.is_cuda else [], key=lambda m: (m.name, m.hash))
     outputs: dict[str, bytes] = {}
-    compiled, skipped, linked = [], [], []
+    compiled, skipped = [], []
+    # MathDx modules first: a compile that cannot rebuild them says so before compiling anything else.
+    linked = [m for m in modules if mathdx.is_linked(m)]
+    if linked and arch.is_ptx:
+        skipped += [
+            {"hash": m.hash, "name": m.name, "reason": "link_inputs", "note": mathdx.NO_PTX_NOTE}
+            for m in linked
+        ]
+    elif linked:
+        compiled += _compile_linked(
+            wrp, wrp_path, modules_dir, linked, arch, Path(out_dir), script, target, outputs
+        )
     for module in modules:
         if mathdx.is_linked(module):
-            if arch.is_ptx:
-                skipped.append(
-                    {
-                        "hash": module.hash,
-                        "name": module.name,
-                        "reason": "link_inputs",
-                        "note": mathdx.NO_PTX_NOTE,
-                    }
-                )
-            else:
-                linked.append(module)
             continue
         label = f"{module.name} ({module.hash[:12]}) of {wrp_path}"
         if module.fallback_reason != FallbackReason.AVAILABLE or not module.source_filename:
@@ -201,11 +202,7 @@ def compile_wrp(
         compiled.append(entry)
         print(f"  {module.name} {target.name}: {len(data)} bytes in {seconds:.2f} s", file=sys.stderr)
 
-    if linked:
-        compiled += _compile_linked(
-            wrp, wrp_path, modules_dir, linked, arch, Path(out_dir), script, label, outputs
-        )
-        compiled.sort(key=lambda entry: (entry["name"], entry["hash"]))
+    compiled.sort(key=lambda entry: (entry["name"], entry["hash"]))
     result = {
         "format": COMPILE_JSON_FORMAT,
         "arch": arch.name,
