@@ -145,5 +145,5 @@ def test_compile_refuses_a_script_that_no_longer_makes_the_module(tmp_path):
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     assert proc.returncode != 0
     assert "//t:m: module tile_matmul (f50f2dbaa639) links MathDx LTO-IR" in proc.stderr, proc.stderr
-    assert "not the captured one" in proc.stderr
+    assert "not the captured one (module 'tile_matmul': kernel 'matmul' (tile_matmul.py:17))" in proc.stderr
     assert not (tmp_path / "out").exists()

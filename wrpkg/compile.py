@@ -399,7 +399,7 @@ def _rebuild_linked(
             raise CompileError(
                 f"{label}: {what} links MathDx LTO-IR, which Warp builds per SM from the Python module, but "
                 f"{Path(script).name} imported here gives it hash {found[:12]} (block_dim {block_dim}), not the "
-                "captured one",
+                f"captured one ({mathdx.kernel_places([record.name])})",
                 fix="rebuild the capture (the script or a module it imports changed), and define every kernel "
                 "and wp.config setting at import, not in build() (generic kernels: use wp.overload)",
             )
@@ -423,8 +423,9 @@ def _rebuild_linked(
                     continue
                 needed = int(meta.get(f"{entry}_smem_bytes", -1))
                 if needed != recorded:
+                    defined = mathdx.kernel_places([record.name])
                     raise CompileError(
-                        f"{label}: kernel '{kernel.key}' of {what} needs {needed} bytes of shared memory on "
+                        f"{label}: kernel '{kernel.key}' of {what} ({defined}) needs {needed} bytes of shared memory on "
                         f"sm_{sm}, but the capture's launches of it were recorded with {recorded} (the MathDx "
                         "implementation Warp picks differs between the two SMs): one .wrp cannot serve both",
                         fix=f"drop sm_{sm} from archs, or make a separate artifact captured for sm_{sm} (cuda_arch)",

@@ -110,14 +110,18 @@ def save_graph(wp, graph, path: Path, inputs: dict, outputs: dict) -> list[str]:
     names of the linked modules (empty when Warp's own save was used)."""
     capture = graph._apic_capture
     prepared: dict[str, PreparedModule] = {}
+    refused: list[str] = []
     for module_hash, info in (capture.collected_modules if capture is not None else {}).items():
         try:
             prepared[module_hash] = prepare_cuda_module(info)
         except ValueError:
-            prepared = {}  # another refusal: Warp's own save reports every module's reasons
-            break
-    if not any(p.link_inputs for p in prepared.values()):
-        wp.capture_save(graph, str(path), inputs=inputs, outputs=outputs, source_fallback=True)
+            refused.append(info["module_name"])
+    if refused or not any(p.link_inputs for p in prepared.values()):
+        # Warp's own save, which reports every refused module's reasons (the kernels: below).
+        try:
+            wp.capture_save(graph, str(path), inputs=inputs, outputs=outputs, source_fallback=True)
+        except RuntimeError as exc:
+            raise RuntimeError(f"{exc}\n{kernel_places(sorted(set(refused)))}") from exc
         return []
     wp.capture_save(graph, str(path), inputs=inputs, outputs=outputs, source_fallback=False)
     wrp_path = path.with_name(path.name + ".wrp")
@@ -146,3 +150,21 @@ def save_graph(wp, graph, path: Path, inputs: dict, outputs: dict) -> list[str]:
 
 def is_linked(record: wrpformat.ModuleRecord) -> bool:
     return record.fallback_reason == wrpformat.FallbackReason.LINK_INPUTS and not record.source_filename
+
+
+def kernel_places(module_names: list[str]) -> str:
+    """ "module 'm': kernel 'k' (m.py:12), ..." for Warp modules by name: where their kernels are defined."""
+    import os  # noqa: PLC0415
+
+    modules = warp_internals.context().user_modules
+    lines = []
+    for name in module_names:
+        module = modules.get(name)
+        kernels = sorted(getattr(module, "kernels", {}).values(), key=lambda k: str(k.key)) if module else []
+        places = [
+            f"kernel '{k.key}' ({os.path.basename(str(k.adj.filename))}:{k.adj.fun_lineno})"
+            for k in kernels
+            if getattr(k, "adj", None) is not None
+        ]
+        lines.append(f"module '{name}': {', '.join(places) or 'no kernels found'}")
+    return "\n".join(lines)

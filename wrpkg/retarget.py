@@ -372,7 +372,9 @@ def _build_cuda_module(
                 {"cuda_compile_artifact": artifact, "module_exec": _FakeModuleExec(arch)}
             )
         except ValueError as exc:
-            raise recorder.refuse(f"module '{module.name}' ({exc})", where) from exc
+            raise recorder.refuse(
+                f"module '{module.name}' ({exc}; {mathdx.kernel_places([module.name])})", where
+            ) from exc
         meta_path = build_dir / module._get_meta_name(block_dim=block_dim)
         smem = {k[: -len("_smem_bytes")]: int(v) for k, v in json.loads(meta_path.read_text()).items()}
         binary = binary_path.read_bytes()
