@@ -415,27 +415,33 @@ def test_verify_catches_a_missing_file(bundle_copy):
 
 
 def test_load_replays_to_the_golden_outputs(two_builds):
+    """The bundle built here, opened (wrpkg.Bundle: verified, its bytes held) and replayed to its
+    golden outputs; wrpkg.load.load, which reads only what it hands Warp, replays the same."""
     import warp as wp
 
-    from wrpkg.load import load
+    from wrpkg.load import Bundle, load
 
     wp.config.log_level = wp.LOG_WARNING
-    bundle_dir = two_builds[1] / "out" / "sim_cpu_wrp"
-    graph, manifest = load(bundle_dir, device="cpu")
-    wp.capture_launch(graph)
-    for golden in manifest.golden:
-        buffer = wp.empty(golden.bytes, dtype=wp.uint8, device="cpu")
-        graph.get_param(golden.name, buffer)
-        assert buffer.numpy().tobytes() == (bundle_dir / golden.file).read_bytes(), golden.name
+    bundle = Bundle.open(two_builds[1] / "out" / "sim_cpu_wrp")
+    deployed_graph, manifest = load(bundle.directory, device="cpu")
+    assert manifest == bundle.manifest
+    for graph in (bundle.load("cpu"), deployed_graph):
+        wp.capture_launch(graph)
+        for golden in bundle.manifest.golden:
+            buffer = wp.empty(golden.bytes, dtype=wp.uint8, device="cpu")
+            graph.get_param(golden.name, buffer)
+            assert buffer.numpy().tobytes() == bytes(bundle.file(golden.file)), golden.name
 
 
 def test_load_refuses_a_tampered_bundle(bundle_copy):
-    from wrpkg.load import load
+    from wrpkg.load import Bundle, load
 
     wrp = bundle_copy / "sim.wrp"
     wrp.write_bytes(wrp.read_bytes()[:-8])
     with pytest.raises(VerifyError, match="sim.wrp"):
         load(bundle_copy, device="cpu")
+    with pytest.raises(VerifyError, match="sim.wrp"):
+        Bundle.open(bundle_copy)
 
 
 # --- CUDA bundles from the sm_90 fixture (no GPU needed) ----------------------------------
