@@ -71,7 +71,7 @@ void CheckReplayMatchesGolden(wrp::Graph& graph, const wrp::Bundle& bundle) {
     wrp::ByteView expected = bundle.File(g.file);
     wrp::GoldenComparison r =
         wrp::CompareWithGolden(expected.data, expected.size, actual.data(), actual.size(), g.tolerance);
-    if (!r.match) wrp::testing::RecordFailure(__FILE__, __LINE__, g.name + ": " + r.detail);
+    EXPECT_TRUE(r.match) << g.name << ": " << r.detail;
   }
 }
 
@@ -108,21 +108,22 @@ class WorkingDirectory {
 
 }  // namespace
 
-WRP_TEST(OpensAndVerifiesDirectory) {
+TEST(BundleTest, OpensAndVerifiesDirectory) {
   wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
   std::vector<uint8_t> manifest = ReadBytes(fs::path(BundleDir()) / "manifest.json");
-  CHECK_EQ(bundle.content_hash(), wrp::Sha256::HexDigest(manifest.data(), manifest.size()));
-  CHECK_EQ(bundle.manifest().device, "cpu");
-  CHECK(bundle.Title().find(bundle.manifest().label) != std::string::npos);
-  CHECK_EQ(bundle.File(bundle.manifest().wrp).size, bundle.manifest().FindFile(bundle.manifest().wrp)->size);
+  EXPECT_EQ(bundle.content_hash(), wrp::Sha256::HexDigest(manifest.data(), manifest.size()));
+  EXPECT_EQ(bundle.manifest().device, "cpu");
+  EXPECT_TRUE(bundle.Title().find(bundle.manifest().label) != std::string::npos);
+  EXPECT_EQ(bundle.File(bundle.manifest().wrp).size, bundle.manifest().FindFile(bundle.manifest().wrp)->size);
   // The expected content hash (the build's <name>.sha256) is what catches a consistently edited manifest.
   wrp::BundleOptions good{bundle.content_hash()};
-  CHECK_EQ(wrp::Bundle::OpenDirectory(BundleDir(), good).content_hash(), bundle.content_hash());
+  EXPECT_EQ(wrp::Bundle::OpenDirectory(BundleDir(), good).content_hash(), bundle.content_hash());
   wrp::BundleOptions other{std::string(64, 'a')};
-  CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(BundleDir(), other), "manifest.json: sha256 is", "rebuild //");
+  EXPECT_THAT([&] { wrp::Bundle::OpenDirectory(BundleDir(), other); },
+              wrp::testing::ThrowsError("manifest.json: sha256 is", "rebuild //"));
 }
 
-WRP_TEST(TamperedDirectoryFailsNamingTheFile) {
+TEST(BundleTest, TamperedDirectoryFailsNamingTheFile) {
   const wrp::Bundle clean = wrp::Bundle::OpenDirectory(BundleDir());
   const std::string module = ModulePath(clean);
   const std::string rebuild = "rebuild " + clean.manifest().label;
@@ -133,20 +134,24 @@ WRP_TEST(TamperedDirectoryFailsNamingTheFile) {
     WriteBytes(dir / module, bytes);
     // Contents are checked when used (File), all at once on request (VerifyAll, verify_all), never skipped.
     const wrp::Bundle opened = wrp::Bundle::OpenDirectory(dir.string());
-    CHECK_THROWS_WITH(opened.File(module), (dir / module).string().c_str(), "sha256 is", rebuild.c_str());
-    CHECK_THROWS_WITH(opened.File(module), (dir / module).string().c_str(), "sha256 is");  // every time
-    CHECK_THROWS_WITH(opened.VerifyAll(), (dir / module).string().c_str(), "sha256 is", rebuild.c_str());
+    EXPECT_THAT([&] { opened.File(module); },
+                wrp::testing::ThrowsError((dir / module).string().c_str(), "sha256 is", rebuild.c_str()));
+    EXPECT_THAT([&] { opened.File(module); },
+                wrp::testing::ThrowsError((dir / module).string().c_str(), "sha256 is"));  // every time
+    EXPECT_THAT([&] { opened.VerifyAll(); },
+                wrp::testing::ThrowsError((dir / module).string().c_str(), "sha256 is", rebuild.c_str()));
     wrp::BundleOptions verify_all;
     verify_all.verify_all = true;
-    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string(), verify_all), (dir / module).string().c_str(),
-                      "sha256 is", rebuild.c_str());
+    EXPECT_THAT([&] { wrp::Bundle::OpenDirectory(dir.string(), verify_all); },
+                wrp::testing::ThrowsError((dir / module).string().c_str(), "sha256 is", rebuild.c_str()));
     fs::remove_all(dir.parent_path());
   }
   {
     fs::path dir = CopyBundle("truncate");
     fs::resize_file(dir / "sim.wrp", fs::file_size(dir / "sim.wrp") - 100);
-    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), (dir / "sim.wrp").string().c_str(),
-                      "(truncated)", rebuild.c_str());
+    EXPECT_THAT(
+        [&] { wrp::Bundle::OpenDirectory(dir.string()); },
+        wrp::testing::ThrowsError((dir / "sim.wrp").string().c_str(), "(truncated)", rebuild.c_str()));
     fs::remove_all(dir.parent_path());
   }
   {
@@ -157,17 +162,18 @@ WRP_TEST(TamperedDirectoryFailsNamingTheFile) {
     const std::string digest = clean.manifest().FindFile("sim.wrp")->sha256;
     text.replace(text.find(digest), 64, std::string(64, '0'));
     WriteBytes(dir / "manifest.json", std::vector<uint8_t>(text.begin(), text.end()));
-    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), "golden.json", "content_hash",
-                      rebuild.c_str());
+    EXPECT_THAT([&] { wrp::Bundle::OpenDirectory(dir.string()); },
+                wrp::testing::ThrowsError("golden.json", "content_hash", rebuild.c_str()));
     // ... and with the build's content hash the manifest itself is named.
-    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string(), wrp::BundleOptions{clean.content_hash()}),
-                      "manifest.json: sha256 is");
+    EXPECT_THAT([&] { wrp::Bundle::OpenDirectory(dir.string(), wrp::BundleOptions{clean.content_hash()}); },
+                wrp::testing::ThrowsError("manifest.json: sha256 is"));
     fs::remove_all(dir.parent_path());
   }
   {
     fs::path dir = CopyBundle("missing");
     fs::remove(dir / module);
-    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), module.c_str(), "cannot be read");
+    EXPECT_THAT([&] { wrp::Bundle::OpenDirectory(dir.string()); },
+                wrp::testing::ThrowsError(module.c_str(), "cannot be read"));
     fs::remove_all(dir.parent_path());
   }
   {
@@ -176,20 +182,20 @@ WRP_TEST(TamperedDirectoryFailsNamingTheFile) {
     std::string text(bytes.begin(), bytes.end());
     text.replace(text.find("rules_warp.manifest/4"), 21, "rules_warp.manifest/9");
     WriteBytes(dir / "manifest.json", std::vector<uint8_t>(text.begin(), text.end()));
-    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), "manifest.json", "field \"schema\"",
-                      rebuild.c_str());
+    EXPECT_THAT([&] { wrp::Bundle::OpenDirectory(dir.string()); },
+                wrp::testing::ThrowsError("manifest.json", "field \"schema\"", rebuild.c_str()));
     fs::remove_all(dir.parent_path());
   }
-  CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory("/nonexistent/bundle"), "/nonexistent/bundle/manifest.json",
-                    "cannot read");
+  EXPECT_THAT([&] { wrp::Bundle::OpenDirectory("/nonexistent/bundle"); },
+              wrp::testing::ThrowsError("/nonexistent/bundle/manifest.json", "cannot read"));
 }
 
-WRP_TEST(TarMatchesDirectoryAndRejectsTampering) {
+TEST(BundleTest, TarMatchesDirectoryAndRejectsTampering) {
   const wrp::Bundle dir_bundle = wrp::Bundle::OpenDirectory(BundleDir());
   std::vector<uint8_t> tar = ReadBytes(BundleTar());
   wrp::Bundle tar_bundle = wrp::Bundle::FromTar(tar.data(), tar.size(), "test tar");
-  CHECK_EQ(tar_bundle.content_hash(), dir_bundle.content_hash());
-  CHECK(!tar_bundle.from_directory());
+  EXPECT_EQ(tar_bundle.content_hash(), dir_bundle.content_hash());
+  EXPECT_FALSE(tar_bundle.from_directory());
 
   // Flip one byte of the module's data inside the archive (tar headers stay valid).
   const std::string module = ModulePath(dir_bundle);
@@ -200,82 +206,86 @@ WRP_TEST(TarMatchesDirectoryAndRejectsTampering) {
       flipped[e.data - tar.data() + e.size / 2] ^= 0x80;
       const std::string name = "test tar:" + dir_bundle.manifest().name + "/" + module;
       const wrp::Bundle opened = wrp::Bundle::FromTar(flipped.data(), flipped.size(), "test tar");
-      CHECK_THROWS_WITH(opened.File(module), name.c_str(), "sha256 is");
+      EXPECT_THAT([&] { opened.File(module); }, wrp::testing::ThrowsError(name.c_str(), "sha256 is"));
       wrp::BundleOptions verify_all;
       verify_all.verify_all = true;
-      CHECK_THROWS_WITH(wrp::Bundle::FromTar(flipped.data(), flipped.size(), "test tar", verify_all),
-                        name.c_str(), "sha256 is");
+      EXPECT_THAT([&] { wrp::Bundle::FromTar(flipped.data(), flipped.size(), "test tar", verify_all); },
+                  wrp::testing::ThrowsError(name.c_str(), "sha256 is"));
     }
   }
   std::vector<uint8_t> truncated(tar.begin(), tar.begin() + 2048);
-  CHECK_THROWS_WITH(wrp::Bundle::FromTar(truncated.data(), truncated.size(), "test tar"), "test tar");
+  EXPECT_THAT([&] { wrp::Bundle::FromTar(truncated.data(), truncated.size(), "test tar"); },
+              wrp::testing::ThrowsError("test tar"));
 }
 
-WRP_TEST(WarpVersionMustMatch) {
+TEST(BundleTest, WarpVersionMustMatch) {
   wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
   wrp::CheckWarpVersion(bundle, bundle.manifest().warp_version);
-  CHECK_THROWS_WITH(wrp::CheckWarpVersion(bundle, "9.9.9"), "captured with Warp 1.19.0",
-                    "this program links Warp 9.9.9");
+  EXPECT_THAT([&] { wrp::CheckWarpVersion(bundle, "9.9.9"); },
+              wrp::testing::ThrowsError("captured with Warp 1.19.0", "this program links Warp 9.9.9"));
 }
 
-WRP_TEST(CpuReplayFromDirectoryMemoryAndTar) {
+TEST(BundleTest, CpuReplayFromDirectoryMemoryAndTar) {
   wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
   // A directory bundle loads from the bytes it was verified with by default.
   wrp::Graph by_default = wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"));
-  CHECK_EQ(by_default.load_source(), "memory");
+  EXPECT_EQ(by_default.load_source(), "memory");
   CheckReplayMatchesGolden(by_default, bundle);
 
   wrp::LoadOptions reread;
   reread.source = wrp::LoadOptions::Source::kDirectory;
   wrp::Graph from_dir = wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"), reread);
-  CHECK_EQ(from_dir.load_source(), "directory");
+  EXPECT_EQ(from_dir.load_source(), "directory");
   CheckReplayMatchesGolden(from_dir, bundle);
 
   wrp::LoadOptions memory;
   memory.source = wrp::LoadOptions::Source::kMemory;
   wrp::Graph from_memory = wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"), memory);
-  CHECK_EQ(from_memory.load_source(), "memory");
+  EXPECT_EQ(from_memory.load_source(), "memory");
   CheckReplayMatchesGolden(from_memory, bundle);
 
   std::vector<uint8_t> tar = ReadBytes(BundleTar());
   wrp::Bundle tar_bundle = wrp::Bundle::FromTar(tar.data(), tar.size(), "test tar");
   wrp::Graph from_tar = wrp::Graph::Load(tar_bundle, wrp::Device::ForBundle(tar_bundle));
-  CHECK_EQ(from_tar.load_source(), "memory");
+  EXPECT_EQ(from_tar.load_source(), "memory");
   CheckReplayMatchesGolden(from_tar, tar_bundle);
 
   wrp::LoadOptions directory;
   directory.source = wrp::LoadOptions::Source::kDirectory;
-  CHECK_THROWS_WITH(wrp::Graph::Load(tar_bundle, wrp::Device::Parse("cpu"), directory), "not a directory");
+  EXPECT_THAT([&] { wrp::Graph::Load(tar_bundle, wrp::Device::Parse("cpu"), directory); },
+              wrp::testing::ThrowsError("not a directory"));
 }
 
-WRP_TEST(ParamsFollowCaptureSaveBindingRules) {
+TEST(BundleTest, ParamsFollowCaptureSaveBindingRules) {
   wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
   wrp::Graph graph = wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"));
-  CHECK_EQ(graph.ParamSize("x"), size_t(768));
-  CHECK_EQ(graph.ParamNames().size(), size_t(3));
+  EXPECT_EQ(graph.ParamSize("x"), size_t(768));
+  EXPECT_EQ(graph.ParamNames().size(), size_t(3));
 
   std::vector<uint8_t> small(100);
-  CHECK_THROWS_WITH(graph.SetParam("x", small.data(), small.size()), "\"x\"", "100 bytes",
-                    "holds exactly 768 bytes");
-  CHECK_THROWS_WITH(graph.GetParam("e", small.data(), small.size()), "\"e\"", "holds exactly 4 bytes");
-  CHECK_THROWS_WITH(graph.SetParam("nope", small.data(), 4), "no parameter named \"nope\"", "e, v, x");
+  EXPECT_THAT([&] { graph.SetParam("x", small.data(), small.size()); },
+              wrp::testing::ThrowsError("\"x\"", "100 bytes", "holds exactly 768 bytes"));
+  EXPECT_THAT([&] { graph.GetParam("e", small.data(), small.size()); },
+              wrp::testing::ThrowsError("\"e\"", "holds exactly 4 bytes"));
+  EXPECT_THAT([&] { graph.SetParam("nope", small.data(), 4); },
+              wrp::testing::ThrowsError("no parameter named \"nope\"", "e, v, x"));
 
   // "x" is input and output: one region, so what SetParam writes GetParam reads back before any launch.
   std::vector<float> zeros(192, 0.0f), v(192, 0.0f), out(192, 1.0f);
   graph.SetParam("x", zeros.data(), 768);
   graph.GetParam("x", out.data(), 768);
-  CHECK(out == zeros);
+  EXPECT_TRUE(out == zeros);
   // Zero velocity and zero position: after the replay x is the pure gravity drift, not the golden values.
   graph.SetParam("v", v.data(), 768);
   graph.Launch();
   graph.GetParam("x", out.data(), 768);
-  CHECK(out[0] == 0.0f && out[1] < 0.0f && out[2] == 0.0f);
+  EXPECT_TRUE(out[0] == 0.0f && out[1] < 0.0f && out[2] == 0.0f);
   std::vector<uint8_t> golden_x = Golden(bundle, "x");
-  CHECK(std::vector<uint8_t>(reinterpret_cast<uint8_t*>(out.data()),
-                             reinterpret_cast<uint8_t*>(out.data()) + 768) != golden_x);
+  EXPECT_TRUE(std::vector<uint8_t>(reinterpret_cast<uint8_t*>(out.data()),
+                                   reinterpret_cast<uint8_t*>(out.data()) + 768) != golden_x);
 }
 
-WRP_TEST(GraphsAreIndependentAndMovable) {
+TEST(BundleTest, GraphsAreIndependentAndMovable) {
   wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
   // Two loads of one bundle live together (each gets its own JIT object names); destroying one leaves the
   // other's kernels loaded.
@@ -288,15 +298,15 @@ WRP_TEST(GraphsAreIndependentAndMovable) {
   CheckReplayMatchesGolden(moved, bundle);
 }
 
-WRP_TEST(WrongDeviceKind) {
+TEST(BundleTest, WrongDeviceKind) {
   wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
-  CHECK_THROWS_WITH(wrp::Graph::Load(bundle, wrp::Device::Parse("cuda:0")), "was captured for cpu",
-                    "cannot load on cuda:0");
-  CHECK_THROWS_WITH(wrp::Device::Parse("gpu"), "unknown device \"gpu\"");
-  CHECK_EQ(wrp::Device::Parse("cuda:3").ordinal, 3);
+  EXPECT_THAT([&] { wrp::Graph::Load(bundle, wrp::Device::Parse("cuda:0")); },
+              wrp::testing::ThrowsError("was captured for cpu", "cannot load on cuda:0"));
+  EXPECT_THAT([&] { wrp::Device::Parse("gpu"); }, wrp::testing::ThrowsError("unknown device \"gpu\""));
+  EXPECT_EQ(wrp::Device::Parse("cuda:3").ordinal, 3);
 }
 
-WRP_TEST(LoadUsesTheVerifiedBytesNotASecondRead) {
+TEST(BundleTest, LoadUsesTheVerifiedBytesNotASecondRead) {
   fs::path dir = CopyBundle("swap");
   wrp::BundleOptions verify_all;
   verify_all.verify_all = true;
@@ -307,23 +317,25 @@ WRP_TEST(LoadUsesTheVerifiedBytesNotASecondRead) {
   std::vector<uint8_t> garbage(wrp.size(), 0xAB);
   WriteBytes(dir / "sim.wrp", garbage);
   wrp::Graph graph = wrp::Graph::Load(verified, wrp::Device::Parse("cpu"));
-  CHECK_EQ(graph.load_source(), "memory");
+  EXPECT_EQ(graph.load_source(), "memory");
   CheckReplayMatchesGolden(graph, verified);
   // Swapped after open but before its first use: read then, and refused.
-  CHECK_THROWS_WITH(wrp::Graph::Load(lazy, wrp::Device::Parse("cpu")), (dir / "sim.wrp").string().c_str(),
-                    "sha256 is");
+  EXPECT_THAT([&] { wrp::Graph::Load(lazy, wrp::Device::Parse("cpu")); },
+              wrp::testing::ThrowsError((dir / "sim.wrp").string().c_str(), "sha256 is"));
   // Re-reading the directory hands Warp what is there now: files not yet verified are verified first, but
   // the ones verified earlier are not read again (which is why it is only for comparisons).
   wrp::LoadOptions reread;
   reread.source = wrp::LoadOptions::Source::kDirectory;
-  CHECK_THROWS_WITH(wrp::Graph::Load(lazy, wrp::Device::Parse("cpu"), reread), "sim.wrp", "sha256 is");
-  CHECK_THROWS_WITH(wrp::Graph::Load(verified, wrp::Device::Parse("cpu"), reread), "Warp could not load");
+  EXPECT_THAT([&] { wrp::Graph::Load(lazy, wrp::Device::Parse("cpu"), reread); },
+              wrp::testing::ThrowsError("sim.wrp", "sha256 is"));
+  EXPECT_THAT([&] { wrp::Graph::Load(verified, wrp::Device::Parse("cpu"), reread); },
+              wrp::testing::ThrowsError("Warp could not load"));
   fs::remove_all(dir.parent_path());
 }
 
 // Opening reads the manifests and checks the listing and sizes, not contents: a changed file that a load
 // does not use (a golden output) fails only where it is read, and File is safe from several threads.
-WRP_TEST(ContentsAreCheckedWhenFirstUsed) {
+TEST(BundleTest, ContentsAreCheckedWhenFirstUsed) {
   fs::path dir = CopyBundle("lazy");
   const wrp::Bundle clean = wrp::Bundle::OpenDirectory(dir.string());
   const std::string golden = clean.manifest().golden.at(0).file;
@@ -338,12 +350,14 @@ WRP_TEST(ContentsAreCheckedWhenFirstUsed) {
   std::vector<uint8_t> module_bytes = ReadBytes(dir / module);
   module_bytes[module_bytes.size() / 2] ^= 0x01;
   WriteBytes(dir / module, module_bytes);
-  CHECK_THROWS_WITH(wrp::Graph::Load(wrp::Bundle::OpenDirectory(dir.string()), wrp::Device::Parse("cpu")),
-                    (dir / module).string().c_str(), "sha256 is");
+  EXPECT_THAT([&] { wrp::Graph::Load(wrp::Bundle::OpenDirectory(dir.string()), wrp::Device::Parse("cpu")); },
+              wrp::testing::ThrowsError((dir / module).string().c_str(), "sha256 is"));
   module_bytes[module_bytes.size() / 2] ^= 0x01;
   WriteBytes(dir / module, module_bytes);
-  CHECK_THROWS_WITH(bundle.File(golden), (dir / golden).string().c_str(), "sha256 is", "golden.json records");
-  CHECK_THROWS_WITH(bundle.VerifyAll(), (dir / golden).string().c_str(), "sha256 is");
+  EXPECT_THAT([&] { bundle.File(golden); },
+              wrp::testing::ThrowsError((dir / golden).string().c_str(), "sha256 is", "golden.json records"));
+  EXPECT_THAT([&] { bundle.VerifyAll(); },
+              wrp::testing::ThrowsError((dir / golden).string().c_str(), "sha256 is"));
 
   std::vector<std::thread> threads;
   std::vector<const uint8_t*> seen(8);
@@ -352,51 +366,53 @@ WRP_TEST(ContentsAreCheckedWhenFirstUsed) {
     threads.emplace_back([&, t] { seen[t] = bundle.File(wrp).data; });
   }
   for (std::thread& thread : threads) thread.join();
-  for (const uint8_t* data : seen) CHECK(data == seen[0] && data != nullptr);
+  for (const uint8_t* data : seen) EXPECT_TRUE(data == seen[0] && data != nullptr);
   const wrp::ByteView cached = bundle.File(wrp);
-  CHECK(wrp::Sha256::HexDigest(cached.data, cached.size) == bundle.manifest().FindFile(wrp)->sha256);
+  EXPECT_TRUE(wrp::Sha256::HexDigest(cached.data, cached.size) == bundle.manifest().FindFile(wrp)->sha256);
 
   // Sizes are checked at open, so a truncated file is named there even when nothing would read it.
   fs::resize_file(dir / golden, bytes.size() - 1);
-  CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), (dir / golden).string().c_str(), "(truncated)");
+  EXPECT_THAT([&] { wrp::Bundle::OpenDirectory(dir.string()); },
+              wrp::testing::ThrowsError((dir / golden).string().c_str(), "(truncated)"));
   fs::remove_all(dir.parent_path());
 }
 
-WRP_TEST(PrivateCacheIsPerUserAndNeverTheBundleDirectory) {
+TEST(BundleTest, PrivateCacheIsPerUserAndNeverTheBundleDirectory) {
   fs::path home = fs::temp_directory_path() / ("wrp_cache_test_" + std::to_string(getpid()));
   fs::remove_all(home);
   setenv("WRP_CACHE_DIR", (home / "cache").c_str(), 1);
   wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
   std::string wrp_path = wrp::MaterializeForWarp(bundle);
-  CHECK_EQ(wrp_path, (home / "cache" / bundle.content_hash() / "sim.wrp").string());
-  CHECK(ReadBytes(wrp_path) == ReadBytes(fs::path(BundleDir()) / "sim.wrp"));
+  EXPECT_EQ(wrp_path, (home / "cache" / bundle.content_hash() / "sim.wrp").string());
+  EXPECT_TRUE(ReadBytes(wrp_path) == ReadBytes(fs::path(BundleDir()) / "sim.wrp"));
   const std::string module = ModulePath(bundle);
-  CHECK(ReadBytes(home / "cache" / bundle.content_hash() / module) ==
-        ReadBytes(fs::path(BundleDir()) / module));
-  CHECK((fs::status(home / "cache").permissions() & fs::perms::all) == fs::perms::owner_all);
+  EXPECT_TRUE(ReadBytes(home / "cache" / bundle.content_hash() / module) ==
+              ReadBytes(fs::path(BundleDir()) / module));
+  EXPECT_TRUE((fs::status(home / "cache").permissions() & fs::perms::all) == fs::perms::owner_all);
   // Writing again (a second load) replaces the files in place.
-  CHECK_EQ(wrp::MaterializeForWarp(bundle), wrp_path);
+  EXPECT_EQ(wrp::MaterializeForWarp(bundle), wrp_path);
 
   fs::permissions(home / "cache", fs::perms::group_write, fs::perm_options::add);
-  CHECK_THROWS_WITH(wrp::PrivateCacheDirectory(), "writable by group or others", "WRP_CACHE_DIR");
+  EXPECT_THAT([&] { wrp::PrivateCacheDirectory(); },
+              wrp::testing::ThrowsError("writable by group or others", "WRP_CACHE_DIR"));
   fs::remove_all(home / "cache");
   fs::create_directories(home / "elsewhere");
   fs::create_directory_symlink(home / "elsewhere", home / "cache");
-  CHECK_THROWS_WITH(wrp::PrivateCacheDirectory(), "is a symlink");
+  EXPECT_THAT([&] { wrp::PrivateCacheDirectory(); }, wrp::testing::ThrowsError("is a symlink"));
   unsetenv("WRP_CACHE_DIR");
   fs::remove_all(home);
 }
 
 // manifest.json, golden.json, the sibling <dir>.sha256 and a listed file: a FIFO in their place is refused
 // (opened non-blocking, judged by fstat), never waited on.
-WRP_TEST(FifosAreRefusedWithoutHanging) {
+TEST(BundleTest, FifosAreRefusedWithoutHanging) {
   const wrp::Bundle clean = wrp::Bundle::OpenDirectory(BundleDir());
   for (const std::string name : {"manifest.json", "golden.json"}) {
     fs::path dir = CopyBundle("fifo");
     MakeFifo(dir / name);
     WithinSeconds(20, name + " as a FIFO", [&] {
-      CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), (dir / name).string(),
-                        "is not a regular file (a FIFO)");
+      EXPECT_THAT([&] { wrp::Bundle::OpenDirectory(dir.string()); },
+                  wrp::testing::ThrowsError((dir / name).string(), "is not a regular file (a FIFO)"));
     });
     fs::remove_all(dir.parent_path());
   }
@@ -405,8 +421,9 @@ WRP_TEST(FifosAreRefusedWithoutHanging) {
     const fs::path sibling = dir.string() + ".sha256";
     MakeFifo(sibling);
     WithinSeconds(20, "the .sha256 as a FIFO", [&] {
-      CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), sibling.string(),
-                        "is not a regular file (a FIFO)", "content-hash file");
+      EXPECT_THAT(
+          [&] { wrp::Bundle::OpenDirectory(dir.string()); },
+          wrp::testing::ThrowsError(sibling.string(), "is not a regular file (a FIFO)", "content-hash file"));
     });
     fs::remove_all(dir.parent_path());
   }
@@ -417,9 +434,10 @@ WRP_TEST(FifosAreRefusedWithoutHanging) {
     const wrp::Bundle opened = wrp::Bundle::OpenDirectory(dir.string());
     MakeFifo(dir / module);
     WithinSeconds(20, "a listed file as a FIFO", [&] {
-      CHECK_THROWS_WITH(opened.File(module), (dir / module).string(), "is not a regular file");
-      CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), (dir / module).string(),
-                        "is not a regular file");
+      EXPECT_THAT([&] { opened.File(module); },
+                  wrp::testing::ThrowsError((dir / module).string(), "is not a regular file"));
+      EXPECT_THAT([&] { wrp::Bundle::OpenDirectory(dir.string()); },
+                  wrp::testing::ThrowsError((dir / module).string(), "is not a regular file"));
     });
     fs::remove_all(dir.parent_path());
   }
@@ -427,20 +445,22 @@ WRP_TEST(FifosAreRefusedWithoutHanging) {
 
 // /dev/zero never ends (it took all memory, then std::bad_alloc aborted the reader); a regular file over the
 // limit is refused by its size, before a byte of it is read.
-WRP_TEST(DevicesAndOversizeManifestsAreRefusedUnread) {
+TEST(BundleTest, DevicesAndOversizeManifestsAreRefusedUnread) {
   for (const std::string name : {"manifest.json", "golden.json"}) {
     fs::path dir = CopyBundle("devzero");
     fs::remove(dir / name);
     fs::create_symlink("/dev/zero", dir / name);
     WithinSeconds(20, name + " -> /dev/zero", [&] {
-      CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), (dir / name).string(),
-                        "is not a regular file (a character device)");
+      EXPECT_THAT(
+          [&] { wrp::Bundle::OpenDirectory(dir.string()); },
+          wrp::testing::ThrowsError((dir / name).string(), "is not a regular file (a character device)"));
     });
     fs::remove(dir / name);
     { std::ofstream(dir / name).close(); }
     fs::resize_file(dir / name, wrp::Manifest::kMaxManifestBytes + 1);  // sparse: no disk, no reads
-    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), (dir / name).string(), "is 16777217 bytes",
-                      "over the limit of 16777216");
+    EXPECT_THAT(
+        [&] { wrp::Bundle::OpenDirectory(dir.string()); },
+        wrp::testing::ThrowsError((dir / name).string(), "is 16777217 bytes", "over the limit of 16777216"));
     fs::remove_all(dir.parent_path());
   }
   {
@@ -453,7 +473,7 @@ WRP_TEST(DevicesAndOversizeManifestsAreRefusedUnread) {
     } catch (const wrp::Error& e) {
       message = e.what();
     }
-    CHECK(!message.empty() && message.find("over the limit") == std::string::npos);
+    EXPECT_TRUE(!message.empty() && message.find("over the limit") == std::string::npos);
     fs::remove_all(dir.parent_path());
   }
   // Tar entries have the same limit.
@@ -462,12 +482,12 @@ WRP_TEST(DevicesAndOversizeManifestsAreRefusedUnread) {
   wrp::testing::AppendTarEntry(&tar, "b/manifest.json",
                                std::string(wrp::Manifest::kMaxManifestBytes + 1, ' '));
   wrp::testing::FinishTar(&tar);
-  CHECK_THROWS_WITH(wrp::Bundle::FromTar(tar.data(), tar.size(), "big.tar"), "big.tar:b/manifest.json",
-                    "over the limit");
+  EXPECT_THAT([&] { wrp::Bundle::FromTar(tar.data(), tar.size(), "big.tar"); },
+              wrp::testing::ThrowsError("big.tar:b/manifest.json", "over the limit"));
 }
 
 // The sibling <dir>.sha256 is found beside the resolved directory, however the bundle is named.
-WRP_TEST(SiblingHashIsFoundForEverySpellingOfTheDirectory) {
+TEST(BundleTest, SiblingHashIsFoundForEverySpellingOfTheDirectory) {
   const wrp::Bundle clean = wrp::Bundle::OpenDirectory(BundleDir());
   fs::path dir = CopyBundle("sibling");
   const fs::path sibling = dir.string() + ".sha256";
@@ -476,40 +496,43 @@ WRP_TEST(SiblingHashIsFoundForEverySpellingOfTheDirectory) {
   const std::string spellings[] = {dir.string(), dir.string() + "/", dir.string() + "/.",
                                    dir.string() + "/./", (dir / "golden" / "..").string()};
   for (const std::string& spelling : spellings) {
-    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(spelling), "manifest.json: sha256 is",
-                      "but the build recorded " + std::string(64, 'a'));
+    EXPECT_THAT([&] { wrp::Bundle::OpenDirectory(spelling); },
+                wrp::testing::ThrowsError("manifest.json: sha256 is",
+                                          "but the build recorded " + std::string(64, 'a')));
   }
   {
     WorkingDirectory inside(dir);
-    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory("."), "manifest.json: sha256 is",
-                      "but the build recorded " + std::string(64, 'a'));
+    EXPECT_THAT([&] { wrp::Bundle::OpenDirectory("."); },
+                wrp::testing::ThrowsError("manifest.json: sha256 is",
+                                          "but the build recorded " + std::string(64, 'a')));
   }
   {
     // Through a symlink to the bundle: the hash beside the real directory is the one that counts.
     const fs::path link = dir.parent_path() / "link_to_bundle";
     fs::create_directory_symlink(dir, link);
-    CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(link.string()), "manifest.json: sha256 is");
+    EXPECT_THAT([&] { wrp::Bundle::OpenDirectory(link.string()); },
+                wrp::testing::ThrowsError("manifest.json: sha256 is"));
   }
   // The right hash: every spelling opens.
   std::ofstream(sibling, std::ios::trunc) << clean.content_hash() << "\n";
   for (const std::string& spelling : spellings) {
-    CHECK_EQ(wrp::Bundle::OpenDirectory(spelling).content_hash(), clean.content_hash());
+    EXPECT_EQ(wrp::Bundle::OpenDirectory(spelling).content_hash(), clean.content_hash());
   }
   {
     WorkingDirectory inside(dir);
-    CHECK_EQ(wrp::Bundle::OpenDirectory(".").content_hash(), clean.content_hash());
+    EXPECT_EQ(wrp::Bundle::OpenDirectory(".").content_hash(), clean.content_hash());
   }
   fs::remove_all(dir.parent_path());
 }
 
 // A directory that cannot be listed could hold an unlisted file: it is a refusal naming it, not the end of
 // the walk (libstdc++'s recursive_directory_iterator ended silently there).
-WRP_TEST(UnlistableSubdirectoryIsRefused) {
+TEST(BundleTest, UnlistableSubdirectoryIsRefused) {
   fs::path dir = CopyBundle("unlistable");
   const std::string fix = "; fix: the test's";
   const std::vector<std::string> all = wrp::internal::ListBundleFiles(dir.string(), fix);
-  CHECK(std::find(all.begin(), all.end(), "golden/x.bin") != all.end());
-  CHECK(std::find(all.begin(), all.end(), "manifest.json") != all.end());
+  EXPECT_TRUE(std::find(all.begin(), all.end(), "golden/x.bin") != all.end());
+  EXPECT_TRUE(std::find(all.begin(), all.end(), "manifest.json") != all.end());
   // The error path, injected: root is not stopped by permissions, and the sandbox may not let it drop them.
   const wrp::internal::OpenSubdirectory refuse_golden = [](int parent, const char* name) {
     if (std::string(name) == "golden") {
@@ -518,11 +541,13 @@ WRP_TEST(UnlistableSubdirectoryIsRefused) {
     }
     return openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   };
-  CHECK_THROWS_WITH(wrp::internal::ListBundleFiles(dir.string(), fix, refuse_golden),
-                    (dir / "golden").string() + ": cannot list this directory of the bundle",
-                    "Permission denied", "unlisted file in it cannot be ruled out", fix);
-  CHECK_THROWS_WITH(wrp::internal::ListBundleFiles((dir / "nothing").string(), fix),
-                    (dir / "nothing").string() + ": cannot list the bundle directory", "No such file");
+  EXPECT_THAT(
+      [&] { wrp::internal::ListBundleFiles(dir.string(), fix, refuse_golden); },
+      wrp::testing::ThrowsError((dir / "golden").string() + ": cannot list this directory of the bundle",
+                                "Permission denied", "unlisted file in it cannot be ruled out", fix));
+  EXPECT_THAT([&] { wrp::internal::ListBundleFiles((dir / "nothing").string(), fix); },
+              wrp::testing::ThrowsError((dir / "nothing").string() + ": cannot list the bundle directory",
+                                        "No such file"));
 
   // The real thing, as a user permissions do stop: a child process that drops root when it can.
   fs::create_directories(dir / "golden" / "hidden");
@@ -558,14 +583,14 @@ WRP_TEST(UnlistableSubdirectoryIsRefused) {
               << " (a parent directory only root may cross); the error path is covered by the injected"
                  " failure above\n";
   } else {
-    CHECK_EQ(code, 0);
+    EXPECT_EQ(code, 0);
   }
   fs::permissions(dir / "golden" / "hidden", fs::perms::owner_all);
   fs::remove_all(dir.parent_path());
 }
 
 // Tar directory entries are checked like files: under <name>/, and without payload.
-WRP_TEST(TarDirectoryEntriesLieUnderTheBundle) {
+TEST(BundleTest, TarDirectoryEntriesLieUnderTheBundle) {
   std::vector<uint8_t> good = ReadBytes(BundleTar());
   const wrp::Bundle clean = wrp::Bundle::FromTar(good.data(), good.size(), "test tar");
   const std::string name = clean.manifest().name;
@@ -582,18 +607,20 @@ WRP_TEST(TarDirectoryEntriesLieUnderTheBundle) {
     return tar;
   };
   std::vector<uint8_t> tar = with_directory(name + "/golden/more/", "");
-  CHECK_EQ(wrp::Bundle::FromTar(tar.data(), tar.size(), "test tar").content_hash(), clean.content_hash());
+  EXPECT_EQ(wrp::Bundle::FromTar(tar.data(), tar.size(), "test tar").content_hash(), clean.content_hash());
   tar = with_directory("elsewhere/", "");
-  CHECK_THROWS_WITH(wrp::Bundle::FromTar(tar.data(), tar.size(), "test tar"), "directory entry elsewhere/",
-                    "lies outside " + name + "/");
+  EXPECT_THAT([&] { wrp::Bundle::FromTar(tar.data(), tar.size(), "test tar"); },
+              wrp::testing::ThrowsError("directory entry elsewhere/", "lies outside " + name + "/"));
   tar = with_directory(name + "x/", "");
-  CHECK_THROWS_WITH(wrp::Bundle::FromTar(tar.data(), tar.size(), "test tar"), "lies outside " + name + "/");
+  EXPECT_THAT([&] { wrp::Bundle::FromTar(tar.data(), tar.size(), "test tar"); },
+              wrp::testing::ThrowsError("lies outside " + name + "/"));
   tar = with_directory("/etc/", "");
-  CHECK_THROWS_WITH(wrp::Bundle::FromTar(tar.data(), tar.size(), "test tar"), "\"/etc/\"",
-                    "not a safe relative path");
+  EXPECT_THAT([&] { wrp::Bundle::FromTar(tar.data(), tar.size(), "test tar"); },
+              wrp::testing::ThrowsError("\"/etc/\"", "not a safe relative path"));
   tar = with_directory(name + "/../../", "");
-  CHECK_THROWS_WITH(wrp::Bundle::FromTar(tar.data(), tar.size(), "test tar"), "not a safe relative path");
+  EXPECT_THAT([&] { wrp::Bundle::FromTar(tar.data(), tar.size(), "test tar"); },
+              wrp::testing::ThrowsError("not a safe relative path"));
   tar = with_directory(name + "/golden/", "payload");
-  CHECK_THROWS_WITH(wrp::Bundle::FromTar(tar.data(), tar.size(), "test tar"), "directory entry " + name,
-                    "carries 7 bytes of payload");
+  EXPECT_THAT([&] { wrp::Bundle::FromTar(tar.data(), tar.size(), "test tar"); },
+              wrp::testing::ThrowsError("directory entry " + name, "carries 7 bytes of payload"));
 }

@@ -52,43 +52,44 @@ void Crash() {
 
 }  // namespace
 
-WRP_TEST(FatalSignalIsReportedWithTheBundleAndItsLikelyCause) {
+TEST(CrashReportTest, FatalSignalIsReportedWithTheBundleAndItsLikelyCause) {
   ChildResult r = RunChild([] {
     wrp::CrashContext context(
         "launching bundle //tests:stale_wrp (content sha256 0123456789abcdef...) on cpu",
         wrp::LikelyReplayCrashCause("bundle //tests:stale_wrp", "rebuild //tests:stale_wrp"));
     Crash();
   });
-  CHECK_EQ(r.term_signal, SIGSEGV);
-  CHECK(
+  EXPECT_EQ(r.term_signal, SIGSEGV);
+  EXPECT_TRUE(
       r.stderr_text.find("FATAL: SIGSEGV (invalid memory access) while launching bundle //tests:stale_wrp") !=
       std::string::npos);
-  CHECK(r.stderr_text.find("declare it wp.handle") != std::string::npos);
-  CHECK(r.stderr_text.find("rebuild //tests:stale_wrp") != std::string::npos);
+  EXPECT_TRUE(r.stderr_text.find("declare it wp.handle") != std::string::npos);
+  EXPECT_TRUE(r.stderr_text.find("rebuild //tests:stale_wrp") != std::string::npos);
 }
 
-WRP_TEST(InnermostContextIsReportedAndOuterOneRestored) {
+TEST(CrashReportTest, InnermostContextIsReportedAndOuterOneRestored) {
   ChildResult r = RunChild([] {
     wrp::CrashContext outer("replaying bundle A", "cause A");
     { wrp::CrashContext inner("loading bundle A", "cause B"); }
     raise(SIGBUS);
   });
-  CHECK_EQ(r.term_signal, SIGBUS);
-  CHECK(r.stderr_text.find("SIGBUS (bad memory access) while replaying bundle A.") != std::string::npos);
-  CHECK(r.stderr_text.find("cause A") != std::string::npos);
-  CHECK(r.stderr_text.find("loading") == std::string::npos);
+  EXPECT_EQ(r.term_signal, SIGBUS);
+  EXPECT_TRUE(r.stderr_text.find("SIGBUS (bad memory access) while replaying bundle A.") !=
+              std::string::npos);
+  EXPECT_TRUE(r.stderr_text.find("cause A") != std::string::npos);
+  EXPECT_TRUE(r.stderr_text.find("loading") == std::string::npos);
 }
 
-WRP_TEST(HandlersAreRemovedWhenTheLastContextEnds) {
+TEST(CrashReportTest, HandlersAreRemovedWhenTheLastContextEnds) {
   ChildResult r = RunChild([] {
     { wrp::CrashContext context("loading bundle A", "cause A"); }
     Crash();
   });
-  CHECK_EQ(r.term_signal, SIGSEGV);
-  CHECK(r.stderr_text.find("FATAL") == std::string::npos);
+  EXPECT_EQ(r.term_signal, SIGSEGV);
+  EXPECT_TRUE(r.stderr_text.find("FATAL") == std::string::npos);
 }
 
-WRP_TEST(ScopeReportsItsPreformattedMessageWhileHandlersLive) {
+TEST(CrashReportTest, ScopeReportsItsPreformattedMessageWhileHandlersLive) {
   ChildResult r = RunChild([] {
     wrp::CrashHandlers handlers;
     wrp::CrashMessage launching("launching bundle A on cuda:0", "cause A");
@@ -97,13 +98,13 @@ WRP_TEST(ScopeReportsItsPreformattedMessageWhileHandlersLive) {
     wrp::CrashScope scope(launching);
     Crash();
   });
-  CHECK_EQ(r.term_signal, SIGSEGV);
-  CHECK(r.stderr_text.find("SIGSEGV (invalid memory access) while launching bundle A on cuda:0.") !=
-        std::string::npos);
-  CHECK(r.stderr_text.find("waiting") == std::string::npos);
+  EXPECT_EQ(r.term_signal, SIGSEGV);
+  EXPECT_TRUE(r.stderr_text.find("SIGSEGV (invalid memory access) while launching bundle A on cuda:0.") !=
+              std::string::npos);
+  EXPECT_TRUE(r.stderr_text.find("waiting") == std::string::npos);
 }
 
-WRP_TEST(HandlersOutsideAnyScopeLeaveTheSignalToThePreviousHandler) {
+TEST(CrashReportTest, HandlersOutsideAnyScopeLeaveTheSignalToThePreviousHandler) {
   ChildResult r = RunChild([] {
     signal(SIGBUS, [](int) {
       const char text[] = "previous handler ran\n";
@@ -115,8 +116,8 @@ WRP_TEST(HandlersOutsideAnyScopeLeaveTheSignalToThePreviousHandler) {
     { wrp::CrashScope scope(launching); }
     raise(SIGBUS);
   });
-  CHECK_EQ(r.term_signal, 0);
-  CHECK_EQ(r.exit_code, 7);
-  CHECK(r.stderr_text.find("previous handler ran") != std::string::npos);
-  CHECK(r.stderr_text.find("FATAL") == std::string::npos);
+  EXPECT_EQ(r.term_signal, 0);
+  EXPECT_EQ(r.exit_code, 7);
+  EXPECT_TRUE(r.stderr_text.find("previous handler ran") != std::string::npos);
+  EXPECT_TRUE(r.stderr_text.find("FATAL") == std::string::npos);
 }

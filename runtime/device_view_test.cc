@@ -65,19 +65,19 @@ size_t Count(const wrp::Buffer& haystack, const std::string& needle) {
 
 // Every SASS the manifest lists comes out of the module's fatbin byte for byte (the manifest records each
 // per-SM cubin's sha256 as the compile action wrote it); the PTX entry is listed but compressed.
-WRP_TEST(EverySassImageIsTheCompiledCubin) {
+TEST(DeviceViewTest, EverySassImageIsTheCompiledCubin) {
   wrp::Bundle bundle = OpenBundle();
-  CHECK(!bundle.manifest().modules.empty());
+  EXPECT_FALSE(bundle.manifest().modules.empty());
   for (const wrp::ModuleRecord& module : bundle.manifest().modules) {
     wrp::ByteView fatbin = bundle.File(module.binary);
     std::vector<wrp::FatbinImage> images = wrp::ParseFatbin(fatbin, module.binary);
-    CHECK_EQ(images.size(), module.sass.size() + (module.ptx ? 1 : 0));
+    EXPECT_EQ(images.size(), module.sass.size() + (module.ptx ? 1 : 0));
     for (const wrp::SassRecord& sass : module.sass) {
       std::optional<wrp::ByteView> image = wrp::SassImage(fatbin, sass.arch, module.binary);
-      CHECK(image.has_value());
+      EXPECT_TRUE(image.has_value());
       if (!image) continue;
-      CHECK_EQ(image->size, sass.size);
-      CHECK_EQ(wrp::Sha256::HexDigest(image->data, image->size), sass.sha256);
+      EXPECT_EQ(image->size, sass.size);
+      EXPECT_EQ(wrp::Sha256::HexDigest(image->data, image->size), sass.sha256);
     }
     if (module.ptx) {
       bool found = false;
@@ -85,71 +85,82 @@ WRP_TEST(EverySassImageIsTheCompiledCubin) {
         if (image.kind == wrp::FatbinImage::Kind::kPtx && image.arch == module.ptx->arch)
           found = image.compressed;
       }
-      CHECK(found);
-      CHECK(!wrp::SassImage(fatbin, module.ptx->arch, module.binary));
+      EXPECT_TRUE(found);
+      EXPECT_TRUE(!wrp::SassImage(fatbin, module.ptx->arch, module.binary));
     }
     // Names match exactly: an "a" variant is not the plain SM.
-    CHECK(!wrp::SassImage(fatbin, "sm_90a", module.binary));
+    EXPECT_TRUE(!wrp::SassImage(fatbin, "sm_90a", module.binary));
   }
 }
 
-WRP_TEST(MalformedFatbinsAreRefusedWithTheirName) {
+TEST(DeviceViewTest, MalformedFatbinsAreRefusedWithTheirName) {
   wrp::Bundle bundle = OpenBundle();
   const std::string& path = bundle.manifest().modules.at(0).binary;
   wrp::ByteView fatbin = bundle.File(path);
   std::vector<uint8_t> bytes(fatbin.data, fatbin.data + fatbin.size);
-  CHECK_THROWS_WITH(wrp::ParseFatbin(wrp::ByteView{bytes.data(), bytes.size() - 1}, path), path,
-                    "runs past the end");
+  EXPECT_THAT(
+      [&] {
+        wrp::ParseFatbin(wrp::ByteView{bytes.data(), bytes.size() - 1}, path);
+      },
+      wrp::testing::ThrowsError(path, "runs past the end"));
   std::vector<uint8_t> bad_magic = bytes;
   bad_magic[0] ^= 1;
-  CHECK_THROWS_WITH(wrp::ParseFatbin(wrp::ByteView{bad_magic.data(), bad_magic.size()}, path), "bad magic");
+  EXPECT_THAT(
+      [&] {
+        wrp::ParseFatbin(wrp::ByteView{bad_magic.data(), bad_magic.size()}, path);
+      },
+      wrp::testing::ThrowsError("bad magic"));
   std::vector<uint8_t> bad_entry = bytes;
   const uint64_t huge = ~uint64_t{0} >> 8;
   std::memcpy(bad_entry.data() + 16 + 8, &huge, 8);  // the first entry's payload size
-  CHECK_THROWS_WITH(wrp::ParseFatbin(wrp::ByteView{bad_entry.data(), bad_entry.size()}, path), "overruns");
+  EXPECT_THAT(
+      [&] {
+        wrp::ParseFatbin(wrp::ByteView{bad_entry.data(), bad_entry.size()}, path);
+      },
+      wrp::testing::ThrowsError("overruns"));
 }
 
 // On an sm_90 device the view hands Warp each module's sm_90 cubin, and the .wrp copy names exactly those
 // cubins' digests in place of the fatbins' (same length: every other byte is unchanged).
-WRP_TEST(ViewForSm90PointsEveryModuleAtItsCubin) {
+TEST(DeviceViewTest, ViewForSm90PointsEveryModuleAtItsCubin) {
   wrp::Bundle bundle = OpenBundle();
   std::optional<wrp::DeviceView> view = wrp::MakeDeviceView(bundle, Decide(bundle, 90));
-  CHECK(view.has_value());
+  EXPECT_TRUE(view.has_value());
   if (!view) return;
   const wrp::Manifest& manifest = bundle.manifest();
   wrp::ByteView original = bundle.File(manifest.wrp);
-  CHECK_EQ(view->wrp.size(), original.size);
+  EXPECT_EQ(view->wrp.size(), original.size);
   size_t changed = 0;
   for (size_t i = 0; i < original.size; ++i) changed += view->wrp.data()[i] != original.data[i];
-  CHECK(changed > 0);
-  CHECK(changed <= 64 * manifest.modules.size());
-  CHECK_EQ(view->images.size(), manifest.modules.size());
+  EXPECT_TRUE(changed > 0);
+  EXPECT_TRUE(changed <= 64 * manifest.modules.size());
+  EXPECT_EQ(view->images.size(), manifest.modules.size());
   for (size_t i = 0; i < manifest.modules.size(); ++i) {
     const wrp::ModuleRecord& module = manifest.modules[i];
     std::string sm90_digest;
     for (const wrp::SassRecord& sass : module.sass) {
       if (sass.arch == "sm_90") sm90_digest = sass.sha256;
     }
-    CHECK_EQ(wrp::Sha256::HexDigest(view->images[i].data(), view->images[i].size()), sm90_digest);
-    CHECK_EQ(Count(view->wrp, sm90_digest), size_t{1});
-    CHECK_EQ(Count(view->wrp, manifest.FindFile(module.binary)->sha256), size_t{0});
-    CHECK_EQ(module.binary.substr(module.binary.size() - view->filenames[i].size()), view->filenames[i]);
+    EXPECT_EQ(wrp::Sha256::HexDigest(view->images[i].data(), view->images[i].size()), sm90_digest);
+    EXPECT_EQ(Count(view->wrp, sm90_digest), size_t{1});
+    EXPECT_EQ(Count(view->wrp, manifest.FindFile(module.binary)->sha256), size_t{0});
+    EXPECT_EQ(module.binary.substr(module.binary.size() - view->filenames[i].size()), view->filenames[i]);
   }
 }
 
 // No view when some module would not run its own SASS: PTX JIT and source fallback need the bundle as is.
-WRP_TEST(NoViewWithoutSassForEveryModule) {
+TEST(DeviceViewTest, NoViewWithoutSassForEveryModule) {
   wrp::Bundle bundle = OpenBundle();
   wrp::ArchDecision decision = Decide(bundle, 90);
   decision.modules.back().choice = wrp::CodeChoice::kPtx;
-  CHECK(!wrp::MakeDeviceView(bundle, decision));
+  EXPECT_TRUE(!wrp::MakeDeviceView(bundle, decision));
   wrp::ArchDecision none;
-  CHECK(!wrp::MakeDeviceView(bundle, none));
+  EXPECT_TRUE(!wrp::MakeDeviceView(bundle, none));
 }
 
 // The view reads and verifies only what it hands Warp: changed bytes elsewhere (another SM's image, the
 // PTX, the CUDA source, a golden output) do not stop it, yet File and VerifyAll still name them.
-WRP_TEST(ViewReadsOnlyWhatItHandsWarp) {
+TEST(DeviceViewTest, ViewReadsOnlyWhatItHandsWarp) {
   const fs::path dir = CopyBundle("unused");
   const wrp::Bundle clean = wrp::Bundle::OpenDirectory(dir.string());
   const wrp::ModuleRecord& module = clean.manifest().modules.at(0);
@@ -160,49 +171,55 @@ WRP_TEST(ViewReadsOnlyWhatItHandsWarp) {
 
   wrp::Bundle bundle = wrp::Bundle::OpenDirectory(dir.string());
   std::optional<wrp::DeviceView> view = wrp::MakeDeviceView(bundle, Decide(bundle, 90));
-  CHECK(view.has_value());
+  EXPECT_TRUE(view.has_value());
   if (view) {
-    CHECK_EQ(view->WrpFailure(bundle), "");
-    CHECK_EQ(view->ImageFailure(bundle), "");
+    EXPECT_EQ(view->WrpFailure(bundle), "");
+    EXPECT_EQ(view->ImageFailure(bundle), "");
   }
-  CHECK_THROWS_WITH(bundle.File(module.binary), (dir / module.binary).string().c_str(), "sha256 is",
-                    "manifest.json records", "rebuild //models:sim_recorded_wrp");
-  CHECK_THROWS_WITH(bundle.File(golden), (dir / golden).string().c_str(), "golden.json records");
+  EXPECT_THAT([&] { bundle.File(module.binary); },
+              wrp::testing::ThrowsError((dir / module.binary).string().c_str(), "sha256 is",
+                                        "manifest.json records", "rebuild //models:sim_recorded_wrp"));
+  EXPECT_THAT([&] { bundle.File(golden); },
+              wrp::testing::ThrowsError((dir / golden).string().c_str(), "golden.json records"));
   // Files are listed before golden files, so VerifyAll names the fatbin.
-  CHECK_THROWS_WITH(bundle.VerifyAll(), (dir / module.binary).string().c_str(), "sha256 is");
+  EXPECT_THAT([&] { bundle.VerifyAll(); },
+              wrp::testing::ThrowsError((dir / module.binary).string().c_str(), "sha256 is"));
   fs::remove_all(dir.parent_path());
 }
 
 // A changed .wrp chunk is named by its byte range once the hash that ran during Warp's load is waited for;
 // the chunk holding the module records (which the view rewrites) is hashed as read, so a clean bundle passes.
-WRP_TEST(ChangedWrpChunkIsNamed) {
+TEST(DeviceViewTest, ChangedWrpChunkIsNamed) {
   const fs::path dir = CopyBundle("wrp");
   wrp::Bundle clean = wrp::Bundle::OpenDirectory(dir.string());
   const std::string wrp = clean.manifest().wrp;
   const wrp::FileRecord* record = clean.manifest().FindFile(wrp);
-  CHECK(record->chunk_sha256.size() >= 2);
+  EXPECT_TRUE(record->chunk_sha256.size() >= 2);
   {
     std::optional<wrp::DeviceView> view = wrp::MakeDeviceView(clean, Decide(clean, 90));
-    CHECK(view.has_value());
-    if (view) CHECK_EQ(view->WrpFailure(clean), "");
+    EXPECT_TRUE(view.has_value());
+    if (view) {
+      EXPECT_EQ(view->WrpFailure(clean), "");
+    }
   }
   const size_t chunk = clean.manifest().chunk_bytes;
   FlipByte(dir / wrp, chunk + 7);
   wrp::Bundle bundle = wrp::Bundle::OpenDirectory(dir.string());
   std::optional<wrp::DeviceView> view = wrp::MakeDeviceView(bundle, Decide(bundle, 90));
-  CHECK(view.has_value());
+  EXPECT_TRUE(view.has_value());
   if (view) {
     const std::string range = "(bytes " + std::to_string(chunk) + " to " +
                               std::to_string(std::min<uint64_t>(2 * chunk, record->size)) + ")";
-    CHECK_THROWS_WITH(throw wrp::Error(view->WrpFailure(bundle)), (dir / wrp).string().c_str(), range.c_str(),
-                      "sha256 is", "rebuild //models:sim_recorded_wrp");
+    EXPECT_THAT([&] { throw wrp::Error(view->WrpFailure(bundle)); },
+                wrp::testing::ThrowsError((dir / wrp).string().c_str(), range.c_str(), "sha256 is",
+                                          "rebuild //models:sim_recorded_wrp"));
   }
   fs::remove_all(dir.parent_path());
 }
 
 // Warp checks the image it is given against the digest the view wrote; when it refuses one, the view names
 // the fatbin and the SM.
-WRP_TEST(ChangedImageIsNamedAfterWarpRefusesIt) {
+TEST(DeviceViewTest, ChangedImageIsNamedAfterWarpRefusesIt) {
   const fs::path dir = CopyBundle("image");
   const wrp::Bundle clean = wrp::Bundle::OpenDirectory(dir.string());
   const wrp::ModuleRecord& module = clean.manifest().modules.back();
@@ -210,28 +227,30 @@ WRP_TEST(ChangedImageIsNamedAfterWarpRefusesIt) {
   FlipByte(dir / module.binary, sm90.offset + sm90.size / 3);
   wrp::Bundle bundle = wrp::Bundle::OpenDirectory(dir.string());
   std::optional<wrp::DeviceView> view = wrp::MakeDeviceView(bundle, Decide(bundle, 90));
-  CHECK(view.has_value());
+  EXPECT_TRUE(view.has_value());
   if (view) {
-    CHECK_EQ(view->WrpFailure(bundle), "");
-    CHECK_THROWS_WITH(throw wrp::Error(view->ImageFailure(bundle)), (dir / module.binary).string().c_str(),
-                      "(its sm_90 image)", "sha256 is");
+    EXPECT_EQ(view->WrpFailure(bundle), "");
+    EXPECT_THAT(
+        [&] { throw wrp::Error(view->ImageFailure(bundle)); },
+        wrp::testing::ThrowsError((dir / module.binary).string().c_str(), "(its sm_90 image)", "sha256 is"));
   }
   fs::remove_all(dir.parent_path());
 }
 
 // Fatbin headers are read unverified: when they do not lead to the recorded image, there is no view, and
 // the verified load that takes its place names the file.
-WRP_TEST(ChangedFatbinHeaderFallsBackToTheVerifiedLoad) {
+TEST(DeviceViewTest, ChangedFatbinHeaderFallsBackToTheVerifiedLoad) {
   const fs::path dir = CopyBundle("header");
   const wrp::Bundle clean = wrp::Bundle::OpenDirectory(dir.string());
   const wrp::ModuleRecord& module = clean.manifest().modules.at(0);
   FlipByte(dir / module.binary, 16 + 8);  // the first entry's payload size
   wrp::Bundle bundle = wrp::Bundle::OpenDirectory(dir.string());
-  CHECK(!wrp::MakeDeviceView(bundle, Decide(bundle, 90)));
-  CHECK_THROWS_WITH(bundle.File(module.binary), (dir / module.binary).string().c_str(), "sha256 is");
+  EXPECT_TRUE(!wrp::MakeDeviceView(bundle, Decide(bundle, 90)));
+  EXPECT_THAT([&] { bundle.File(module.binary); },
+              wrp::testing::ThrowsError((dir / module.binary).string().c_str(), "sha256 is"));
   // A truncated fatbin is named at open.
   std::filesystem::resize_file(dir / module.binary, clean.manifest().FindFile(module.binary)->size - 1);
-  CHECK_THROWS_WITH(wrp::Bundle::OpenDirectory(dir.string()), (dir / module.binary).string().c_str(),
-                    "(truncated)");
+  EXPECT_THAT([&] { wrp::Bundle::OpenDirectory(dir.string()); },
+              wrp::testing::ThrowsError((dir / module.binary).string().c_str(), "(truncated)"));
   fs::remove_all(dir.parent_path());
 }

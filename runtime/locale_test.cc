@@ -25,14 +25,14 @@ bool UseDecimalCommaLocale() {
   int status = std::system(command.c_str());
   setenv("LOCPATH", dir.c_str(), 1);
   if (!std::setlocale(LC_ALL, "de_DE.UTF-8")) {
-    CHECK(!"setlocale(LC_ALL, \"de_DE.UTF-8\") failed: install Debian's `locales` (tools/setup.sh)");
+    EXPECT_TRUE(!"setlocale(LC_ALL, \"de_DE.UTF-8\") failed: install Debian's `locales` (tools/setup.sh)");
     std::cout << "    localedef exit status " << status << "\n";
     return false;
   }
   std::locale::global(std::locale(std::locale::classic(), "de_DE.UTF-8", std::locale::numeric));
   // The locale really is in effect: the C library now stops at the '.'.
-  CHECK_EQ(std::strtod("1.5", nullptr), 1.0);
-  CHECK_EQ(std::string(std::localeconv()->decimal_point), std::string(","));
+  EXPECT_EQ(std::strtod("1.5", nullptr), 1.0);
+  EXPECT_EQ(std::string(std::localeconv()->decimal_point), std::string(","));
   return true;
 }
 
@@ -44,29 +44,32 @@ std::vector<uint8_t> Floats(std::initializer_list<float> values) {
 
 }  // namespace
 
-WRP_TEST(NumbersUnderADecimalCommaLocale) {
+TEST(LocaleTest, NumbersUnderADecimalCommaLocale) {
   if (!UseDecimalCommaLocale()) return;
   wrp::json::Value v = wrp::json::Parse(
       R"({"atol": 1e-07, "rtol": 0.5, "big": 12345.678, "neg": -2.5E+3, "n": 42})", "t.json");
-  CHECK_EQ(v.at("atol").get<double>(), 1e-07);
-  CHECK_EQ(v.at("rtol").get<double>(), 0.5);
-  CHECK_EQ(v.at("big").get<double>(), 12345.678);
-  CHECK_EQ(v.at("neg").get<double>(), -2500.0);
-  CHECK(wrp::json::AsInt64(v.at("n")) == 42);
+  EXPECT_EQ(v.at("atol").get<double>(), 1e-07);
+  EXPECT_EQ(v.at("rtol").get<double>(), 0.5);
+  EXPECT_EQ(v.at("big").get<double>(), 12345.678);
+  EXPECT_EQ(v.at("neg").get<double>(), -2500.0);
+  EXPECT_TRUE(wrp::json::AsInt64(v.at("n")) == 42);
   // nlohmann hands its number literals over with the locale's decimal point: the profile's integer and
   // range checks must read them all the same.
-  CHECK_THROWS_WITH(wrp::json::Parse("[18446744073709551616]", "t.json"), "does not fit in 64 bits");
-  CHECK_THROWS_WITH(wrp::json::Parse("[2.5e400]", "t.json"), "number 2.5e400 is out of range");
-  CHECK_EQ(wrp::json::Parse("[184467440737095516160.5]", "t.json")[0].get<double>(), 184467440737095516160.5);
+  EXPECT_THAT([&] { wrp::json::Parse("[18446744073709551616]", "t.json"); },
+              wrp::testing::ThrowsError("does not fit in 64 bits"));
+  EXPECT_THAT([&] { wrp::json::Parse("[2.5e400]", "t.json"); },
+              wrp::testing::ThrowsError("number 2.5e400 is out of range"));
+  EXPECT_EQ(wrp::json::Parse("[184467440737095516160.5]", "t.json")[0].get<double>(),
+            184467440737095516160.5);
   // A comma is never a decimal separator in JSON, whatever the locale.
-  CHECK_THROWS_WITH(wrp::json::Parse(R"({"rtol": 0,5})", "t.json"), "t.json");
+  EXPECT_THAT([&] { wrp::json::Parse(R"({"rtol": 0,5})", "t.json"); }, wrp::testing::ThrowsError("t.json"));
 
   // Messages print numbers the same way everywhere.
   std::vector<uint8_t> golden = Floats({1.0f});
   std::vector<uint8_t> actual = Floats({1.5f});
   wrp::GoldenComparison result =
       wrp::CompareWithGolden(golden.data(), 4, actual.data(), 4, wrp::Tolerance{0.25, 0.125});
-  CHECK(!result.match);
-  CHECK(result.detail.find("atol 0.25 + rtol 0.125") != std::string::npos);
-  CHECK(result.detail.find("replay 1.5") != std::string::npos);
+  EXPECT_FALSE(result.match);
+  EXPECT_TRUE(result.detail.find("atol 0.25 + rtol 0.125") != std::string::npos);
+  EXPECT_TRUE(result.detail.find("replay 1.5") != std::string::npos);
 }

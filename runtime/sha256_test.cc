@@ -18,17 +18,17 @@ std::vector<uint8_t> Pattern(size_t n) {
 
 }  // namespace
 
-WRP_TEST(NistVectors) {
-  CHECK_EQ(Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  CHECK_EQ(Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  CHECK_EQ(Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
-           "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  CHECK_EQ(Hex(std::string(1000000, 'a')),
-           "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+TEST(Sha256Test, NistVectors) {
+  EXPECT_EQ(Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(Hex(std::string(1000000, 'a')),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 // Lengths around the 55/56/64-byte padding boundaries, checked against Python's hashlib.
-WRP_TEST(PaddingBoundaries) {
+TEST(Sha256Test, PaddingBoundaries) {
   const std::vector<std::pair<size_t, std::string>> expected = {
       {55, "463eb28e72f82e0a96c0a4cc53690c571281131f672aa229e0d45ae59b598b59"},
       {56, "da2ae4d6b36748f2a318f23e7ab1dfdf45acdc9d049bd80e59de82a60895f562"},
@@ -41,12 +41,12 @@ WRP_TEST(PaddingBoundaries) {
   };
   for (const auto& [size, digest] : expected) {
     std::vector<uint8_t> bytes = Pattern(size);
-    CHECK_EQ(wrp::Sha256::HexDigest(bytes.data(), bytes.size()), digest);
+    EXPECT_EQ(wrp::Sha256::HexDigest(bytes.data(), bytes.size()), digest);
   }
 }
 
 // Feeding the bytes in uneven pieces gives the one-shot digest.
-WRP_TEST(IncrementalEqualsOneShot) {
+TEST(Sha256Test, IncrementalEqualsOneShot) {
   std::vector<uint8_t> bytes = Pattern(1000);
   const std::string one_shot = wrp::Sha256::HexDigest(bytes.data(), bytes.size());
   for (size_t piece : {1, 3, 63, 64, 65, 200}) {
@@ -54,13 +54,13 @@ WRP_TEST(IncrementalEqualsOneShot) {
     for (size_t offset = 0; offset < bytes.size(); offset += piece) {
       hasher.Update(bytes.data() + offset, std::min(piece, bytes.size() - offset));
     }
-    CHECK_EQ(wrp::Sha256::ToHex(hasher.Final()), one_shot);
+    EXPECT_EQ(wrp::Sha256::ToHex(hasher.Final()), one_shot);
   }
 }
 
 // The SHA-NI engine (when this CPU has it) and the portable one agree on every length up to a few blocks,
 // fed whole and in pieces that straddle block boundaries.
-WRP_TEST(HardwareEqualsPortable) {
+TEST(Sha256Test, HardwareEqualsPortable) {
   std::vector<uint8_t> bytes = Pattern(4099);
   for (size_t size = 0; size <= bytes.size(); size += (size < 300 ? 1 : 97)) {
     wrp::Sha256 portable(wrp::Sha256::Engine::kPortable);
@@ -69,6 +69,6 @@ WRP_TEST(HardwareEqualsPortable) {
     size_t half = size / 3;
     automatic.Update(bytes.data(), half);
     automatic.Update(bytes.data() + half, size - half);
-    CHECK_EQ(wrp::Sha256::ToHex(automatic.Final()), wrp::Sha256::ToHex(portable.Final()));
+    EXPECT_EQ(wrp::Sha256::ToHex(automatic.Final()), wrp::Sha256::ToHex(portable.Final()));
   }
 }

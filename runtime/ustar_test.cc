@@ -24,7 +24,7 @@ std::string Body(const wrp::TarEntry& e) {
 
 }  // namespace
 
-WRP_TEST(ReadsFilesSkipsDirectoriesJoinsPrefix) {
+TEST(UstarTest, ReadsFilesSkipsDirectoriesJoinsPrefix) {
   std::vector<uint8_t> tar;
   AddEntry(&tar, "b/", "", '5');
   AddEntry(&tar, "b/manifest.json", "{}");
@@ -32,17 +32,17 @@ WRP_TEST(ReadsFilesSkipsDirectoriesJoinsPrefix) {
   AddEntry(&tar, "mod.o", std::string(700, 'x'), '0', "b/sim_modules");
   Finish(&tar);
   std::vector<wrp::TarEntry> entries = wrp::ReadUstar(tar.data(), tar.size(), "t.tar");
-  CHECK_EQ(entries.size(), size_t(3));
-  CHECK_EQ(entries[0].path, "b/manifest.json");
-  CHECK_EQ(Body(entries[0]), "{}");
-  CHECK_EQ(entries[1].size, size_t(0));
-  CHECK_EQ(entries[2].path, "b/sim_modules/mod.o");
-  CHECK_EQ(Body(entries[2]), std::string(700, 'x'));
+  EXPECT_EQ(entries.size(), size_t(3));
+  EXPECT_EQ(entries[0].path, "b/manifest.json");
+  EXPECT_EQ(Body(entries[0]), "{}");
+  EXPECT_EQ(entries[1].size, size_t(0));
+  EXPECT_EQ(entries[2].path, "b/sim_modules/mod.o");
+  EXPECT_EQ(Body(entries[2]), std::string(700, 'x'));
   // Zero-copy: entries point into the caller's buffer.
-  CHECK(entries[0].data > tar.data() && entries[0].data < tar.data() + tar.size());
+  EXPECT_TRUE(entries[0].data > tar.data() && entries[0].data < tar.data() + tar.size());
 }
 
-WRP_TEST(RejectsDamage) {
+TEST(UstarTest, RejectsDamage) {
   std::vector<uint8_t> tar;
   AddEntry(&tar, "b/manifest.json", "{\"a\": 1}");
   AddEntry(&tar, "b/x.bin", std::string(600, 'y'));
@@ -50,83 +50,91 @@ WRP_TEST(RejectsDamage) {
 
   std::vector<uint8_t> bad_checksum = tar;
   bad_checksum[10] ^= 1;  // inside the first header's name
-  CHECK_THROWS_WITH(wrp::ReadUstar(bad_checksum.data(), bad_checksum.size(), "t.tar"), "t.tar",
-                    "header checksum mismatch");
+  EXPECT_THAT([&] { wrp::ReadUstar(bad_checksum.data(), bad_checksum.size(), "t.tar"); },
+              wrp::testing::ThrowsError("t.tar", "header checksum mismatch"));
 
   // Cut inside the second entry's data, then pad to a block multiple as a careless copy might not.
   std::vector<uint8_t> truncated(tar.begin(), tar.begin() + 512 * 3);
-  CHECK_THROWS_WITH(wrp::ReadUstar(truncated.data(), truncated.size(), "t.tar"), "b/x.bin", "truncated");
+  EXPECT_THAT([&] { wrp::ReadUstar(truncated.data(), truncated.size(), "t.tar"); },
+              wrp::testing::ThrowsError("b/x.bin", "truncated"));
 
   std::vector<uint8_t> odd_size(tar.begin(), tar.end() - 100);
-  CHECK_THROWS_WITH(wrp::ReadUstar(odd_size.data(), odd_size.size(), "t.tar"), "not a multiple of 512");
+  EXPECT_THAT([&] { wrp::ReadUstar(odd_size.data(), odd_size.size(), "t.tar"); },
+              wrp::testing::ThrowsError("not a multiple of 512"));
 
   std::vector<uint8_t> no_magic = tar;
   std::memcpy(no_magic.data() + 257, "gnu  ", 5);
-  CHECK_THROWS_WITH(wrp::ReadUstar(no_magic.data(), no_magic.size(), "t.tar"), "\"ustar\" magic");
+  EXPECT_THAT([&] { wrp::ReadUstar(no_magic.data(), no_magic.size(), "t.tar"); },
+              wrp::testing::ThrowsError("\"ustar\" magic"));
 }
 
-WRP_TEST(RejectsLinksEscapesAndDuplicates) {
+TEST(UstarTest, RejectsLinksEscapesAndDuplicates) {
   std::vector<uint8_t> link;
   AddEntry(&link, "b/l", "", '2');
   Finish(&link);
-  CHECK_THROWS_WITH(wrp::ReadUstar(link.data(), link.size(), "t.tar"), "b/l", "tar type '2'");
+  EXPECT_THAT([&] { wrp::ReadUstar(link.data(), link.size(), "t.tar"); },
+              wrp::testing::ThrowsError("b/l", "tar type '2'"));
 
   std::vector<uint8_t> escape;
   AddEntry(&escape, "b/../../etc/passwd", "x");
   Finish(&escape);
-  CHECK_THROWS_WITH(wrp::ReadUstar(escape.data(), escape.size(), "t.tar"), "not a safe relative path");
+  EXPECT_THAT([&] { wrp::ReadUstar(escape.data(), escape.size(), "t.tar"); },
+              wrp::testing::ThrowsError("not a safe relative path"));
 
   std::vector<uint8_t> twice;
   AddEntry(&twice, "b/a", "1");
   AddEntry(&twice, "b/a", "2");
   Finish(&twice);
-  CHECK_THROWS_WITH(wrp::ReadUstar(twice.data(), twice.size(), "t.tar"), "b/a appears twice");
+  EXPECT_THAT([&] { wrp::ReadUstar(twice.data(), twice.size(), "t.tar"); },
+              wrp::testing::ThrowsError("b/a appears twice"));
 }
 
-WRP_TEST(EmptyArchive) {
+TEST(UstarTest, EmptyArchive) {
   std::vector<uint8_t> tar(1024, 0);
-  CHECK(wrp::ReadUstar(tar.data(), tar.size(), "t.tar").empty());
+  EXPECT_TRUE(wrp::ReadUstar(tar.data(), tar.size(), "t.tar").empty());
 }
 
-WRP_TEST(DirectoryEntriesArePlainRelativePathsWithoutPayload) {
+TEST(UstarTest, DirectoryEntriesArePlainRelativePathsWithoutPayload) {
   std::vector<uint8_t> good;
   AddEntry(&good, "b/", "", '5');
   AddEntry(&good, "b/golden", "", '5');  // a directory without the trailing '/' is one too
   AddEntry(&good, "b/golden/x.bin", "x");
   Finish(&good);
   std::vector<std::string> directories;
-  CHECK_EQ(wrp::ReadUstar(good.data(), good.size(), "t.tar", &directories).size(), size_t(1));
-  CHECK_EQ(directories.size(), size_t(2));
-  CHECK_EQ(directories.at(0), "b");
-  CHECK_EQ(directories.at(1), "b/golden");
+  EXPECT_EQ(wrp::ReadUstar(good.data(), good.size(), "t.tar", &directories).size(), size_t(1));
+  EXPECT_EQ(directories.size(), size_t(2));
+  EXPECT_EQ(directories.at(0), "b");
+  EXPECT_EQ(directories.at(1), "b/golden");
 
   for (const char* path : {"/b/", "/", "b/../", "../", "b/../../etc/", "b//c/", "./b/", "b/./c/", "b//"}) {
     std::vector<uint8_t> tar;
     AddEntry(&tar, path, "", '5');
     Finish(&tar);
-    CHECK_THROWS_WITH(wrp::ReadUstar(tar.data(), tar.size(), "t.tar"), "t.tar",
-                      std::string("directory entry path \"") + path + "\"", "not a safe relative path");
+    EXPECT_THAT([&] { wrp::ReadUstar(tar.data(), tar.size(), "t.tar"); },
+                wrp::testing::ThrowsError("t.tar", std::string("directory entry path \"") + path + "\"",
+                                          "not a safe relative path"));
   }
 
   // A payload behind a directory header: a reader that skips directories would not see these bytes.
   std::vector<uint8_t> payload;
   AddEntry(&payload, "b/", "hidden bytes", '5');
   Finish(&payload);
-  CHECK_THROWS_WITH(wrp::ReadUstar(payload.data(), payload.size(), "t.tar"), "t.tar", "directory entry b/",
-                    "carries 12 bytes of payload");
+  EXPECT_THAT([&] { wrp::ReadUstar(payload.data(), payload.size(), "t.tar"); },
+              wrp::testing::ThrowsError("t.tar", "directory entry b/", "carries 12 bytes of payload"));
 }
 
-WRP_TEST(FilePathsHaveNoEmptyOrDotComponents) {
+TEST(UstarTest, FilePathsHaveNoEmptyOrDotComponents) {
   for (const char* path : {"b//x", "./b/x", "b/./x", "b/x/", "/b/x", "b/..", ".."}) {
     std::vector<uint8_t> tar;
     AddEntry(&tar, path, "x");
     Finish(&tar);
-    CHECK_THROWS_WITH(wrp::ReadUstar(tar.data(), tar.size(), "t.tar"),
-                      std::string("entry path \"") + path + "\"", "not a safe relative path");
+    EXPECT_THAT(
+        [&] { wrp::ReadUstar(tar.data(), tar.size(), "t.tar"); },
+        wrp::testing::ThrowsError(std::string("entry path \"") + path + "\"", "not a safe relative path"));
   }
   // Names merely containing dots are ordinary.
   std::vector<uint8_t> tar;
   AddEntry(&tar, "b/..x/.y", "x");
   Finish(&tar);
-  CHECK_EQ(wrp::ReadUstar(tar.data(), tar.size(), "t.tar").at(0).path, "b/..x/.y");
+  EXPECT_EQ(wrp::ReadUstar(tar.data(), tar.size(), "t.tar").at(0).path, "b/..x/.y");
 }

@@ -27,6 +27,15 @@ DEBIAN_PACKAGES = {
         sha256 = "36974bd3ff53c05c2c686ecfa094ee437ff3f520e9ab67e552f1a56f19897643",
         build_file = "//third_party/debian:valijson.BUILD",
     ),
+    # GoogleTest and gMock 1.12.1 as sources (the googletest package ships /usr/src/googletest),
+    # built by our BUILD file with the toolchain of each target: the runtime's unit tests, on
+    # x86_64 and cross-built for aarch64 alike.
+    "wrp_googletest": struct(
+        file = "googletest_1.12.1-0.2_all.deb",
+        pool = "main/g/googletest",
+        sha256 = "927be72067517da503b6538026d451455c9e860f5dbfe237f792543db7d5a928",
+        build_file = "//third_party/debian:googletest.BUILD",
+    ),
 }
 
 _MIRRORS = ["https://deb.debian.org/debian/pool", "http://deb.debian.org/debian/pool"]
