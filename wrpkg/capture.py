@@ -475,7 +475,9 @@ def _capture_into(
     # Parsed once here: canonicalize_sources rewrites it in place (and the file when it must), and a
     # retarget reads it from here (a .wrp of many launches costs seconds to parse in Python).
     saved = wrpformat.read_wrp(wrp_path) if modules_dir.exists() else None
-    if modules_dir.exists():
+    # A retargeted capture's CPU modules are replaced by its CUDA modules (checked below): their
+    # objects may name the build directory (CPU tile code, e.g. tile_matmul's scalar path, embeds it).
+    if modules_dir.exists() and mode != "retarget":
         source_paths.canonicalize_sources(
             wrp_path, modules_dir, source_paths.relocate(wp, script.parent), target, saved
         )
