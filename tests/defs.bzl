@@ -1,5 +1,7 @@
 """wrp_pytest: one py_test per pytest file, run with the pinned venv; wrp_pytests: a table of them."""
 
+load("//rules/private:pools.bzl", "test_env", "test_exec_properties")
+
 def _rootpaths(labels):
     # A variable holding several files lists their runfiles paths space-separated.
     if type(labels) != "list":
@@ -21,7 +23,9 @@ def wrp_pytest(name, src = None, data = [], env_files = {}, env = {}, env_select
         select() takes it (Bazel 4.2 cannot concatenate a select() of dicts).
       deps: Python libraries besides //wrpkg.
       size: the test size.
-      tags: the test's tags.
+      tags: the test's tags; `gpu`: the test needs a CUDA GPU (run by `bazel test --config=gpu`,
+        its test spawn routed to the GPU pool, a GPU of its own under --config=gpu's
+        --run_under, tools/gpu/one_gpu.sh).
       **kwargs: passed to py_test.
     """
     if src == None:
@@ -31,7 +35,8 @@ def wrp_pytest(name, src = None, data = [], env_files = {}, env = {}, env_select
     files = []
     for labels in env_files.values():
         files.extend(labels if type(labels) == "list" else [labels])
-    env = dict(env, **{var: _rootpaths(labels) for var, labels in env_files.items()})
+    env = dict(test_env(tags), **env)
+    env.update({var: _rootpaths(labels) for var, labels in env_files.items()})
     if env_select:
         env = select({condition: dict(env, **values) for condition, values in env_select.items()})
     native.py_test(
@@ -45,6 +50,7 @@ def wrp_pytest(name, src = None, data = [], env_files = {}, env = {}, env_select
         python_version = "PY3",
         size = size,
         tags = tags,
+        exec_properties = test_exec_properties(tags),
         **kwargs
     )
 

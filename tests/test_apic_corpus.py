@@ -1,6 +1,6 @@
 """A few of Warp's own APIC test programs through the retarget mode (tools/apic_corpus.py).
 
-The whole corpus runs on a GPU machine (tools/gpu/apic_retarget_check.sh); here, within CI's
+The whole corpus runs on a GPU runner (//tests:apic_corpus_gpu_test, tagged gpu); here, within CI's
 budget, five tests' CPU variants: three whose captures retarget (a kernel launch; a mesh
 query with a mesh handle; an array allocated inside the capture) and two that must be refused (a capture_if; a sparse-matrix
 operation that is not a kernel launch). A retargeted program must be a CUDA sm_90 capture

@@ -3,7 +3,11 @@ signal with the bundle's label and the likely cause.
 
 The bundle is what an unchecked capture of tests/programs_capture/stale_pointer.py ships (a
 mesh id in a wp.uint64 parameter, with the relocation of such ids turned off), with that saved address pointed at the never-mapped zero
-page so the crash does not depend on the loading process's memory layout."""
+page so the crash does not depend on the loading process's memory layout.
+
+//tests:crash_report_gpu_test (tagged gpu) sets WRP_CRASH_DEVICE=cuda: the same program captured
+natively on the GPU, whose replay faults on the device (an illegal address) and says so, with the
+label and the likely cause."""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from wrpkg.bundle import bundle
 
 REPLAY = os.environ["WRP_REPLAY"]
 LABEL = "//tests:stale_wrp"
+DEVICE = os.environ.get("WRP_CRASH_DEVICE", "cpu")
 
 # Capture with the stale-pointer refusal turned into a note of the address it found.
 UNCHECKED_CAPTURE = """
@@ -41,8 +46,8 @@ def test_replay_of_a_stale_pointer_bundle_reports_the_crash(tmp_path):
     raw, address_file = tmp_path / "raw", tmp_path / "address"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     env["WRP_TEST_STALE_MODE"] = "mesh_uint64"
-    args = ["--script", str(PROGRAMS / "stale_pointer.py"), "--device", "cpu", "--out-dir", str(raw),
-            "--stem", "sim", "--label", LABEL, "--in-process",
+    args = ["--script", str(PROGRAMS / "stale_pointer.py"), "--device", DEVICE, "--out-dir", str(raw),
+            "--stem", "sim", "--label", LABEL, "--in-process", *(["--mode", "gpu"] if DEVICE == "cuda" else []),
             # A live mesh id in a wp.uint64 would be relocated as a handle: keep it a stale number.
             "--no-relocate-uint64-mesh-ids"]  # fmt: skip
     proc = subprocess.run(
@@ -60,6 +65,14 @@ def test_replay_of_a_stale_pointer_bundle_reports_the_crash(tmp_path):
     proc = subprocess.run(
         [REPLAY, "--bundle", str(out / "stale_wrp")], capture_output=True, text=True, timeout=120
     )
+    if DEVICE == "cuda":
+        # The kernel reads the GPU's address 16: the driver's illegal-address error, reported when
+        # the replay waits for the graph.
+        assert proc.returncode != 0, proc.stdout + proc.stderr
+        assert LABEL in proc.stderr and "likely cause" in proc.stderr and "wp.handle" in proc.stderr, (
+            proc.stderr
+        )
+        return
     assert proc.returncode == -signal.SIGSEGV, proc.stdout + proc.stderr
     assert re.search(r"FATAL: SIGSEGV \(invalid memory access\) while (loading|launching) bundle //tests:stale_wrp",
                      proc.stderr), proc.stderr  # fmt: skip

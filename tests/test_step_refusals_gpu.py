@@ -1,13 +1,22 @@
 """On a CUDA GPU (tagged gpu): a native CUDA capture refuses what its graph would not replay,
 before Warp or the driver fail with an error that names no line: a nested graph launch, a
-host read-back, host memory in the step; each fixed program captures."""
+host read-back, host memory in the step, a live address passed as a plain wp.uint64; each
+fixed program captures, and the wp.handle one replays in C++."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 from test_capture import PROGRAMS, assert_refused, run_capture
+from wrp_testing import run_python
+
+from wrpkg.bundle import bundle
 
 LABEL = "//tests:refused_gpu_wrp"
+REPLAY = os.environ["WRP_REPLAY"]
+STALE = PROGRAMS / "stale_pointer.py"
 
 
 def capture_cuda(script, out, mode_var, mode):
@@ -64,3 +73,29 @@ def test_an_output_two_replays_disagree_on_is_refused_unless_a_tolerance_covers_
     )
     proc = capture_cuda(script, tmp_path / "tolerance", "WRP_TEST_SUM_MODE", "tolerance")
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize(
+    "mode, fragments",
+    [
+        ("mesh_uint64", ("kernel 'closest', parameter 'mesh'", "live wp.Mesh", "as wp.handle")),
+        ("array_ptr", ("kernel 'scale_raw', parameter 'address'", "live wp.array data")),
+    ],
+)
+def test_a_live_address_passed_as_uint64_is_refused_on_cuda(tmp_path, mode, fragments):
+    # A mesh id is recorded as a wp.handle unless that is turned off (test_retarget_gpu.py has it on).
+    out = tmp_path / "raw"
+    args = ["--script", str(STALE), "--device", "cuda", "--mode", "gpu", "--out-dir", str(out)]
+    args += ["--stem", "sim", "--label", LABEL, "--no-relocate-uint64-mesh-ids"]
+    proc = run_python("-m", "wrpkg.capture", *args, env_extra={"WRP_TEST_STALE_MODE": mode})
+    assert_refused(proc, out, LABEL, *fragments)
+
+
+def test_the_wp_handle_program_captures_and_replays_in_cpp(tmp_path):
+    raw = tmp_path / "raw"
+    proc = capture_cuda(STALE, raw, "WRP_TEST_STALE_MODE", "handle")
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "handle_wrp"
+    bundle(raw, "sim", "handle_wrp", LABEL, out, out.with_suffix(".tar"), out.with_suffix(".sha256"))
+    proc = subprocess.run([REPLAY, "--bundle", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "FAIL" not in proc.stdout, proc.stdout + proc.stderr
