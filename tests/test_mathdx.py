@@ -75,8 +75,8 @@ def test_bundle_holds_warps_per_sm_linked_cubin_and_no_ptx(bundle):
     modules = {m["name"]: m for m in manifest["modules"]}
     linked, plain = modules["tile_matmul"], modules["plain_kernels"]
     assert [s["arch"] for s in linked["sass"]] == ["sm_90"]
-    assert linked["ptx"] is None and linked["source"] is None
-    assert plain["ptx"] is not None and plain["source"] is not None
+    assert linked["ptx"] is None and linked["source"] is None and linked["no_ptx"] == mathdx.NO_PTX_NOTE
+    assert plain["ptx"] is not None and plain["source"] is not None and "no_ptx" not in plain
     data = (bundle / linked["binary"]).read_bytes()
     images = fatbin.parse_fatbin(data)
     assert [image.kind for image in images] == [fatbin.KIND_ELF]

@@ -357,6 +357,7 @@ class _ModulePacking:
             source=self._copy_source(raw_record, source_name) if source_name else None,
             sass=artifacts.sass,
             ptx=artifacts.ptx,
+            no_ptx=mathdx.NO_PTX_NOTE if mathdx.is_linked(raw_record) else None,
         )
 
     def _copy_source(self, raw_record, source_name: str) -> str:

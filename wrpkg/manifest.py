@@ -70,6 +70,9 @@ class ModuleEntry:
     source: str | None  # path of the retained .cu (CUDA), else None
     sass: list[SassEntry] = field(default_factory=list)
     ptx: PtxEntry | None = None
+    # Why the module has no PTX and no source, when that is by nature: a MathDx module (wrpkg.mathdx)
+    # is linked per SM. Written only when set, so other manifests keep their bytes.
+    no_ptx: str | None = None
 
 
 @dataclass
@@ -260,6 +263,9 @@ def to_dict(manifest: Manifest) -> dict:
     data = asdict(manifest)
     for key in _TEST_FIELDS:
         del data[key]
+    for module in data["modules"]:
+        if module["no_ptx"] is None:
+            del module["no_ptx"]
     return data
 
 
@@ -562,6 +568,8 @@ def _check_manifest_fields(raw: dict, path) -> None:
         module_hashes.add(item["hash"])
         require_listed(f.relpath(item, "binary", p), p + "binary")
         f.string(item, "binary_kind", p)
+        if "no_ptx" in item:
+            f.string(item, "no_ptx", p)
         source = f.relpath(item, "source", p, nullable=True)
         if source is not None:
             require_listed(source, p + "source")
@@ -673,6 +681,7 @@ def from_json_bytes(
                     source=m["source"],
                     sass=[SassEntry(**s) for s in m["sass"]],
                     ptx=None if ptx is None else PtxEntry(**ptx),
+                    no_ptx=m.get("no_ptx"),
                 )
             )
         manifest = Manifest(
