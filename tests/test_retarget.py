@@ -90,6 +90,7 @@ REFUSALS = {
     "refuse_lean_max_blocks.py": "with max_blocks and grid_stride=False",
     "refuse_cluster.py": "(cluster_dim > 1)",
     "refuse_deterministic.py": "(deterministic mode 1)",
+    "refuse_generic_in_step.py": "(Warp module 'refuse_generic_in_step' changed during step()",
 }
 
 

@@ -162,3 +162,17 @@ def test_a_retargeted_capture_names_kernels_whose_cpu_result_is_no_cuda_golden(t
     )
     assert by_kernel["total"]["where"].startswith("cpu_golden_caveats.py:")
     assert "may not match a GPU replay" in proc.stderr and "//rules:gpu_goldens" in proc.stderr
+
+
+@pytest.mark.parametrize("capture_mode", CAPTURE_MODES)
+def test_two_overloads_of_one_generic_kernel_are_refused_naming_the_line(tmp_path, capture_mode):
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "generic_two_overloads.py", out, "WRP_TEST_UNUSED", "", capture_mode)
+    assert_refused(
+        proc,
+        out,
+        "a second overload of the generic kernel 'cube'",
+        "generic_two_overloads.py:",
+        "wp.launch(cube, dim=N, inputs=[a64], device=device)",
+        "one @wp.kernel per dtype",
+    )

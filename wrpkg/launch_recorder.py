@@ -126,6 +126,29 @@ class LaunchRecorder:
         """A context active while the step runs, inside the hooks."""
         return contextlib.nullcontext()
 
+    def _check_one_overload_per_key(self, apic, kernel, module_exec) -> None:
+        """Refuses a launch of a generic kernel's second overload from a module whose first
+        overload the step launched already. APIC records a kernel by (module, key) and keeps the
+        first entry (warp/_src/apic/capture.py, _collect_metadata), so the replay would run the
+        first overload's code for both launches: seen on the CPU, a float64 launch of a kernel
+        whose float32 overload ran first left its output unchanged."""
+        if module_exec is None or self.guard is None:
+            return
+        recorded = warp_internals.apic_collected_kernel(apic, module_exec, kernel.key)
+        name = module_exec.get_kernel_mangled_name(kernel)
+        if recorded is None or recorded["forward_name"] in (
+            f"{name}_cuda_kernel_forward",
+            f"{name}_cpu_forward",
+        ):
+            return
+        raise self.guard.refuse_at_caller(
+            f"step() launches a second overload of the generic kernel '{kernel.key}' (module "
+            f"'{kernel.module.name}') {{where}}. Warp's APIC records a kernel by its key within its module, "
+            "so the saved graph would run the first overload's code for this launch too.",
+            fix=f"give each overload its own kernel (e.g. one @wp.kernel per dtype instead of '{kernel.key}' "
+            "with typing.Any), or launch one overload of it per capture",
+        )
+
     def _packing_patches(self) -> list[tuple[object, str, object]]:
         APICapture = warp_internals.apic_capture_class()  # noqa: N806 - Warp's class
 
@@ -143,10 +166,12 @@ class LaunchRecorder:
             current_kernel.append(str(kernel.key))
             as_handle.append([])
             try:
-                return original_build(self, kernel, *args, **kwargs)
+                info = original_build(self, kernel, *args, **kwargs)
             finally:
                 current_kernel.pop()
                 as_handle.pop()
+            recorder._check_one_overload_per_key(self, kernel, args[0] if args else kwargs.get("module_exec"))
+            return info
 
         def live_mesh_id(original_value, packed_value) -> int:
             """The mesh id a uint64 argument holds, as APIC's handle walker reads it; 0 when none."""

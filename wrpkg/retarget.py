@@ -418,6 +418,7 @@ def retarget(
             where,
         )
     allowed = (wrpformat.KernelLaunch, wrpformat.MemcpyD2D, wrpformat.Memset, wrpformat.Memtile)
+    module_states: dict[int, tuple[str, LaunchCall]] = {}  # Python module -> its first CPU module hash
     for index, op in enumerate(ops):
         if not isinstance(op, allowed):
             name = wrpformat.op_type_name(int(op.op_type))
@@ -434,6 +435,22 @@ def retarget(
                     f"the launch of '{op.kernel_key}' (its CPU record has bounds {tuple(op.shape)}/{op.size}, "
                     f"the call gives {call.cpu_shape}/{call.cpu_size})",
                     call.where,
+                )
+            # A module whose content changed during the step (a generic kernel's overload, or a
+            # kernel, first built by a launch of the step) is two modules on the GPU, one per state;
+            # its CUDA modules are generated below from its final state only, so the launches made
+            # before the change would run code of another module: a silently wrong bundle.
+            first = module_states.setdefault(id(call.kernel.module), (op.module_hash, call))
+            if first[0] != op.module_hash:
+                raise recorder.refuse(
+                    f"the launch of '{op.kernel_key}' (Warp module '{call.kernel.module.name}' changed during "
+                    f"step(): it was built again after the launch of '{first[1].kernel.key}' at {first[1].where}, "
+                    "e.g. for a generic kernel's new overload, and a GPU would run the two launches from two "
+                    "modules)",
+                    call.where,
+                    fix="make the module complete before the capture: launch each overload of a generic "
+                    "kernel (and each kernel) once in build(), or declare its overloads with wp.overload; "
+                    'or capture on a GPU (capture_mode = "gpu")',
                 )
 
     # The CPU objects are replaced by the CUDA modules.

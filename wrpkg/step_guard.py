@@ -91,6 +91,13 @@ class StepGuard:
         if self.refusals:
             raise self.refusals[0]
 
+    def refuse_at_caller(self, message: str, fix: str) -> StepRefusal:
+        """A refusal whose `message` has "{where}" replaced by the script line that called into Warp."""
+        import warp  # noqa: PLC0415 - Warp is imported lazily
+
+        skip = (os.path.dirname(os.path.abspath(warp.__file__)) + os.sep, _WRPKG_DIR)
+        return self._refuse(message.replace("{where}", _where(_caller_outside(skip))), fix)
+
     def _refuse(self, message: str, fix: str) -> StepRefusal:
         refusal = StepRefusal(f"{self.target}: {message}", fix=fix)
         self.refusals.append(refusal)

@@ -58,7 +58,10 @@ ASSUMPTIONS = (
     ("build", "init_kernel_cache", None),
     ("codegen", "_escape_line_directive_filename", None),
     ("codegen", "Adjoint.get_references", ("adj",)),
-    ("apic.capture", "APICapture.build_launch_info", ("self", "kernel")),
+    ("apic.capture", "APICapture.build_launch_info", ("self", "kernel", "module_exec")),
+    ("apic.capture", "APICapture._hash_to_str", None),
+    ("apic.capture", "APICapture._collect_metadata", ("self", "kernel", "module_exec")),
+    ("context", "ModuleExec.get_kernel_mangled_name", ("self", "kernel")),
     (
         "apic.capture",
         "APICapture._pack_param_record",
@@ -128,6 +131,13 @@ def forward_code(kernel) -> list[str]:
             overloads = getattr(func, "user_overloads", None) or {}
             pending += [getattr(f, "adj", None) for f in overloads.values()] or [getattr(func, "adj", None)]
     return lines
+
+
+def apic_collected_kernel(apic, module_exec, kernel_key: str) -> dict | None:
+    """The kernel record APIC keeps for `kernel_key` in the module of `module_exec` (its
+    `collected_kernels`, keyed by (module hash text, key)), or None before the first launch."""
+    module_hash = apic_capture_class()._hash_to_str(module_exec.module_hash)
+    return apic.collected_kernels.get((module_hash, kernel_key))
 
 
 def _resolve(module: str, dotted: str):
