@@ -42,6 +42,23 @@ PROGRAMS = {
     # saved initial state differs; the retargeted capture says so (capture.json).
     CAPTURE / "build_kernel_state.py": {"identical": False, "cpu_goldens_hold": True},
 }
+# The corpus (tests/programs_corpus/, docs/capture-verdicts.md): where the GPU rounds differently
+# from the CPU and the program declares no tolerance, its CPU goldens do not hold.
+_CORPUS_CPU_GOLDENS_DIFFER = {
+    "saxpy",
+    "struct_param",
+    "two_modules",
+    "transforms",
+    "integrate_loop",
+    "mesh_plane",
+}
+PROGRAMS.update(
+    {
+        script: {"identical": True, "cpu_goldens_hold": script.stem not in _CORPUS_CPU_GOLDENS_DIFFER}
+        for script in sorted((REPO / "tests" / "programs_corpus").glob("*.py"))
+        if script.stem != "corpus_helpers"
+    }
+)
 
 
 def _env():
