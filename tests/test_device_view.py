@@ -1,6 +1,6 @@
 """wrpkg.fatbin and wrpkg.load.device_view on a multi-arch CUDA bundle built here by the real
 pipeline (//models:sim_recorded_wrp). No GPU needed: what the view hands Warp is checked
-byte for byte; tools/gpu/bench_all.sh loads it on a GPU."""
+byte for byte; tools/bench/bench_all.sh loads it on a GPU."""
 
 from __future__ import annotations
 

@@ -30,7 +30,9 @@ BUNDLES = {
 }
 WRPKG_BINARY = Path(os.environ["WRP_WRPKG_BINARY"]).resolve()
 
-GPU = "needs a CUDA GPU: tools/gpu/stage.sh here, then tools/gpu/verify_cuda.sh on the GPU machine"
+GPU = (
+    "needs a CUDA GPU: the gpu-tagged tests, bazel test --config=gpu //... on a GPU runner (docs/runners.md)"
+)
 ELSEWHERE = {
     "tools/dev.sh test": "CI: .ci/run runs exactly this",
     "tools/dev.sh build": "CI builds its no-GPU branch (//models:sim_cpu_wrp, a dependency of its replay "
@@ -43,27 +45,28 @@ ELSEWHERE = {
     "//tests/aarch64 builds these through a transition to //platforms:linux_aarch64 and runs them under qemu",
     "bazel build --config=aarch64 //models:sim_recorded_wrp_embedded_replay_test": "CI: "
     "//tests/aarch64:embedded_bundles_test and embedded_replay_no_gpu_aarch64",
-    "bazel build -c opt //your:app": "a placeholder target; tools/gpu/stage_bench.sh builds the benchmarks this way",
+    "bazel build -c opt //your:app": "a placeholder target; the benchmarks build this way "
+    "(bazel run -c opt //tools/bench:bench_all)",
     "pip install warp-lang==1.19.0": "on the deployment device (needs a package index): run by hand",
-    "tools/bench/report.sh /tmp/out": "draws the report from a GPU run's results (tools/gpu/bench_all.sh): run by hand",
+    "tools/bench/report.sh /tmp/out": "draws the report from a GPU run's results (tools/bench/bench_all.sh): run by hand",
     "tools/fuzz/run.sh ... --runs 1000000": "the long fuzz run (minutes per target): run by hand; "
     "//tools/fuzz:fuzz_smoke_test runs the same targets briefly in CI",
-    "tools/gpu/retarget_check.py": GPU + " (also //tests:retarget_gpu_test, tagged gpu)",
-    "tools/gpu/apic_retarget_check.sh": "needs a CUDA GPU: run by hand on the GPU machine (no Bazel)",
-    "tools/gpu/mesh_canonical_check.sh": "needs a CUDA GPU: run by hand on the GPU machine (no Bazel)",
-    "tools/gpu/mesh_id_relocation_check.py": "needs a CUDA GPU: run by hand on the GPU machine (no Bazel)",
+    "tools/gpu/one_gpu.sh": "--config=gpu's --run_under wrapper: //tests/gpu_wrapper:one_gpu_test on a described "
+    "machine, one_gpu_driver_test (tagged gpu) against the real driver",
     "tools/gpu/mathdx_native_check.py": "needs a CUDA GPU: run by hand on the GPU machine (no Bazel); "
     "also //tests:mathdx_gpu_test, tagged gpu",
     "tools/apic_corpus.py": "//tests:apic_corpus_test runs it on five programs; the whole corpus: "
-    "tools/gpu/apic_retarget_check.sh",
-    "tools/gpu/stage_bench.sh": "builds the benchmark inputs for tools/gpu/bench_all.sh on a GPU machine: run by hand",
-    "OUT=/tmp/out tools/gpu/bench_all.sh": "needs a CUDA GPU: the benchmarks, on the GPU machine after "
-    "tools/gpu/stage_bench.sh here",
-    "tools/gpu/load_rounds.sh [ROUNDS]": "needs a CUDA GPU: the load ratios with more rounds, on the GPU "
-    "machine after tools/gpu/stage_bench.sh here",
-    "tools/gpu/start_phases.sh": "needs a CUDA GPU: a C++ load's steps, on the GPU machine after "
-    "tools/gpu/stage_bench.sh here",
-    "python tools/bench/load_profile.py BUNDLE...": "tools/gpu/bench_all.sh runs it on the GPU machine "
+    "//tests:apic_corpus_gpu_test (tagged gpu)",
+    "OUT=/tmp/out bazel run -c opt //tools/bench:bench_all": "needs a CUDA GPU: the benchmarks (tools/bench/bench_all.sh), "
+    "on a GPU machine: run by hand",
+    "tools/bench/bench_all.sh": "the same benchmarks from a copy of the target's runfiles on a GPU machine: run by hand",
+    "bazel run -c opt //tools/bench:load_rounds -- [ROUNDS]": "needs a CUDA GPU: the load ratios with more rounds "
+    "(tools/bench/load_rounds.sh): run by hand",
+    "bazel run -c opt //tools/bench:start_phases": "needs a CUDA GPU: a C++ load's steps (tools/bench/start_phases.sh): "
+    "run by hand",
+    "bazel run -c opt //tools/bench:instantiate_probe": "needs a CUDA GPU: a C++ load's first replay against what ran "
+    "before it (tools/bench/instantiate_probe.sh): run by hand",
+    "python tools/bench/load_profile.py BUNDLE...": "tools/bench/bench_all.sh runs it on the GPU machine "
     "(it times wrpkg.load's steps on a CUDA bundle): run by hand",
     "python3 tools/bench/build_bench.py --out /tmp/out/build.json": "times clean and incremental builds "
     "(many minutes): run by hand",
@@ -78,9 +81,8 @@ ELSEWHERE = {
     "wrpkg verify": "//tests:validity_parity_test and bundle_test (the RUN entry runs it through Bazel)",
     "bazel test --config=gpu //...": GPU,
     "python -m wrpkg.capture ... --device cuda": GPU + " (tools/gpu/capture_cuda.sh)",
-    "tools/gpu/capture_cuda.sh": GPU,
-    "tools/gpu/stage.sh": GPU,
-    "tools/gpu/verify_cuda.sh": GPU,
+    "tools/gpu/capture_cuda.sh": "needs a CUDA GPU: re-records models/recorded/ by hand when the model changes "
+    "(//tests:recorded_capture_test says when)",
     "pip install .": "//tests:wheel_test builds the wheel from pyproject.toml, installs it and runs `wrpkg`",
     "pip install '.[cuda]'": "//tests:wheel_test (the extra's pins equal requirements.lock: test_pins_agree)",
     "tools/check_incremental.sh": "two builds with execution logs (minutes): run by hand",

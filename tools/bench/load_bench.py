@@ -2,7 +2,7 @@
 
     python tools/bench/load_bench.py --out load.json [--repeat 7] [--start-bench BIN] CASE...
 
-CASE is MODEL:ROAD:HOW:PATH, e.g. sim:sass:wrpkg:.gpucarry/sim_recorded_wrp, where HOW is
+CASE is MODEL:ROAD:HOW:PATH, e.g. sim:sass:wrpkg:models/sim_recorded_wrp, where HOW is
   stock        wp.capture_load on the .wrp (Warp's own loader; PATH a bundle or a raw capture)
   wrpkg        wrpkg.load.load (verify, arch check, per-device view when SASS fits)
   wrpkg-noview wrpkg.load.load(per_device_view=False): verify, then wp.capture_load
@@ -134,7 +134,7 @@ def main() -> int:
         type=float,
         default=0.0,
         help="seconds to wait before each fresh process (whether the previous one's GPU teardown matters: "
-        "on an H200 it did not, tools/gpu/instantiate_probe.sh)",
+        "on an H200 it did not, tools/bench/instantiate_probe.sh)",
     )
     args = parser.parse_args()
     # Bytecode first, as an installed package has it: otherwise the first round (or, where the

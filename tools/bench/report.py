@@ -2,7 +2,7 @@
 
     tools/bench/report.sh RESULTS_DIR        (installs the hash-locked matplotlib, then runs this)
 
-RESULTS_DIR holds what tools/gpu/bench_all.sh wrote on the GPU machine (machine.json,
+RESULTS_DIR holds what tools/bench/bench_all.sh wrote on the GPU machine (machine.json,
 load.json, replay_*.json, verify.json, load_profile.json) and, optionally, build.json from
 tools/bench/build_bench.py and load_profile_build_machine.json / verify_build_machine.json
 from tools/bench/load_profile.py / verify_bench run on the build machine. The JSON files are copied to docs/bench/results/ so the report
@@ -270,7 +270,7 @@ def main() -> int:
             "",
             f"Machine: {machine.get('gpu', '?')}; CPU {machine.get('cpu', '?')} ({machine.get('cores', '?')} cores); "
             f"Warp {machine.get('warp', '?')}, Python {machine.get('python', '?')}. "
-            "Everything in one table was measured side by side in the same run (`tools/gpu/bench_all.sh`); "
+            "Everything in one table was measured side by side in the same run (`tools/bench/bench_all.sh`); "
             "C++ built with `-c opt`. Raw numbers: [results/](results/).",
             "",
             "![load per road](load_roads.png)",
@@ -286,7 +286,7 @@ def main() -> int:
             "# Benchmark report",
             "",
             "No GPU results yet: the sections below were measured on the build machine. Run "
-            "`tools/gpu/bench_all.sh` on a GPU machine and `tools/bench/report.sh` on its output "
+            "`tools/bench/bench_all.sh` on a GPU machine and `tools/bench/report.sh` on its output "
             "(docs/benchmarks.md). Raw numbers: [results/](results/).",
         ]
     for what, value, target, spread in rows:

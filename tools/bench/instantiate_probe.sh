@@ -9,19 +9,21 @@
 # kind's instantiate times and medians. And start_bench --spin-ms 1000: its core kept busy for a second
 # before the load, as a Python program's imports and Warp init keep it (a young process's core may not have
 # sped up yet). CPP_ONLY=1 leaves out the kinds that need Python processes.
-#   tools/gpu/instantiate_probe.sh [ROUNDS] [PAUSE_S]
+# Inputs as bench_all.sh's (bench_env.sh).
+#   bazel run -c opt //tools/bench:instantiate_probe -- [ROUNDS] [PAUSE_S]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-export PYTHONPATH=/tmp/wrp-site:$PWD LD_LIBRARY_PATH=/tmp/wrp-site/warp/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-python3 - "${1:-9}" "${2:-1.0}" "${CPP_ONLY:-0}" <<'PY'
+r=$0.runfiles/rules_warp
+if [ -d "$r" ]; then cd "$r"; else cd "$(dirname "$0")/../.."; fi
+source tools/bench/bench_env.sh
+"$py" - "${1:-9}" "${2:-1.0}" "${CPP_ONLY:-0}" <<'PY'
 import json, os, statistics, subprocess, sys, time
 rounds, pause, cpp_only = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3] == "1"
 tunables = "glibc.malloc.mmap_threshold=67108864:glibc.malloc.trim_threshold=268435456:glibc.malloc.top_pad=67108864"
-bundle = ".gpubench/cloth_wrp"
+bundle = "models/cloth_wrp"
 python_load = ("import warp as wp, wrpkg.load; wp.config.quiet = True; wp.init(); "
                f"g, _ = wrpkg.load.load('{bundle}', 'cuda:0'); wp.capture_launch(g); wp.synchronize()")
 def cpp(env=None, flags=()):
-    out = subprocess.run([".gpubench/start_bench", "--bundle", bundle, *flags], check=True, capture_output=True,
+    out = subprocess.run(["tools/bench/start_bench", "--bundle", bundle, *flags], check=True, capture_output=True,
                          text=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])["instantiate_ms"]
 kinds = {"after C++": [], "C++, malloc tunables": [], "C++, core busy 1 s first": [], "right after Python": [], f"after Python + {pause} s": []}

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Every runtime benchmark, in one run on a GPU machine, results as JSON in $OUT (then, on any machine:
-# tools/bench/report.sh $OUT draws docs/bench/REPORT.md and its plots). Needs warp importable from
-# /tmp/wrp-site (../shared/gpu) and .gpubench/ from tools/gpu/stage_bench.sh. About 4-5 minutes on an H200:
+# tools/bench/report.sh $OUT draws docs/bench/REPORT.md and its plots). About 4-5 minutes on an H200:
 # every load road in 7 fresh processes each, replay benches sized to a few seconds of GPU time each.
-#   tools/gpu/bench_all.sh            # REPEAT=7 (the least that gives a median of fresh processes)
-#   FULL=1 tools/gpu/bench_all.sh     # also wrpkg.load without the per-device view (about 1 more minute)
+#   bazel run -c opt //tools/bench:bench_all               # REPEAT=7 (the least that gives a median of fresh processes)
+#   FULL=1 bazel run -c opt //tools/bench:bench_all        # also wrpkg.load without the per-device view (1 more minute)
+# Its inputs (the bundles, -c opt binaries, Python sources) are the target's runfiles; on a GPU machine
+# without Bazel, run it from a copy of them (docs/benchmarks.md). Checks are not run here: the roads'
+# loads and replays are //tests:loads_gpu_test and the replay tests (bazel test --config=gpu //...).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-c=.gpubench
+r=$0.runfiles/rules_warp
+if [ -d "$r" ]; then cd "$r"; else cd "$(dirname "$0")/../.."; fi
+source tools/bench/bench_env.sh
 out=${OUT:-/tmp/wrp-bench}
 repeat=${REPEAT:-7}
 full=${FULL:-0}
@@ -15,15 +18,13 @@ work=$(mktemp -d)
 # Results gather here and reach $OUT as one results.tar: the device tool returns at most 8 files.
 res=$work/results
 mkdir -p "$out" "$res"
-export PYTHONPATH=/tmp/wrp-site:$PWD PYTHONUNBUFFERED=1
-export LD_LIBRARY_PATH=/tmp/wrp-site/warp/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 status=0
 step() { echo; echo "== $* ($(date -u +%H:%M:%S))"; }
 check() { "$@" || { echo "!! FAILED: $*"; status=1; }; }
 started=$(date +%s)
 
 step "machine"
-python3 - "$res/machine.json" <<'PY'
+"$py" - "$res/machine.json" <<'PY'
 import json, os, platform, subprocess, sys
 gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,compute_cap,memory.total",
                       "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
@@ -37,7 +38,7 @@ print(info)
 PY
 
 step "capture models/cloth.py on this GPU (Warp's own single-arch .wrp; raw capture returned for recording)"
-check python3 -m wrpkg.capture --script models/cloth.py --device cuda --out-dir "$work/cloth_cuda" --stem cloth \
+check "$py" -m wrpkg.capture --script models/cloth.py --device cuda --out-dir "$work/cloth_cuda" --stem cloth \
   --label //models:cloth_wrp
 tar -C "$work" -cf "$res/cloth_cuda_capture.tar" cloth_cuda
 sha256sum models/cloth.py models/cloth_kernels.py models/cloth_tiles.py > "$res/cloth_cuda_sm90.sources.sha256"
@@ -50,59 +51,41 @@ sass_hows=(stock wrpkg cpp cpp-noview cpp-cold-runtime)
 [ "$full" = 1 ] && sass_hows+=(wrpkg-noview)
 cases=(
   sim:native:stock:models/recorded/sim_cuda_sm90
-  sim:ptx:stock:$c/sim_ptx_only_wrp
-  sim:source:stock:$c/sim_source_only_wrp
+  sim:ptx:stock:tests/gpu/sim_ptx_only_wrp
+  sim:source:stock:tests/gpu/sim_source_only_wrp
   cloth:native:stock:$work/cloth_cuda
   cloth:source:stock:$work/cloth_source_fallback
-  cloth:ptx:stock:$c/cloth_ptx_only_wrp
+  cloth:ptx:stock:models/cloth_ptx_only_wrp
 )
 for how in "${sass_hows[@]}"; do
-  cases+=(sim:sass:$how:$c/sim_recorded_wrp cloth:sass:$how:$c/cloth_wrp)
+  cases+=(sim:sass:$how:models/sim_recorded_wrp cloth:sass:$how:models/cloth_wrp)
 done
 present=()
 for case in "${cases[@]}"; do
-  if [ -e "${case#*:*:*:}" ]; then present+=("$case"); else echo "!! skipped $case: not staged"; status=1; fi
+  if [ -e "${case#*:*:*:}" ]; then present+=("$case"); else echo "!! skipped $case: not there"; status=1; fi
 done
 cases=("${present[@]}")
 step "cold loads, every road, fresh processes, $repeat rounds interleaved"
-check python3 tools/bench/load_bench.py --out "$res/load.json" --repeat "$repeat" --start-bench $c/start_bench "${cases[@]}"
+check "$py" tools/bench/load_bench.py --out "$res/load.json" --repeat "$repeat" --start-bench tools/bench/start_bench \
+  "${cases[@]}"
 
 step "wrpkg.load's own steps before Warp's call, on this machine's CPU (fresh processes)"
-profiled=("$c/sim_recorded_wrp")
-[ -d "$c/cloth_wrp" ] && profiled+=("$c/cloth_wrp")
-python3 tools/bench/load_profile.py --repeat "$repeat" "${profiled[@]}" | tee "$work/load_profile.txt" || status=1
+"$py" tools/bench/load_profile.py --repeat "$repeat" models/sim_recorded_wrp models/cloth_wrp | tee "$work/load_profile.txt" || status=1
 tail -1 "$work/load_profile.txt" > "$res/load_profile.json"
 
 step "replay throughput and host time per launch (medians of many rounds)"
-for model in sim cloth; do
-  bundle=$c/${model}_recorded_wrp
-  [ -d "$bundle" ] || bundle=$c/${model}_wrp
-  [ -d "$bundle" ] || bundle=""
-  python_input=${bundle:-$work/cloth_cuda}
-  python3 tools/bench/python_replay_bench.py "$python_input" | tee "$work/py_$model.txt" || status=1
+for model_bundle in sim:models/sim_recorded_wrp cloth:models/cloth_wrp; do
+  model=${model_bundle%%:*}
+  bundle=${model_bundle#*:}
+  "$py" tools/bench/python_replay_bench.py "$bundle" | tee "$work/py_$model.txt" || status=1
   tail -1 "$work/py_$model.txt" > "$res/replay_python_$model.json"
-  if [ -n "$bundle" ]; then
-    $c/replay_bench --bundle "$bundle" | tee "$work/cpp_$model.txt" || status=1
-    tail -1 "$work/cpp_$model.txt" > "$res/replay_cpp_$model.json"
-  fi
+  tools/bench/replay_bench --bundle "$bundle" | tee "$work/cpp_$model.txt" || status=1
+  tail -1 "$work/cpp_$model.txt" > "$res/replay_cpp_$model.json"
 done
 
 step "C++ verification speed on this machine's CPU (-c opt)"
-bundles=()
-for b in $c/*_wrp; do bundles+=("$b"); done
-$c/verify_bench "${bundles[@]}" | tee "$res/verify.json" || status=1
-
-step "the per-device view replays bit-exactly (golden outputs), Python and C++; stock wp.capture_load too"
-for b in $c/*_recorded_wrp; do
-  check python3 tools/gpu/replay_check.py "$b"
-  check python3 tools/gpu/replay_check.py "$b" --stock
-  check $c/replay --bundle "$b"
-done
-step "the retargeted cloth bundle (CPU goldens) replays on the GPU within its declared tolerances"
-if [ -d "$c/cloth_wrp" ]; then
-  check python3 tools/gpu/replay_check.py "$c/cloth_wrp"
-  check $c/replay --bundle "$c/cloth_wrp"
-fi
+tools/bench/verify_bench models/cloth_ptx_only_wrp models/cloth_wrp models/sim_recorded_wrp \
+  tests/gpu/sim_ptx_only_wrp tests/gpu/sim_source_only_wrp | tee "$res/verify.json" || status=1
 
 # One file to fetch: every result, console log aside.
 tar -C "$res" -cf "$out/results.tar" .

@@ -1,23 +1,22 @@
 #!/usr/bin/env bash
-# Where a cold C++ load's time goes, on a GPU machine: tools/bench:start_bench (-c opt, staged in .gpubench/ by
-# tools/gpu/stage_bench.sh) in fresh processes: as a program loads (the CUDA runtime started in the context
-# phase), with the runtime cold (--cold-runtime), and with every file verified at open (--verify-all, what
+# Where a cold C++ load's time goes, on a GPU machine: tools/bench:start_bench (-c opt) in fresh processes:
+# as a program loads (the CUDA runtime started in the context phase), with the runtime cold (--cold-runtime), and with every file verified at open (--verify-all, what
 # opening cost before loads verified only what they use); medians of each of wrp::Graph::Load's steps
 # (LoadOptions::phases: "device view" reads the .wrp and one image per module, "warp load" is Warp's call,
-# "hash wait" the rest of the .wrp's hash after it). Needs warp.so on LD_LIBRARY_PATH (/tmp/wrp-site,
-# ../shared/gpu).
-#   tools/gpu/start_phases.sh [ROUNDS]
+# "hash wait" the rest of the .wrp's hash after it). Inputs as bench_all.sh's (bench_env.sh).
+#   bazel run -c opt //tools/bench:start_phases -- [ROUNDS]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-export LD_LIBRARY_PATH=/tmp/wrp-site/warp/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-python3 - "${1:-7}" <<'PY'
+r=$0.runfiles/rules_warp
+if [ -d "$r" ]; then cd "$r"; else cd "$(dirname "$0")/../.."; fi
+source tools/bench/bench_env.sh
+"$py" - "${1:-7}" <<'PY'
 import json, statistics, subprocess, sys
 rounds = int(sys.argv[1])
-for bundle in (".gpubench/sim_recorded_wrp", ".gpubench/cloth_wrp"):
+for bundle in ("models/sim_recorded_wrp", "models/cloth_wrp"):
     for flags in ([], ["--cold-runtime"], ["--verify-all"]):
         runs = []
         for _ in range(rounds):
-            out = subprocess.run([".gpubench/start_bench", "--bundle", bundle, *flags], check=True,
+            out = subprocess.run(["tools/bench/start_bench", "--bundle", bundle, *flags], check=True,
                                  capture_output=True, text=True).stdout
             runs.append(json.loads(out.strip().splitlines()[-1]))
         med = lambda key: statistics.median(r[key] for r in runs)
