@@ -139,7 +139,8 @@ def main() -> int:
     args = parser.parse_args()
     # Bytecode first, as an installed package has it: otherwise the first round (or, where the
     # tree cannot be written, every round) compiles wrpkg's sources.
-    root = Path(__file__).resolve().parents[2]
+    # The tree the children import: under `bazel run`, the runfiles (not the sources they link to).
+    root = Path(__file__).absolute().parents[2]
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "wrpkg")], check=False)
     cases = []
     for text in args.cases:

@@ -73,7 +73,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--sm", type=int, default=90)
     args = parser.parse_args()
-    root = Path(__file__).resolve().parents[2]
+    # The tree the children import: under `bazel run`, the runfiles (not the sources they link to).
+    root = Path(__file__).absolute().parents[2]
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "wrpkg")], check=True)
     results = {}
     for bundle in args.bundles:
