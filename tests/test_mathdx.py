@@ -91,6 +91,9 @@ def test_inspect_names_the_linked_module(bundle):
     linked = {m["name"]: m["linked"] for m in summary["modules"]}
     assert linked == {"tile_matmul": mathdx.NO_PTX_NOTE, "plain_kernels": None}
     assert f"[{mathdx.NO_PTX_NOTE}]" in inspection.render_text(summary)
+    # The bundle as a whole: PTX only where every module has it (none here), and why not.
+    text = inspection.render_bundle_text(inspection.summarize_bundle(bundle))
+    assert f"PTX: none\n  tile_matmul: {mathdx.NO_PTX_NOTE}\n" in text, text
 
 
 def test_compile_without_the_script_serves_only_the_capture_sm(tmp_path):

@@ -270,6 +270,7 @@ def render_bundle_text(b: dict) -> str:
             else "none"
         )
         code = [f"SASS: {sass} (NVRTC {b['sass_nvrtc']})", f"PTX: {ptx}"]
+        code += [f"  {name}: {why}" for name, why in sorted(b.get("no_ptx", {}).items())]
         code.append(
             "CUDA source: kept (Warp compiles it on a GPU that no SASS or PTX fits)"
             if b["source_kept"]

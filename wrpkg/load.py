@@ -364,6 +364,8 @@ class Bundle:
             "ptx_nvrtc": manifest.toolchain.nvrtc_ptx,
             "ptx_min_driver": manifest.ptx_min_driver if ptx_archs else None,
             "source_kept": manifest.has_source_fallback(),
+            # Modules that have no PTX and no source by nature (MathDx, wrpkg.mathdx): module -> why.
+            "no_ptx": {m.name: m.no_ptx for m in manifest.modules if m.no_ptx},
             "bindings": [
                 {"name": b.name, "direction": b.direction, "bytes": b.bytes, **binding_layout(asdict(b))}
                 for b in manifest.bindings
