@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/test_util.h"
@@ -58,17 +59,33 @@ TEST(Sha256Test, IncrementalEqualsOneShot) {
   }
 }
 
-// The SHA-NI engine (when this CPU has it) and the portable one agree on every length up to a few blocks,
-// fed whole and in pieces that straddle block boundaries.
-TEST(Sha256Test, HardwareEqualsPortable) {
+// Fed in two pieces split anywhere (across block boundaries), every length up to a few blocks gives the
+// one-shot digest.
+TEST(Sha256Test, SplitAnywhereEqualsOneShot) {
   std::vector<uint8_t> bytes = Pattern(4099);
+  EXPECT_EQ(wrp::Sha256::HexDigest(bytes.data(), bytes.size()),
+            "5bfe486adf0afd901e2fb5cc72f10fa382239697a82f04e2e8de9b3d789b5771");  // Python's hashlib
   for (size_t size = 0; size <= bytes.size(); size += (size < 300 ? 1 : 97)) {
-    wrp::Sha256 portable(wrp::Sha256::Engine::kPortable);
-    portable.Update(bytes.data(), size);
-    wrp::Sha256 automatic;
-    size_t half = size / 3;
-    automatic.Update(bytes.data(), half);
-    automatic.Update(bytes.data() + half, size - half);
-    EXPECT_EQ(wrp::Sha256::ToHex(automatic.Final()), wrp::Sha256::ToHex(portable.Final()));
+    wrp::Sha256 split;
+    size_t third = size / 3;
+    split.Update(bytes.data(), third);
+    split.Update(bytes.data() + third, size - third);
+    EXPECT_EQ(wrp::Sha256::ToHex(split.Final()), wrp::Sha256::HexDigest(bytes.data(), size)) << size;
+  }
+}
+
+// Bundle files are hashed on several threads at once (bundle.cc), each with its own OpenSSL context.
+TEST(Sha256Test, ThreadsHashAtOnce) {
+  std::vector<uint8_t> bytes(8 << 20);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(i * 2654435761u >> 24);
+  std::vector<std::string> digests(4);
+  std::vector<std::thread> threads;
+  for (std::string& digest : digests) {
+    threads.emplace_back([&bytes, &digest] { digest = wrp::Sha256::HexDigest(bytes.data(), bytes.size()); });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const std::string& digest : digests) {
+    EXPECT_EQ(digest,
+              "b3773b942d6b4ae262c3eb4f33d9edfaae9dffcb28b9f1e8d3fcce6bd5a1eac3");  // Python's hashlib
   }
 }

@@ -36,6 +36,24 @@ DEBIAN_PACKAGES = {
         sha256 = "927be72067517da503b6538026d451455c9e860f5dbfe237f792543db7d5a928",
         build_file = "//third_party/debian:googletest.BUILD",
     ),
+    # OpenSSL's libcrypto (libssl-dev's static libcrypto.a and headers), one build of one version
+    # for each target CPU: the runtime's SHA-256 (runtime/sha256.cc, EVP). Linked statically, so
+    # deploy binaries need no libcrypto.so.3 on the target; the aarch64 build asks glibc for
+    # nothing newer than GLIBC_2.34 (tests/aarch64:abi_floor_test). Debian drops a point
+    # release's build from the pool some time after the next: then move both pins to the
+    # current bookworm build together (the wheelhouse keeps serving the old one offline).
+    "wrp_openssl_amd64": struct(
+        file = "libssl-dev_3.0.20-1~deb12u2_amd64.deb",
+        pool = "main/o/openssl",
+        sha256 = "43ef5c109056b1507a0972631ee8292e727029aeda1516b4672cb041730ae3af",
+        build_file = "//third_party/debian:openssl.BUILD",
+    ),
+    "wrp_openssl_arm64": struct(
+        file = "libssl-dev_3.0.20-1~deb12u2_arm64.deb",
+        pool = "main/o/openssl",
+        sha256 = "c6941a83bebd83d2a1cd2db56418062d8f48b3200786aacafa194b75a93a3702",
+        build_file = "//third_party/debian:openssl.BUILD",
+    ),
 }
 
 _MIRRORS = ["https://deb.debian.org/debian/pool", "http://deb.debian.org/debian/pool"]

@@ -4,7 +4,8 @@
 # manifest_fuzz, its <name>.tar for ustar_fuzz and bundle_fuzz, and for directory_fuzz (hostile manifest.json
 # and golden.json in a copy of the bundle directory) the two manifests joined by a NUL byte.
 #
-#   tools/fuzz/run.sh --seed-dir BUNDLE_DIR --seed-tar BUNDLE.tar (--seconds N | --runs N) [--work DIR]
+#   tools/fuzz/run.sh --seed-dir BUNDLE_DIR --seed-tar BUNDLE.tar --include-root-of HEADER... --link LIB...
+#     (--seconds N | --runs N) [--work DIR]
 #
 # The short run (a few seconds a target) is //tools/fuzz:fuzz_smoke_test. The long run, e.g. at least a
 # million executions of each target:
@@ -14,11 +15,14 @@
 #     --include-root-of "$(bazel info output_base)/external/wrp_nlohmann_json/usr/include/nlohmann/json.hpp" \
 #     --include-root-of "$(bazel info output_base)/external/wrp_valijson/usr/include/valijson/validator.hpp" \
 #     --include-root-of bazel-bin/runtime/manifest_schemas.h \
+#     --include-root-of "$(bazel info output_base)/external/wrp_openssl_amd64/usr/include/openssl/evp.h" \
+#     --include-root-of "$(bazel info output_base)/external/wrp_openssl_amd64/usr/include/x86_64-linux-gnu/openssl/configuration.h" \
+#     --link "$(bazel info output_base)/external/wrp_openssl_amd64/usr/lib/x86_64-linux-gnu/libcrypto.a" \
 #     --runs 1000000 --work /tmp/wrp-fuzz
 # A finding leaves crash-* (the input) in the work dir and exits non-zero.
 set -euo pipefail
 
-seconds="" runs="" seed_dir="" seed_tar="" work="" include_roots=()
+seconds="" runs="" seed_dir="" seed_tar="" work="" include_roots=() libs=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
@@ -29,11 +33,13 @@ while [ $# -gt 0 ]; do
     # The include root two levels above a header: nlohmann/json.hpp, valijson/validator.hpp, and (outside
     # Bazel) the generated runtime/manifest_schemas.h in bazel-bin.
     --include-root-of) include_roots+=("$(cd "$(dirname "$2")/.." && pwd)"); shift 2 ;;
+    # A static library the runtime's sources need: OpenSSL's libcrypto.a (runtime/sha256.cc).
+    --link) libs+=("$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"); shift 2 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 if [ -z "$seed_dir" ] || [ -z "$seed_tar" ] || [ "${#include_roots[@]}" -eq 0 ] || { [ -z "$seconds" ] && [ -z "$runs" ]; }; then
-  echo "usage: run.sh --seed-dir BUNDLE_DIR --seed-tar BUNDLE.tar --include-root-of HEADER... (--seconds N | --runs N) [--work DIR]" >&2
+  echo "usage: run.sh --seed-dir BUNDLE_DIR --seed-tar BUNDLE.tar --include-root-of HEADER... --link LIB... (--seconds N | --runs N) [--work DIR]" >&2
   exit 2
 fi
 here=$(cd "$(dirname "$0")" && pwd)
@@ -59,7 +65,7 @@ for src in buffer bundle json manifest sha256 ustar; do
 done
 wait
 for target in manifest_fuzz ustar_fuzz bundle_fuzz directory_fuzz; do
-  "$clangxx" "${flags[@]}" -fsanitize=fuzzer "$here/$target.cc" "${objs[@]}" -o "$work/$target" &
+  "$clangxx" "${flags[@]}" -fsanitize=fuzzer "$here/$target.cc" "${objs[@]}" "${libs[@]}" -ldl -pthread -o "$work/$target" &
 done
 wait
 
