@@ -18,7 +18,7 @@ import pytest
 
 import wrpkg
 from wrpkg.errors import ArchMismatchError, VerifyError
-from wrpkg.load import Bundle, prepare_cuda_load
+from wrpkg.load import Bundle, load, prepare_cuda_load
 
 CPU_BUNDLE = Path(os.environ["WRP_CPU_BUNDLE"])
 CPU_HASH = Path(os.environ["WRP_CPU_BUNDLE_HASH"])
@@ -279,3 +279,63 @@ def test_a_cuda_load_hands_warp_the_view_of_the_held_bytes():
     assert bytes(view.wrp) != held  # the module digests were patched, in a copy
     assert bytes(bundle.file(bundle.manifest.wrp)) == held == (CUDA_BUNDLE / bundle.manifest.wrp).read_bytes()
     view.verify()
+
+
+# --- on a GPU: //tests:bundle_api_gpu_test (tagged gpu) sets these; here they are skipped ------------
+
+CUDA_DEVICE = os.environ.get("WRP_BUNDLE_API_CUDA_DEVICE")
+# The recorded H200 capture's bundles that leave an sm_90 GPU one road each: SASS, PTX JIT, source.
+ROAD_BUNDLES = [Path(p) for p in os.environ.get("WRP_ROAD_BUNDLES", "").split()]
+on_a_gpu = pytest.mark.skipif(CUDA_DEVICE is None, reason="needs a CUDA GPU: //tests:bundle_api_gpu_test")
+
+
+def replays_within_tolerance(wp, graph, bundle: Bundle) -> None:
+    """One launch of `graph` on the GPU gives every golden output of `bundle` within its tolerance."""
+    from wrpkg.golden import compare, golden_tolerance
+
+    wp.capture_launch(graph)
+    wp.synchronize_device(CUDA_DEVICE)
+    dtypes = {b.name: b.dtype for b in bundle.manifest.bindings}
+    for golden in bundle.manifest.golden:
+        buffer = wp.empty(golden.bytes, dtype=wp.uint8, device=CUDA_DEVICE)
+        graph.get_param(golden.name, buffer)
+        verdict = compare(
+            bytes(bundle.file(golden.file)),
+            buffer.numpy().tobytes(),
+            golden_tolerance(golden),
+            dtypes.get(golden.name),
+        )
+        assert verdict.match, f"{golden.name}: {verdict.detail}"
+
+
+@on_a_gpu
+@pytest.mark.parametrize("path", ROAD_BUNDLES, ids=[p.name for p in ROAD_BUNDLES])
+def test_on_a_gpu_each_road_loads_the_held_bytes(wp, path):
+    bundle = Bundle.open(path)
+    dev = wp.get_device(CUDA_DEVICE)
+    road = bundle.check_device(str(dev), dev.name, dev.arch, wp.get_cuda_driver_version()).how
+    assert road == {
+        "sim_recorded_wrp": "sass",
+        "sim_ptx_only_wrp": "ptx",
+        "sim_source_only_wrp": "source",
+    }.get(path.name, road)
+    replays_within_tolerance(wp, bundle.load(CUDA_DEVICE), bundle)
+    replays_within_tolerance(wp, bundle.load(CUDA_DEVICE), bundle)  # the held bytes are as they were
+    graph, _ = load(path, CUDA_DEVICE)
+    replays_within_tolerance(wp, graph, bundle)
+
+
+@on_a_gpu
+@pytest.mark.parametrize("per_device_view", [True, False], ids=["device-view", "whole-bundle"])
+def test_on_a_gpu_a_bundle_changed_after_open_loads_what_was_verified(wp, tmp_path, per_device_view):
+    (recorded,) = [p for p in ROAD_BUNDLES if p.name == "sim_recorded_wrp"]
+    copy = tmp_path / recorded.name
+    shutil.copytree(recorded, copy)
+    for path in [copy, *copy.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    bundle = Bundle.open(copy)
+    for entry in bundle.manifest.files:
+        (copy / entry.path).write_bytes(b"\xde\xad" * 64)
+    replays_within_tolerance(wp, bundle.load(CUDA_DEVICE, per_device_view=per_device_view), bundle)
+    with pytest.raises(VerifyError, match="manifest.json says"):
+        Bundle.open(copy)
