@@ -19,8 +19,8 @@ PROGRAMS = REPO / "tests" / "programs_retarget"
 RECORDED_SIM = REPO / "models" / "recorded" / "sim_cuda_sm90"
 
 
-def retarget(script: Path, out_dir: Path, *, device="cuda", mode="retarget", hide_gpus=False):
-    env = dict(os.environ)
+def retarget(script: Path, out_dir: Path, *, device="cuda", mode="retarget", hide_gpus=False, env_extra=None):
+    env = dict(os.environ, **(env_extra or {}))
     if hide_gpus:
         env["CUDA_VISIBLE_DEVICES"] = ""
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
@@ -120,3 +120,24 @@ def test_auto_retargets_without_a_gpu(tmp_path):
     proc = retarget(PROGRAMS / "launch_forms.py", out, mode="auto", hide_gpus=True)
     assert proc.returncode == 0, proc.stderr
     assert '"mode": "retarget"' in (out / "capture.json").read_text()
+
+
+@pytest.mark.parametrize(
+    "op, recorded",
+    [
+        ("radix_sort_pairs", "radix_sort"),
+        ("segmented_sort_pairs", "segmented_sort"),
+        ("runlength_encode", "runlength_encode"),
+        ("array_sum", "reduction"),
+        ("array_inner", "reduction"),
+    ],
+)
+def test_warps_builtin_array_operations_are_refused_naming_them(tmp_path, op, recorded):
+    """APIC records these as opaque operations whose CUDA parameters only a CUDA run knows."""
+    script = PROGRAMS / "refuse_builtin_ops.py"
+    line = next(i for i, text in enumerate(script.read_text().splitlines(), 1) if f"wp.utils.{op}(" in text)
+    out = tmp_path / "raw"
+    proc = retarget(script, out, env_extra={"WRP_TEST_BUILTIN_OP": op})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"cannot retarget operation 0 ({recorded}) at refuse_builtin_ops.py:{line} to CUDA" in proc.stderr
+    assert not out.exists()
