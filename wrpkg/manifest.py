@@ -751,7 +751,7 @@ def attach_golden(
     VerifyError naming the file. Unlike manifest.json it is judged by its content, not its bytes
     (no canonical form): it is outside the content hash, so no digest depends on its spelling, and
     the C++ runtime could not re-spell its floats as Python does. The golden files' bytes are
-    checked by wrpkg.verify."""
+    checked by wrpkg.validity (wrpkg.Bundle.open)."""
     raw = _json_object(data, path, GOLDEN_SCHEMA, GOLDEN_NAME)
     _check_golden_fields(raw, path)
     try:
