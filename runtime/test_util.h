@@ -28,7 +28,8 @@ auto ThrowsError(const Parts&... parts) {
 }
 
 // Appends one ustar entry the way Python's tarfile (USTAR_FORMAT) writes it; `size` (when not -1) is the
-// size its header records, for entries that lie about their payload.
+// size its header records, for entries that lie about their payload. Hand-written because the tests need
+// hostile headers (a lying size, link types, odd paths) that a tar library would refuse to write.
 inline void AppendTarEntry(std::vector<uint8_t>* tar, const std::string& path, const std::string& body,
                            char type = '0', const std::string& prefix = "", long long size = -1) {
   uint8_t header[512] = {};
