@@ -18,7 +18,7 @@ from wrpkg.verify import verify_bundle
 
 REPLAY = os.environ["WRP_REPLAY"]
 BUNDLES = {
-    "sim": (Path(os.environ["WRP_CUDA_BUNDLE"]), Path(os.environ["WRP_CUDA_BUNDLE_HASH"])),
+    "launch_forms": (Path(os.environ["WRP_CUDA_BUNDLE"]), Path(os.environ["WRP_CUDA_BUNDLE_HASH"])),
     "caveats": (Path(os.environ["WRP_CAVEATS_BUNDLE"]), Path(os.environ["WRP_CAVEATS_BUNDLE_HASH"])),
 }
 
