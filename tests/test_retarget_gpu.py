@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from wrpkg import warp_internals
 from wrpkg.golden import compare, golden_tolerance
 from wrpkg.retarget import compare_captures
 
@@ -85,14 +86,7 @@ def _replay(wrp_path: Path, names: list[str]) -> dict[str, bytes]:
 
     wp.config.quiet = True
     graph = wp.capture_load(str(wrp_path), device="cuda:0")
-    wp.capture_launch(graph)
-    wp.synchronize_device("cuda:0")
-    outputs = {}
-    for name in names:
-        buffer = wp.empty(graph._params[name]["size"], dtype=wp.uint8, device="cuda:0")
-        graph.get_param(name, buffer)
-        outputs[name] = buffer.numpy().tobytes()
-    return outputs
+    return warp_internals.replay_outputs(graph, names, "cuda:0")
 
 
 def _float_diff(replay: bytes, golden: bytes, tolerance) -> dict:

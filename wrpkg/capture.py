@@ -38,7 +38,7 @@ from typing import Any
 from wrpkg import atomic, build_launches, crash_watch, golden_caveats, mathdx, warp_internals, wrpformat
 from wrpkg.build_launches import BuildLaunchWatch
 from wrpkg.errors import CaptureError
-from wrpkg.golden import as_tolerance, compare
+from wrpkg.golden import as_tolerance, first_disagreement
 from wrpkg.interface import INTERFACE_SCHEMA
 from wrpkg.launch_recorder import LaunchRecorder
 from wrpkg.stale_pointers import check_launches, relocation_note, relocations
@@ -625,23 +625,23 @@ def _replay_golden(wp, wrp_path: Path, modules_dir: Path, golden_dir: Path, spec
     tolerances = {
         name: as_tolerance(spec.tolerances[name]) for name in spec.outputs if name in spec.tolerances
     }
-    for name in sorted(spec.outputs):
-        dtype = warp_internals.types().type_repr(spec.outputs[name].dtype)
-        verdict = compare(first[name], second[name], tolerances.get(name), dtype)
-        if not verdict.match:
-            declared = tolerances.get(name)
-            raise CaptureError(
-                f"{target}: output '{name}' differs between two replays of the saved graph on {device.alias} "
-                f"({verdict.detail}): the step is not deterministic on this device (float atomics, or an order "
-                "that depends on scheduling), so no golden value can hold a replay to it"
-                + (
-                    f"; its declared tolerance (atol {declared.atol}, rtol {declared.rtol}) is too tight"
-                    if declared
-                    else ""
-                ),
-                fix=f"declare a tolerance for '{name}' in the CaptureSpec (tolerances={{'{name}': Tolerance(atol=..., "
-                "rtol=...)}}) that covers the run-to-run spread, or make the step deterministic",
-            )
+    dtypes = {name: warp_internals.types().type_repr(arr.dtype) for name, arr in spec.outputs.items()}
+    disagreement = first_disagreement(first, second, tolerances, dtypes)
+    if disagreement is not None:
+        name, verdict = disagreement
+        declared = tolerances.get(name)
+        raise CaptureError(
+            f"{target}: output '{name}' differs between two replays of the saved graph on {device.alias} "
+            f"({verdict.detail}): the step is not deterministic on this device (float atomics, or an order "
+            "that depends on scheduling), so no golden value can hold a replay to it"
+            + (
+                f"; its declared tolerance (atol {declared.atol}, rtol {declared.rtol}) is too tight"
+                if declared
+                else ""
+            ),
+            fix=f"declare a tolerance for '{name}' in the CaptureSpec (tolerances={{'{name}': Tolerance(atol=..., "
+            "rtol=...)}}) that covers the run-to-run spread, or make the step deterministic",
+        )
     golden_dir.mkdir()
     golden_files = {}
     golden_records = []
@@ -674,18 +674,9 @@ def _replay_outputs(wp, wrp_path: Path, spec, device, target: str) -> dict[str, 
     """One fresh load and replay of the saved graph: each output's bytes."""
     try:
         loaded = wp.capture_load(str(wrp_path), device=device)
-        wp.capture_launch(loaded)
-        wp.synchronize_device(device)
+        return warp_internals.replay_outputs(loaded, sorted(spec.outputs), device)
     except RuntimeError as exc:
         raise CaptureError(f"{target}: the saved graph does not load or replay: {exc}") from exc
-    outputs = {}
-    for name in sorted(spec.outputs):
-        size = loaded._params[name]["size"]
-        buffer = wp.empty(size, dtype=wp.uint8, device=device)
-        loaded.get_param(name, buffer)
-        outputs[name] = buffer.numpy().tobytes()
-    del loaded
-    return outputs
 
 
 def configure_parser(parser) -> None:

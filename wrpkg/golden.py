@@ -152,6 +152,26 @@ def float_errors(golden: bytes, actual: bytes) -> FloatErrors:
     )
 
 
+def first_disagreement(
+    first: dict[str, bytes], second: dict[str, bytes], tolerances: dict, dtypes: dict[str, str]
+) -> tuple[str, Comparison] | None:
+    """The first output, by name, on which two replays disagree beyond its declared tolerance.
+
+    Args:
+      first: name -> bytes of one replay.
+      second: name -> bytes of another replay of the same graph.
+      tolerances: name -> Tolerance for the outputs that declare one.
+      dtypes: name -> Warp type name (for the float error report).
+    Returns:
+      (name, its Comparison), or None when every output agrees.
+    """
+    for name in sorted(first):
+        verdict = compare(first[name], second[name], tolerances.get(name), dtypes.get(name))
+        if not verdict.match:
+            return name, verdict
+    return None
+
+
 @dataclass
 class Comparison:
     match: bool

@@ -25,28 +25,21 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from wrpkg import atomic, cli
+from wrpkg import atomic, cli, warp_internals
 from wrpkg.bundle import write_deterministic_tar
 from wrpkg.errors import CaptureError, VerifyError
 from wrpkg.files import sha256_bytes
-from wrpkg.golden import compare, golden_tolerance
+from wrpkg.golden import compare, first_disagreement, golden_tolerance
 from wrpkg.load import Bundle
 from wrpkg.manifest import CAPTURE_INFO_NAME, GOLDEN_NAME, MANIFEST_NAME, Manifest, golden_to_json_bytes
 from wrpkg.validity import read_hash_file
 
 
-def _replay_outputs(wp, bundle: Bundle, device) -> dict[str, bytes]:
+def _replay_outputs(bundle: Bundle, device) -> dict[str, bytes]:
     """One fresh load of the bundle's verified bytes (this device's SASS) and replay: each golden output's bytes."""
-    graph = bundle.load(device)
-    wp.capture_launch(graph)
-    wp.synchronize_device(device)
-    outputs = {}
-    for golden in bundle.manifest.golden:
-        buffer = wp.empty(graph._params[golden.name]["size"], dtype=wp.uint8, device=device)
-        graph.get_param(golden.name, buffer)
-        outputs[golden.name] = buffer.numpy().tobytes()
-    del graph
-    return outputs
+    return warp_internals.replay_outputs(
+        bundle.load(device), [g.name for g in bundle.manifest.golden], device
+    )
 
 
 def _dtypes(manifest: Manifest) -> dict[str, str]:
@@ -104,19 +97,19 @@ def regolden(
             f"{what}: the bundle is a {manifest.device} bundle and {device!r} is not a {manifest.device} device",
             fix=f"pass --device {'cuda' if manifest.device == 'cuda' else 'cpu'}",
         )
-    first = _replay_outputs(wp, bundle, dev)
-    second = _replay_outputs(wp, bundle, dev)
+    first = _replay_outputs(bundle, dev)
+    second = _replay_outputs(bundle, dev)
     dtypes = _dtypes(manifest)
-    for golden in manifest.golden:
-        tolerance = golden_tolerance(golden)
-        verdict = compare(first[golden.name], second[golden.name], tolerance, dtypes.get(golden.name))
-        if not verdict.match:
-            raise CaptureError(
-                f"{what}: output '{golden.name}' differs between two replays on {dev} ({verdict.detail}): the "
-                "step is not deterministic on this GPU, so no golden value can hold a replay to it",
-                fix=f"declare a tolerance for '{golden.name}' in the capture's CaptureSpec that covers the "
-                f"run-to-run spread, or make the step deterministic; then {bundle.rebuild_hint}",
-            )
+    tolerances = {g.name: golden_tolerance(g) for g in manifest.golden if golden_tolerance(g) is not None}
+    disagreement = first_disagreement(first, second, tolerances, dtypes)
+    if disagreement is not None:
+        name, verdict = disagreement
+        raise CaptureError(
+            f"{what}: output '{name}' differs between two replays on {dev} ({verdict.detail}): the "
+            "step is not deterministic on this GPU, so no golden value can hold a replay to it",
+            fix=f"declare a tolerance for '{name}' in the capture's CaptureSpec that covers the "
+            f"run-to-run spread, or make the step deterministic; then {bundle.rebuild_hint}",
+        )
 
     where = f"{dev} ({dev.name}, sm_{dev.arch})" if dev.is_cuda else str(dev)
     report = [f"goldens of {manifest.label} made on {where}; before: {manifest.golden_device}"]

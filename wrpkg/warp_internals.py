@@ -140,6 +140,30 @@ def apic_collected_kernel(apic, module_exec, kernel_key: str) -> dict | None:
     return apic.collected_kernels.get((module_hash, kernel_key))
 
 
+def replay_outputs(graph, names, device) -> dict[str, bytes]:
+    """Launches a loaded APIC graph once on `device`, waits for it, and returns each named
+    binding's bytes (its whole allocation, of the size the graph records in its private
+    `_params`).
+
+    Args:
+      graph: what wp.capture_load / capture_load_from_bytes returned.
+      names: the bindings to read.
+      device: the Warp device the graph was loaded on.
+    Returns:
+      name -> bytes.
+    """
+    import warp as wp  # noqa: PLC0415 - Warp is imported lazily
+
+    wp.capture_launch(graph)
+    wp.synchronize_device(device)
+    outputs = {}
+    for name in names:
+        buffer = wp.empty(graph._params[name]["size"], dtype=wp.uint8, device=device)
+        graph.get_param(name, buffer)
+        outputs[name] = buffer.numpy().tobytes()
+    return outputs
+
+
 def _resolve(module: str, dotted: str):
     value = private(module)
     for part in dotted.split("."):

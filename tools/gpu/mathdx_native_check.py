@@ -92,19 +92,17 @@ def child_replay(wrp: Path, names: list[str], out: Path) -> None:
     """Step 2: loads and replays `wrp` once, writes each output's bytes to out/<name>.bin."""
     import warp as wp  # noqa: PLC0415
 
+    from wrpkg import warp_internals  # noqa: PLC0415
+
     wp.config.quiet = True
     wp.config.kernel_cache_dir = str(out / "kernel_cache")
     wp.init()
     started = time.perf_counter()
     graph = wp.capture_load(str(wrp), device="cuda:0")
     load_s = time.perf_counter() - started
-    wp.capture_launch(graph)
-    wp.synchronize_device("cuda:0")
     out.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        buffer = wp.empty(graph._params[name]["size"], dtype=wp.uint8, device="cuda:0")
-        graph.get_param(name, buffer)
-        (out / f"{name}.bin").write_bytes(buffer.numpy().tobytes())
+    for name, data in warp_internals.replay_outputs(graph, names, "cuda:0").items():
+        (out / f"{name}.bin").write_bytes(data)
     (out / "load_s").write_text(f"{load_s:.3f}")
 
 
