@@ -5,6 +5,7 @@ action with buildbox-run in the runner image's root filesystem. remote/README.md
 each part is and how it scales.
 
     remote/cluster.py up [--cpu-workers N] [--gpu-workers auto|N] [--image DIR] [--listen ADDR]
+                         [--image-root DIR --image-id sha256:...]
     remote/cluster.py down [--purge]
     remote/cluster.py status
 
@@ -623,7 +624,16 @@ def up(args: argparse.Namespace) -> None:
         # The TLS and token code needs the venv's cryptography and PyJWT.
         os.execve(python, [python, os.path.abspath(__file__), *sys.argv[1:]], os.environ)
     tools = buildbox(args.cache)
-    image_id, rootfs = runner_image(args.image, args.cache)
+    if args.image_root:
+        # An image already unpacked: the GPU runner's own root inside tools/gpu/enter_runner.sh
+        # (the GPU machine has no Docker and no space to unpack the image twice).
+        if not (args.image_id or "").startswith("sha256:"):
+            raise ClusterError("--image-root needs --image-id sha256:... (the ID the platforms will name)")
+        if not os.path.isdir(os.path.join(args.image_root, "usr")):
+            raise ClusterError(f"--image-root {args.image_root} holds no usr/: not a root filesystem")
+        image_id, rootfs = args.image_id, args.image_root
+    else:
+        image_id, rootfs = runner_image(args.image, args.cache)
 
     config = state.config()
     gpus = gpu_devices()
@@ -767,6 +777,11 @@ def main() -> int:
     p_up.add_argument(
         "--image", default="/var/tmp/rules_warp-image", help="build_image.sh's output directory"
     )
+    p_up.add_argument(
+        "--image-root",
+        help="an unpacked root filesystem to run actions in instead of --image (e.g. / inside the GPU runner)",
+    )
+    p_up.add_argument("--image-id", help="with --image-root: the image ID (sha256:...) the platforms name")
     p_up.add_argument("--listen", default="127.0.0.1", help="the address to serve on (default loopback only)")
     p_up.add_argument("--port", type=int, default=0, help="default: a free port, kept across restarts")
     p_up.add_argument(

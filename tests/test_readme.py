@@ -229,6 +229,6 @@ def test_readme_command_runs(command, tmp_path):
 
 def test_wheelhouse_script_reads_the_locks():
     script = (SOURCE / "tools" / "fill_wheelhouse.sh").read_text()
-    for lock in re.findall(r"toolchains/\S+requirements\.lock", script):
+    for lock in re.findall(r"(?:toolchains|remote)/\S+\.lock", script):
         assert (SOURCE / lock).is_file(), lock
     assert "--require-hashes" in script and "--only-binary=:all:" in script

@@ -182,3 +182,61 @@ def test_a_mesh_id_as_uint64_captured_natively_is_the_wp_handle_program(tmp_path
         assert {n: replayed[n] == golden[n] for n in MESH_OUTPUTS} == dict.fromkeys(MESH_OUTPUTS, True), (
             mesh_type
         )
+
+
+BUILTIN_OPS = ("radix_sort_pairs", "segmented_sort_pairs", "runlength_encode", "array_sum", "array_inner")
+
+
+def _builtin_expected(op: str) -> dict[str, np.ndarray]:
+    """NumPy's answer for tests/programs_retarget/refuse_builtin_ops.py's step (its inputs)."""
+    n = 16
+    keys = np.arange(2 * n, 0, -1, dtype=np.int32) % 7
+    values = np.arange(2 * n, dtype=np.int32)
+    floats = np.linspace(0, 1, n, dtype=np.float32)
+    if op == "radix_sort_pairs":
+        order = np.argsort(keys[:n], kind="stable")
+        # The arrays' second halves are the sort's scratch space: only the first n are defined.
+        return {"keys": keys[:n][order], "values": values[:n][order]}
+    if op == "segmented_sort_pairs":
+        sorted_keys = keys[:n].copy()
+        for start, end in ((0, 4), (4, 8), (8, 16)):
+            sorted_keys[start:end] = np.sort(keys[start:end], kind="stable")
+        return {"keys": sorted_keys}
+    if op == "array_sum":
+        return {"total": np.array([floats.sum(dtype=np.float64)], dtype=np.float32)}
+    if op == "array_inner":
+        return {"total": np.array([np.dot(floats.astype(np.float64), floats)], dtype=np.float32)}
+    return {}
+
+
+@pytest.mark.parametrize("op", BUILTIN_OPS)
+def test_builtin_op_captured_natively_replays_or_is_refused(tmp_path, op):
+    """Issue 25 item 2, the native side: what `--mode gpu` does with each of Warp's built-in
+    array operations that retarget refuses (test_retarget.py). Either the native capture is
+    refused naming the operation, or its bundle replays here (a fresh process) to the capture's
+    goldens, and those goldens are NumPy's answer: never a silently wrong bundle. The verdict
+    per op goes to the undeclared outputs (builtin_<op>.json)."""
+    script = REPO / "tests" / "programs_retarget" / "refuse_builtin_ops.py"
+    raw = tmp_path / "native"
+    proc = _capture(script, raw, "gpu", {"WRP_TEST_BUILTIN_OP": op})
+    result = {"op": op, "native_capture_rc": proc.returncode, "stderr_tail": proc.stderr[-1500:]}
+    if proc.returncode != 0:
+        _report(f"builtin_{op}", result)
+        assert "refuse_builtin_ops.py:" in proc.stderr and "Traceback" not in proc.stderr[-400:], proc.stderr
+        return
+    interface = json.loads((raw / "interface.json").read_text())
+    names = [g["name"] for g in interface["golden"]]
+    replayed = _replay(raw / f"{script.stem}.wrp", names)
+    golden = {g["name"]: (raw / g["file"]).read_bytes() for g in interface["golden"]}
+    result["replay_equals_golden"] = {n: replayed[n] == golden[n] for n in names}
+    expected = _builtin_expected(op)
+    result["golden_equals_numpy"] = {}
+    for name, want in expected.items():
+        got = np.frombuffer(golden[name], dtype=want.dtype)[: want.size]
+        close = (
+            np.allclose(got, want, rtol=1e-5, atol=0) if want.dtype.kind == "f" else np.array_equal(got, want)
+        )
+        result["golden_equals_numpy"][name] = bool(close)
+    _report(f"builtin_{op}", result)
+    assert all(result["replay_equals_golden"].values()), result
+    assert all(result["golden_equals_numpy"].values()), result

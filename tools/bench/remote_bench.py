@@ -13,6 +13,10 @@ prepared one (--override_repository), so the times are of the actions.
 
     python3 tools/bench/remote_bench.py [--targets //models/...] [--workers 1,2] \
         [--image /var/tmp/rules_warp-image-bookworm] [--out docs/bench/results/remote.json]
+
+Inside the GPU runner (tools/gpu/enter_runner.sh), whose root is the workers' image:
+`--image-root / --image-id sha256:...` (remote/cluster.py's options of the same names).
+--out is rewritten after each measurement, so a run cut short keeps what it measured.
 """
 
 from __future__ import annotations
@@ -32,9 +36,9 @@ NOOP = [f"//tools/bench/remote:noop_{i}" for i in range(40)]
 
 
 class Bench:
-    def __init__(self, work: Path, image: str) -> None:
+    def __init__(self, work: Path, image: list[str]) -> None:
         self.work = work
-        self.image = image
+        self.image = image  # cluster.py up's options that name the workers' image
         self.state = work / "cluster"
         self.overrides: dict[bool, list[str]] = {}
 
@@ -82,25 +86,41 @@ def main() -> int:
     parser.add_argument("--targets", default="//models/...")
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--image", default="/var/tmp/rules_warp-image-bookworm")
+    parser.add_argument("--image-root", help="an unpacked image (remote/cluster.py up --image-root)")
+    parser.add_argument("--image-id", help="with --image-root: its image ID (sha256:...)")
+    parser.add_argument("--no-noop", action="store_true", help="skip the per-action overhead builds")
     parser.add_argument("--out", default=str(ROOT / "docs/bench/results/remote.json"))
     args = parser.parse_args()
+    image = (
+        ["--image-root", args.image_root, "--image-id", args.image_id]
+        if args.image_root
+        else ["--image", args.image]
+    )
     targets = args.targets.split(",")
     work = Path(tempfile.mkdtemp(prefix="remote-bench.", dir="/var/tmp"))
     work.chmod(0o755)  # PostgreSQL runs as its own user
-    bench = Bench(work, args.image)
+    bench = Bench(work, image)
     rows: dict = {"targets": targets, "cold_remote": {}, "warm_remote": {}}
+
+    def save() -> None:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
+
     try:
-        bench.cluster("up", "--cpu-workers", "1", "--gpu-workers", "0", "--image", args.image)
+        bench.cluster("up", "--cpu-workers", "1", "--gpu-workers", "0", *image)
         bench.prepare_venvs(False, targets)
         bench.prepare_venvs(True, targets)
         bench.cluster("down", "--purge")
 
         rows["cold_local"] = bench.bazel("cold-local", False, *targets)
+        save()
         for workers in [int(w) for w in args.workers.split(",")]:
-            bench.cluster("up", "--cpu-workers", str(workers), "--gpu-workers", "0", "--image", args.image)
+            bench.cluster("up", "--cpu-workers", str(workers), "--gpu-workers", "0", *image)
             rows["cold_remote"][workers] = bench.bazel(f"cold-remote-{workers}", True, *targets)
+            save()
             rows["warm_remote"][workers] = bench.bazel(f"warm-remote-{workers}", True, *targets)
-            if workers == 1:
+            save()
+            if workers == 1 and not args.no_noop:
                 for remote in (False, True):
                     ob = f"noop-{'remote' if remote else 'local'}"
                     bench.bazel(ob, remote, "--nobuild", *NOOP)
@@ -150,8 +170,7 @@ def main() -> int:
             f"{rows['noop_remote']:.1f} s: remote adds {per_action * 1000:.0f} ms an action"
         )
         rows["remote_overhead_per_action_s"] = per_action
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
+    save()
     return 0
 
 

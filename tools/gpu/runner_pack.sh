@@ -10,7 +10,8 @@
 # It builds the image's root filesystem (toolchains/containers/build_image.sh: Debian's
 # bazel-bootstrap, g++, Python 3.11, the wheelhouse) with the packages `bazel test //...`
 # calls besides (tools/setup.sh's: clang + libFuzzer, the aarch64 cross GCC 12 and
-# qemu-user-static, nginx, locales; toolchains/host_releases.tsv's bookworm row), adds
+# qemu-user-static, nginx, locales; toolchains/host_releases.tsv's bookworm row) and what the
+# reference remote cluster runs on (PostgreSQL, Redis, bubblewrap; its wheels), adds
 # warp-lang's aarch64 wheel to the wheelhouse (the aarch64 builds unpack it), then removes
 # what no runner runs:
 #   - docs, man pages, translations (build_image.sh already), apt lists and caches,
@@ -52,7 +53,8 @@ say() { echo "runner_pack.sh: $* ($(($(date +%s) - start)) s)" >&2; }
 clang=$("$repo/tools/host_release.sh" --release bookworm clang)
 gcc_major=$("$repo/tools/host_release.sh" --release bookworm aarch64_gcc | cut -d. -f1)
 if [ "$reuse" = 0 ] || [ ! -f "$work/image/rootfs.tar" ]; then
-  "$repo/toolchains/containers/build_image.sh" --no-docker --no-xz --test-tools "$work/image"
+  "$repo/toolchains/containers/build_image.sh" --no-docker --no-xz --test-tools \
+    --include postgresql,redis-server,bubblewrap "$work/image"
   rm -f "$work/image/image.tar"
 fi
 root=$work/root
