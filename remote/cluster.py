@@ -529,6 +529,7 @@ def write_server_config(state: State, config: dict, image_id: str) -> str:
         "KEEPALIVE": str(config["keepalive"]),
         "QUEUE_TIMEOUT": str(config["queue_timeout"]),
         "QUEUE_TIMEOUT_PERIOD": str(max(5, config["queue_timeout"] // 4)),
+        "ACL": os.path.join(HERE, "bgd-acl.yml"),
     }
     for key, value in values.items():
         template = template.replace(f"@{key}@", value)
@@ -616,6 +617,29 @@ def write_bazelrc(state: State, config: dict, image_id: str, proxy_port: int) ->
     return path
 
 
+def start_queue_page(state: State, config: dict, python: str, server: str, wanted: bool) -> None:
+    """queue_page.py: the queued and running actions, from BuildGrid's API (README: Queue page)."""
+    if not wanted:
+        stop(state, "queue-page")
+        return
+    start(
+        state,
+        "queue-page",
+        [
+            python,
+            os.path.join(HERE, "queue_page.py"),
+            f"--state={state.root}",
+            f"--listen={config['listen']}",
+            f"--port={config['queue_port']}",
+            f"--server={server}",
+        ],
+        env={"PYTHONUNBUFFERED": "1"},
+    )
+    wait_port(config["queue_port"], "the queue page", state, "queue-page")
+    host = "localhost" if config["listen"] in ("127.0.0.1", "0.0.0.0", "::") else config["listen"]
+    log(f"queue page: https://{host}:{config['queue_port']}/ (token: {state.path('secrets', 'queue.token')})")
+
+
 def up(args: argparse.Namespace) -> None:
     os.makedirs(args.cache, exist_ok=True)
     state = State(args.state)
@@ -647,6 +671,7 @@ def up(args: argparse.Namespace) -> None:
     config.setdefault("pg_port", free_port("127.0.0.1"))
     config.setdefault("redis_port", free_port("127.0.0.1"))
     config.setdefault("proxy_port", free_port("127.0.0.1"))
+    config.setdefault("queue_port", free_port(config["listen"] if config["listen"] != "::" else "::"))
     config.update(
         pools={"default": args.cpu_workers, "gpu": gpu_workers},
         keepalive=args.keepalive,
@@ -661,6 +686,7 @@ def up(args: argparse.Namespace) -> None:
     make_tls(state, hosts)
     make_token(state, "bazel", args.token_days)
     worker_token = make_token(state, "worker", args.token_days)
+    make_token(state, "queue", args.token_days)
 
     connection = start_postgres(state, config["pg_port"])
     start_redis(state, config["redis_port"])
@@ -737,6 +763,7 @@ def up(args: argparse.Namespace) -> None:
             env={"PYTHONUNBUFFERED": "1"},
         )
     rc = write_bazelrc(state, config, image_id, start_client_proxy(state, config, server))
+    start_queue_page(state, config, python, server, args.queue_page)
     log(f"up: grpcs://{server} ({args.cpu_workers} CPU and {gpu_workers} GPU workers, image {image_id[:19]})")
     print(rc)
 
@@ -746,6 +773,7 @@ def down(args: argparse.Namespace) -> None:
     for pidfile in sorted(glob.glob(state.path("run", "worker-*.pid"))):
         stop(state, os.path.basename(pidfile)[:-4])
     stop(state, "client-proxy")
+    stop(state, "queue-page")
     stop(state, "bgd")
     for pidfile in sorted(glob.glob(state.path("run", "casd-*.pid"))):
         stop(state, os.path.basename(pidfile)[:-4])
@@ -789,6 +817,12 @@ def main() -> int:
     )
     p_up.add_argument("--queue-timeout", type=int, default=600, help="seconds a job may wait for a worker")
     p_up.add_argument("--token-days", type=int, default=30)
+    p_up.add_argument(
+        "--no-queue-page",
+        dest="queue_page",
+        action="store_false",
+        help="do not serve the queue page (queue_page.py; it follows --listen, TLS and a token)",
+    )
     p_down = sub.add_parser("down")
     p_down.add_argument(
         "--purge", action="store_true", help="also delete the state (CAS, action cache, keys)"
