@@ -25,7 +25,8 @@
 #   - the wheels' deflate: wheelhouse_pack.py keeps them uncompressed and join rebuilds
 #     the exact wheels (sha256-checked) on the runner, so xz compresses their contents
 # then writes, under .runnerpack/ of the checkout (git-ignored):
-#   runner.tar.xz.NN   pieces of at most 60 MiB of `xz -9e` of the root filesystem's tar
+#   runner.tar.xz.NN   pieces of at most 52 MiB of `xz -9e` of the root filesystem's tar (a transfer
+#                      holds 64 MiB: the piece and the checkout beside it)
 #   SHA256SUMS         their sha256, checked by runner_unpack.sh before it unpacks
 # Needs root, mmdebstrap (tools/setup.sh --containers) and Debian's apt reachable.
 set -euo pipefail
@@ -43,7 +44,7 @@ while [ $# -gt 0 ]; do
 done
 work=${1:-/var/tmp/rules_warp-runnerpack}
 pack=$repo/.runnerpack
-piece=60M
+piece=52M
 [ "$(id -u)" = 0 ] || { echo "runner_pack.sh: needs root (the root filesystem holds files of other owners)" >&2; exit 1; }
 mkdir -p "$work"
 start=$(date +%s)
