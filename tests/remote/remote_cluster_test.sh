@@ -12,6 +12,8 @@
 #   - BuildGrid restarted mid-action: the build passes with the action's real output, or fails
 #     saying so; never a wrong output
 #   - a job for the gpu pool, which no worker serves: refused within a minute, naming the pool
+#   - the queue page (remote/queue_page.py): TLS and its own token, which BuildGrid lets read
+#     and nothing else; it lists the action of a build in flight with its pool and worker
 #     remote_cluster_test.sh WORKSPACE SIM_CPU_SHA256 SIM_CUDA_SHA256 CLUSTER_PROBE
 # Needs tools/setup.sh's packages (postgresql, redis-server, bubblewrap, nginx) and the
 # runner image of this host's Debian release (tools/dev.sh test builds it:
@@ -90,7 +92,13 @@ check "every port on loopback ($(grep -c PASS "$work/listen.log") ports)" \
 "$venv_python" "$probe" "$state" corrupt-upload >"$work/corrupt.log" 2>&1
 check "a blob that does not match its digest is refused and not stored" \
   test "$(grep -c FAIL "$work/corrupt.log")" = 0 -a "$(grep -c PASS "$work/corrupt.log")" = 2
-cat "$work"/{auth,listen,corrupt}.log | grep FAIL
+"$venv_python" "$probe" "$state" queue-token >"$work/queue_token.log" 2>&1
+check "the queue page's token reads the queue and nothing else" \
+  test "$(grep -c FAIL "$work/queue_token.log")" = 0 -a "$(grep -c PASS "$work/queue_token.log")" = 2
+"$venv_python" "$probe" "$state" queue-page >"$work/queue_page.log" 2>&1
+check "the queue page answers its token over TLS, and refuses none or another" \
+  test "$(grep -c FAIL "$work/queue_page.log")" = 0 -a "$(grep -c PASS "$work/queue_page.log")" = 3
+cat "$work"/{auth,listen,corrupt,queue_token,queue_page}.log | grep FAIL
 
 # The spawns of an execution log: remote ones, and any other that is not Bazel-internal.
 spawns() { # EXEC_JSON -> "remote=N cache_hit=N other=N" and the other ones' mnemonics
@@ -176,6 +184,10 @@ bazel_in ob2 build --config=remote --symlink_prefix=/ "${venvs[@]}" //tests/remo
   >"$work/killed.log" 2>&1 &
 build=$!
 victim=$(started_worker 120) || { kill "$build"; echo "FAIL: no worker started the slow action"; exit 1; }
+# While it runs, the queue page lists it: its pool, and the worker about to be killed.
+"$venv_python" "$probe" "$state" queue-lists slow_killed_worker.txt "${victim#worker-}" >"$work/queue_lists.log" 2>&1
+check "the queue page lists the action in flight: $(sed -n "1s/^[A-Z]*: //p" "$work/queue_lists.log")" \
+  test "$(grep -c FAIL "$work/queue_lists.log")" = 0 -a "$(grep -c PASS "$work/queue_lists.log")" = 2
 kill -9 "$(cat "$state/run/$victim.pid")"
 wait "$build"
 rc=$?
