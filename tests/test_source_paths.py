@@ -107,11 +107,15 @@ def test_code_generated_before_relocation_is_rewritten(captures, tmp_path):
     stale = original.replace("\n// func_paths.py:", f"\n// {absolute}:")
     stale += f'#line 16 "{absolute}"\n'
     _with_source(wrp_path, source, stale)
-    rewritten = canonicalize_sources(wrp_path, modules, {absolute: "func_paths.py"}, "//t:paths")
+    before = wrp_path.read_bytes()
+    wrp = wrpformat.read_wrp(wrp_path)
+    rewritten = canonicalize_sources(wrp, modules, {absolute: "func_paths.py"}, "//t:paths")
     assert rewritten == [source.name]
     assert source.read_text() == original + '#line 16 "func_paths.py"\n'
-    record = wrpformat.read_wrp(wrp_path).metadata.modules[0]
+    # The record is updated in memory; the capture writes the .wrp once, after every stage.
+    (record,) = wrp.metadata.modules
     assert record.source_sha256 == hashlib.sha256(source.read_bytes()).hexdigest()
+    assert wrp_path.read_bytes() == before
 
 
 def test_an_absolute_path_left_is_refused(captures, tmp_path):
@@ -123,7 +127,7 @@ def test_an_absolute_path_left_is_refused(captures, tmp_path):
     unknown = source.read_text().replace("\n// func_paths.py:", "\n// /other/checkout/func_paths.py:", 1)
     _with_source(wrp_path, source, unknown)
     with pytest.raises(CaptureError) as error:
-        canonicalize_sources(wrp_path, modules, {}, "//t:paths")
+        canonicalize_sources(wrpformat.read_wrp(wrp_path), modules, {}, "//t:paths")
     message = str(error.value)
     assert "//t:paths" in message and "machine-specific path '// /other/checkout/func_paths.py:" in message
     assert "fresh kernel cache" in message

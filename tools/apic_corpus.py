@@ -69,6 +69,9 @@ class CorpusShim:
         self.open = {}  # device alias -> (ExitStack, recorder or None) of an APIC capture
         self.pending_refusal = None
         self.programs = []
+        # Absolute source path -> stable form, for every function relocated in this process
+        # (wrpkg.source_paths.relocate): a module built for an earlier program keeps its code.
+        self.source_paths = {}
 
     # --- the wrapped API ------------------------------------------------------------------
 
@@ -159,9 +162,14 @@ class CorpusShim:
             record.update(status="save_failed", message=f"{type(exc).__name__}: {exc}")
             return self._done(record, dest)
         wrp_path, modules_dir = dest / f"{STEM}.wrp", dest / f"{STEM}_modules"
+        try:
+            wrp = wrpformat.read_wrp(wrp_path)  # parsed once: the retarget and the paths change it
+        except Exception as exc:
+            record.update(status="error", message=f"{type(exc).__name__}: {exc}")
+            return self._done(record, dest)
         if recorder is not None:
             try:
-                retarget.retarget(wrp_path, modules_dir, recorder, self.arch)
+                retarget.retarget(wrp, modules_dir, recorder, self.arch)
             except retarget.RetargetError as exc:
                 record.update(status="refused", message=str(exc))
                 return self._done(record, dest)
@@ -174,11 +182,11 @@ class CorpusShim:
         else:
             record["status"] = "saved"
         try:
-            if modules_dir.is_dir():
-                source_paths.canonicalize_sources(
-                    wrp_path, modules_dir, source_paths.relocate(self.wp), program
-                )
-            wrp = wrpformat.read_wrp(wrp_path)
+            rewritten = modules_dir.is_dir() and source_paths.canonicalize_sources(
+                wrp, modules_dir, source_paths.relocate(self.wp, None, self.source_paths), program
+            )
+            if recorder is not None or rewritten:
+                wrpformat.write_wrp(wrp, wrp_path)
         except Exception as exc:
             record.update(status="error", message=f"{type(exc).__name__}: {exc}")
             return self._done(record, dest)

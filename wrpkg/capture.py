@@ -440,7 +440,7 @@ def _capture_into(
     if mode == "auto":
         mode = "gpu" if wp.get_cuda_device_count() > 0 else "retarget"
     if mode == "retarget":
-        # The script runs on the CPU; retarget.retarget() writes the CUDA capture.
+        # The script runs on the CPU; retarget.retarget() makes the CUDA capture of it.
         device_name = "cpu"
     device = _require_device(wp, device_name, target)
     crash_watch.phase(f"importing {script.name} and its build({device.alias!r})")
@@ -448,7 +448,9 @@ def _capture_into(
         sorted({os.path.abspath(script.parent) + os.sep, os.path.realpath(script.parent) + os.sep})
     )
     build_watch = BuildLaunchWatch(user_dirs) if mode == "retarget" else None
-    spec, bindings = _build_spec(wp, script, device, target, build_watch)
+    # Absolute source path -> its stable form (wrpkg.source_paths): this capture's own map, added to
+    # at each relocation (before and after build(), after the step), read by canonicalize_sources.
+    spec, bindings, paths = _build_spec(wp, script, device, target, build_watch)
 
     if mode == "retarget":
         recorder = retarget.RetargetRecorder(user_dirs=user_dirs, target=target, trace_lines=trace_lines)
@@ -459,28 +461,36 @@ def _capture_into(
     crash_watch.phase(f"step() under capture on {device.alias}")
     graph = _record_step(wp, spec, device, script, target, recorder)
     crash_watch.phase("wp.capture_save")
-    linked_modules = []
+    saved = None  # the capture's .wrp, parsed: once, and each stage below changes that record
     try:
         if device.is_cuda:
-            # source_fallback=True, except that MathDx modules keep their linked cubin (wrpkg.mathdx).
-            linked_modules = mathdx.save_graph(wp, graph, work / stem, spec.inputs, spec.outputs)
+            # source_fallback=True, except that MathDx modules keep their linked cubin (wrpkg.mathdx):
+            # those records are completed in the parsed .wrp it returns, not in Warp's file.
+            saved = mathdx.save_graph(wp, graph, work / stem, spec.inputs, spec.outputs)
         else:
             wp.capture_save(graph, str(work / stem), inputs=spec.inputs, outputs=spec.outputs)
     except RuntimeError as exc:
         raise CaptureError(f"{target}: wp.capture_save failed: {exc}") from exc
     del graph
+    # Functions the step made (a generic kernel's overload, built by a launch) name absolute paths.
+    source_paths.relocate(wp, script.parent, paths)
 
     wrp_path = work / f"{stem}.wrp"
     modules_dir = work / f"{stem}_modules"
-    # Parsed once here: canonicalize_sources rewrites it in place (and the file when it must), and a
-    # retarget reads it from here (a .wrp of many launches costs seconds to parse in Python).
-    saved = wrpformat.read_wrp(wrp_path) if modules_dir.exists() else None
+    # Warp's file is the capture until a stage below changes the record; it is then written once,
+    # before anything reads the file again: the golden replay (gpu and cpu mode), which loads the
+    # capture as a user would, or, for a retarget, once the CUDA capture is complete (its replay is
+    # of the CPU capture, Warp's file). Without modules there is nothing to canonicalize.
+    warp_file_is_current = saved is None
+    if saved is None and (modules_dir.exists() or mode == "retarget"):
+        saved = wrpformat.read_wrp(wrp_path)
     # A retargeted capture's CPU modules are replaced by its CUDA modules (checked below): their
     # objects may name the build directory (CPU tile code, e.g. tile_matmul's scalar path, embeds it).
-    if modules_dir.exists() and mode != "retarget":
-        source_paths.canonicalize_sources(
-            wrp_path, modules_dir, source_paths.relocate(wp, script.parent), target, saved
-        )
+    if mode != "retarget":
+        if modules_dir.exists() and source_paths.canonicalize_sources(saved, modules_dir, paths, target):
+            warp_file_is_current = False
+        if not warp_file_is_current:
+            wrpformat.write_wrp(saved, wrp_path)
     crash_watch.phase(f"golden replay of the saved {wrp_path.name}")
     golden_files, golden_records = _replay_golden(
         wp, wrp_path, modules_dir, work / "golden", spec, device, target
@@ -490,10 +500,9 @@ def _capture_into(
     if mode == "retarget":
         arch = cuda_arch or retarget.DEFAULT_CUDA_ARCH
         crash_watch.phase(f"retargeting to sm_{arch}")
-        paths = source_paths.relocate(wp, script.parent)
-        written = retarget.retarget(wrp_path, modules_dir, recorder, arch, saved)
-        linked_modules = sorted(m.name for m in written.metadata.modules if mathdx.is_linked(m))
-        source_paths.canonicalize_sources(wrp_path, modules_dir, paths, target, written)
+        retarget.retarget(saved, modules_dir, recorder, arch)
+        source_paths.canonicalize_sources(saved, modules_dir, paths, target)
+        wrpformat.write_wrp(saved, wrp_path)
         info = _retarget_versions(wp, arch)
         computed = build_watch.computed_state({**spec.inputs, **spec.outputs}, recorder.array_ptrs)
         if computed:
@@ -515,6 +524,12 @@ def _capture_into(
     }
     if label:
         info["label"] = label
+    cuda_capture = device.is_cuda or mode == "retarget"
+    linked_modules = (
+        sorted(m.name for m in saved.metadata.modules if mathdx.is_linked(m))
+        if saved is not None and cuda_capture
+        else []
+    )
     if linked_modules:
         info["mathdx_linked_modules"] = linked_modules
     relocated = relocations(recorder)
@@ -547,13 +562,14 @@ def _use_kernel_cache(wp, work: Path, cache_dir) -> Path | None:
 
 def _build_spec(wp, script: Path, device, target: str, build_watch=None):
     """Runs the script's build(device) and loads every Warp module it brought in (its own and
-    the ones it imports), so no compile happens inside the capture."""
+    the ones it imports), so no compile happens inside the capture. Returns the CaptureSpec, its
+    bindings and the source paths relocated so far (`source_paths.relocate`)."""
     modules_before = set(warp_internals.context().user_modules)
     from wrpkg import source_paths  # noqa: PLC0415 - imports Warp
 
     module = _import_script(script, target)
     # Before any code is generated, so Warp writes machine-independent source paths itself.
-    source_paths.relocate(wp, script.parent)
+    paths = source_paths.relocate(wp, script.parent)
     try:
         with build_watch.watching() if build_watch else contextlib.nullcontext():
             spec = module.build(device.alias)
@@ -564,7 +580,7 @@ def _build_spec(wp, script: Path, device, target: str, build_watch=None):
         ) from exc
     bindings = _check_spec(wp, spec, device, target)
     # Again for the modules build() imported.
-    source_paths.relocate(wp, script.parent)
+    source_paths.relocate(wp, script.parent, paths)
     for name in sorted(set(warp_internals.context().user_modules) - modules_before):
         try:
             wp.load_module(name, device=device)
@@ -577,7 +593,7 @@ def _build_spec(wp, script: Path, device, target: str, build_watch=None):
                 f"{target}: Warp could not build module '{name}' for {device.alias}: {type(exc).__name__}: {exc}",
                 fix="fix the kernel named above (Warp's message gives its file and line)",
             ) from exc
-    return spec, bindings
+    return spec, bindings, paths
 
 
 def _record_step(wp, spec, device, script: Path, target: str, recorder):

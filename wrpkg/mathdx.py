@@ -103,11 +103,12 @@ def module_record(
     )
 
 
-def save_graph(wp, graph, path: Path, inputs: dict, outputs: dict) -> list[str]:
+def save_graph(wp, graph, path: Path, inputs: dict, outputs: dict) -> wrpformat.WrpFile | None:
     """`wp.capture_save(graph, path, inputs, outputs, source_fallback=True)` on CUDA, except for
     modules Warp refuses only for their MathDx link inputs (see the module doc): the graph is
-    then saved binary-only by Warp and each module record completed as described. Returns the
-    names of the linked modules (empty when Warp's own save was used)."""
+    then saved binary-only by Warp and each module record completed as described, in the parsed
+    `.wrp` it returns (writing it is the caller's; the linked modules: `is_linked`). Returns None
+    when Warp's own save was used (the file on disk is then the whole capture)."""
     capture = graph._apic_capture
     prepared: dict[str, PreparedModule] = {}
     refused: list[str] = []
@@ -122,7 +123,7 @@ def save_graph(wp, graph, path: Path, inputs: dict, outputs: dict) -> list[str]:
             wp.capture_save(graph, str(path), inputs=inputs, outputs=outputs, source_fallback=True)
         except RuntimeError as exc:
             raise RuntimeError(f"{exc}\n{kernel_places(sorted(set(refused)))}") from exc
-        return []
+        return None
     wp.capture_save(graph, str(path), inputs=inputs, outputs=outputs, source_fallback=False)
     wrp_path = path.with_name(path.name + ".wrp")
     modules_dir = path.with_name(path.name + "_modules")
@@ -144,8 +145,7 @@ def save_graph(wp, graph, path: Path, inputs: dict, outputs: dict) -> list[str]:
             )
         )
     wrp.metadata.modules = records
-    wrpformat.write_wrp(wrp, wrp_path)
-    return sorted(r.name for r in records if r.fallback_reason == wrpformat.FallbackReason.LINK_INPUTS)
+    return wrp
 
 
 def is_linked(record: wrpformat.ModuleRecord) -> bool:

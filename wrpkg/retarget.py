@@ -4,7 +4,7 @@ A capture script runs on the CPU under APIC while `RetargetRecorder` watches the
 API (`wp.launch`, `wp.launch_tiled`): the CPU records do not keep what a CUDA launch needs
 (a launch's `block_dim` is recorded as 0, a tiled launch's lane dimension as 1), so the
 launch configuration is taken from the calls themselves. `retarget()` then rewrites the
-CPU `.wrp` in place of a CUDA capture:
+parsed CPU `.wrp` into the CUDA capture (the caller writes it):
 
 - every Python module becomes one CUDA module per distinct `block_dim` it was launched
   with (as Warp's `Module.load(device, block_dim)` does), hashed by Warp's own
@@ -395,19 +395,27 @@ def _build_cuda_module(
 
 
 def retarget(
-    wrp_path: Path,
+    cpu: wrpformat.WrpFile,
     modules_dir: Path,
     recorder: RetargetRecorder,
     arch: int = DEFAULT_CUDA_ARCH,
-    cpu: wrpformat.WrpFile | None = None,
 ) -> wrpformat.WrpFile:
-    """Rewrites the CPU capture `wrp_path` (+ `modules_dir`) into the CUDA capture for `arch`;
-    returns it as written, read back (the file Warp's loader will parse). `cpu`: the CPU capture as
-    parsed already (the file is then not read again)."""
-    if cpu is None:
-        cpu = wrpformat.read_wrp(wrp_path)
+    """Rewrites a CPU capture into the CUDA capture for `arch`, in memory.
+
+    Args:
+      cpu: the CPU capture's `.wrp`, parsed; rewritten in place into the CUDA capture's.
+      modules_dir: its module files, replaced by the CUDA modules' (.cubin and .cu).
+      recorder: the RetargetRecorder that watched the CPU capture's step.
+      arch: the SM the CUDA modules are compiled for.
+
+    Returns:
+      `cpu`, now the CUDA capture (writing it is the caller's).
+
+    Raises:
+      RetargetError: an operation has no CUDA form known with certainty.
+    """
     if cpu.is_cuda:
-        raise CaptureError(f"{recorder.target}: {wrp_path} is already a CUDA capture")
+        raise CaptureError(f"{recorder.target}: {cpu.path or 'the capture'} is already a CUDA capture")
     calls = {call.op_index: call for call in recorder.calls}
     ops = cpu.operations.ops
     if recorder.raised:
@@ -513,9 +521,7 @@ def retarget(
     meta.target_arch = arch
     cpu.header.device_type = wrpformat.DeviceType.CUDA
     cpu.header.target_arch = arch
-    wrpformat.write_wrp(cpu, wrp_path)
-    # The result must be a file Warp's loader accepts (what is read back is what later steps use).
-    return wrpformat.read_wrp(wrp_path)
+    return cpu
 
 
 # ---------------------------------------------------------------------------------------

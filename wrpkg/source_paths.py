@@ -12,17 +12,20 @@ types and references, never its file name, so module hashes, entry names and bin
 are the same everywhere; only the text (and line-info binaries) differ.
 
 Two steps make them stable:
-- `relocate(wp)` sets every Adjoint's `filename` to a stable form before Warp generates code
-  (so Warp itself writes it, line-info binaries included): the path relative to the deepest
-  of the working directory (Bazel's execroot: `models/cloth.py`) and the `sys.path` folders
-  (Warp's own files: `warp/_src/...`; a capture script outside the working directory: its
-  file name). The capture script's own folder, when inside the working directory, is not a
-  root, so its files keep their execroot-relative name.
-- `canonicalize_sources()` runs on a saved capture: it rewrites what code generated before
-  the relocation still holds (function comment lines and `#line` directives naming a file
-  `relocate` knows), updates each rewritten module record's source sha256 in the `.wrp`, and
-  refuses a capture whose sources or module binaries still hold an absolute path of a known
-  source file or of the working directory.
+- `relocate(wp, script_dir, paths)` sets every Adjoint's `filename` to a stable form before
+  Warp generates code (so Warp itself writes it, line-info binaries included): the path
+  relative to the deepest of the working directory (Bazel's execroot: `models/cloth.py`) and
+  the `sys.path` folders (Warp's own files: `warp/_src/...`; a capture script outside the
+  working directory: its file name). The capture script's own folder, when inside the working
+  directory, is not a root, so its files keep their execroot-relative name. Once relocated, an
+  Adjoint no longer names its absolute path, so the caller keeps the map of relocations
+  (`paths`, the capture's own) across its calls.
+- `canonicalize_sources()` runs on a saved capture, in memory: it rewrites what code generated
+  before the relocation still holds (function comment lines and `#line` directives naming a
+  file in that map) in the module source files, updates each rewritten module record's source
+  sha256 in the parsed `.wrp` (the caller writes it), and refuses a capture whose sources or
+  module binaries still hold an absolute path of a known source file or of the working
+  directory.
 """
 
 from __future__ import annotations
@@ -39,10 +42,6 @@ from wrpkg.errors import CaptureError
 # Warp's function header comment (codegen.py's *_function_template) and line directive.
 _FUNCTION_COMMENT = re.compile(r"^// (?P<path>.+):(?P<line>\d+)$", re.MULTILINE)
 _LINE_DIRECTIVE = re.compile(r'^#line (?P<line>\d+) "(?P<path>(?:[^"\\]|\\.)*)"$', re.MULTILINE)
-
-# Absolute path -> stable form, for every Adjoint `relocate` has seen in this process: code
-# generated before a relocation still names the absolute path.
-_relocated: dict[str, str] = {}
 
 
 def _is_under(path: str, root: str) -> bool:
@@ -88,19 +87,32 @@ def _adjoints(wp):
             pending.append(getattr(obj, attr, None))
 
 
-def relocate(wp, script_dir: str | os.PathLike | None = None) -> dict[str, str]:
-    """Gives every Adjoint a stable `filename`; returns absolute path -> stable form (all
-    relocations so far in this process)."""
+def relocate(
+    wp, script_dir: str | os.PathLike | None = None, paths: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Gives every Adjoint that still names an absolute path a stable `filename`.
+
+    Args:
+      wp: the warp module.
+      script_dir: the capture script's folder (see `stable_path`).
+      paths: absolute path -> stable form, the relocations of earlier calls: added to and
+        returned. Code generated before a relocation still names the absolute path, and only this
+        map remembers it, so a caller that relocates more than once passes the same map each time.
+
+    Returns:
+      `paths` (a new dict when None) with this call's relocations added.
+    """
+    paths = {} if paths is None else paths
     script_dir = None if script_dir is None else os.fspath(script_dir)
     for adj in _adjoints(wp):
         filename = getattr(adj, "filename", None)
         if not filename or not os.path.isabs(filename):
             continue
-        stable = _relocated.get(filename) or stable_path(filename, script_dir)
+        stable = paths.get(filename) or stable_path(filename, script_dir)
         if stable is not None:
-            _relocated[filename] = stable
+            paths[filename] = stable
             adj.filename = stable
-    return dict(_relocated)
+    return paths
 
 
 def _rewrite(text: str, paths: dict[str, str]) -> str:
@@ -138,18 +150,27 @@ def _absolute_left(text: str, needles: list[str]) -> str | None:
 
 
 def canonicalize_sources(
-    wrp_path: str | os.PathLike,
+    wrp: wrpformat.WrpFile,
     modules_dir: str | os.PathLike,
     paths: dict[str, str],
     target: str,
-    wrp: wrpformat.WrpFile | None = None,
 ) -> list[str]:
-    """Rewrites absolute source paths in a saved capture's retained sources (see the module
-    doc); returns the names of the rewritten files. Raises CaptureError when one is left.
-    `wrp`: the capture as parsed already (the file is then not read again)."""
-    wrp_path, modules_dir = Path(wrp_path), Path(modules_dir)
-    if wrp is None:
-        wrp = wrpformat.read_wrp(wrp_path)
+    """Rewrites absolute source paths in a saved capture's retained sources (see the module doc).
+
+    Args:
+      wrp: the capture's `.wrp`, parsed: each rewritten module's source sha256 is updated in it
+        (writing it is the caller's: the file is then out of date until it does).
+      modules_dir: its module files; rewritten sources are written there.
+      paths: absolute path -> stable form (`relocate`).
+      target: the capture, named in errors.
+
+    Returns:
+      The names of the rewritten source files (empty: `wrp` is unchanged).
+
+    Raises:
+      CaptureError: a source or module binary still names a machine-specific path.
+    """
+    modules_dir = Path(modules_dir)
     needles = _machine_paths(paths)
     rewritten = []
     for module in wrp.metadata.modules:
@@ -187,7 +208,4 @@ def canonicalize_sources(
                         fix="capture without lineinfo/debug mode for this module, or load it only after "
                         "build() returns",
                     )
-    if rewritten:
-        wrpformat.write_wrp(wrp, wrp_path)
-        wrpformat.read_wrp(wrp_path)
     return rewritten
