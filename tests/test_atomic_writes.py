@@ -1,4 +1,4 @@
-"""`wrpkg capture` and `wrpkg bundle` outside Bazel: a full disk or a kill mid-way leaves the
+"""`wrpkg capture` and `wrpkg pack` outside Bazel: a full disk or a kill mid-way leaves the
 previous output exactly as it was and never a half-written one (faults injected here)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from test_capture import PROGRAMS, REPO
 
-from wrpkg.bundle import bundle
+from wrpkg.pack import pack
 from wrpkg.verify import verify_bundle
 
 SCRIPT = PROGRAMS / "atomic_sum.py"
@@ -83,8 +83,8 @@ def previous(tmp_path_factory):
     proc = run_tool("wrpkg.capture", capture_args(root / "raw", root / "cache", "//tests:atomic_wrp"))
     assert proc.returncode == 0, proc.stderr
     out = root / "out"
-    bundle(root / "raw", "atomic", "atomic_wrp", "//tests:atomic_wrp",
-           out / "atomic_wrp", out / "atomic_wrp.tar", out / "atomic_wrp.sha256")  # fmt: skip
+    pack(root / "raw", "atomic", "atomic_wrp", "//tests:atomic_wrp",
+         out / "atomic_wrp", out / "atomic_wrp.tar", out / "atomic_wrp.sha256")  # fmt: skip
     return root
 
 
@@ -99,7 +99,7 @@ def test_bundle_out_of_disk_space_keeps_the_previous_bundle(previous):
     out = previous / "out"
     before = snapshot(out)
     # A different label makes a different bundle, so a half-published one would show.
-    proc = run_tool("wrpkg.bundle", bundle_args(previous, "//tests:atomic_v2"), fault="enospc", at=2)
+    proc = run_tool("wrpkg.pack", bundle_args(previous, "//tests:atomic_v2"), fault="enospc", at=2)
     assert proc.returncode == 1, proc.stderr
     assert "No space left on device" in proc.stderr and "were left as they were" in proc.stderr
     assert snapshot(out) == before
@@ -110,18 +110,18 @@ def test_bundle_out_of_disk_space_keeps_the_previous_bundle(previous):
 def test_bundle_killed_mid_way_keeps_the_previous_bundle(previous):
     out = previous / "out"
     before = snapshot(out)
-    proc = run_tool("wrpkg.bundle", bundle_args(previous, "//tests:atomic_v2"), fault="kill", at=2)
+    proc = run_tool("wrpkg.pack", bundle_args(previous, "//tests:atomic_v2"), fault="kill", at=2)
     assert proc.returncode == -signal.SIGKILL
     assert snapshot(out) == before
     # What the kill left is a hidden staging dir; the next run removes it and publishes.
     assert hidden_leftovers(out) and all(".atomic_wrp.tmp-" in n for n in hidden_leftovers(out))
-    proc = run_tool("wrpkg.bundle", bundle_args(previous, "//tests:atomic_v2"))
+    proc = run_tool("wrpkg.pack", bundle_args(previous, "//tests:atomic_v2"))
     assert proc.returncode == 0, proc.stderr
     assert hidden_leftovers(out) == []
     assert verify_bundle(out / "atomic_wrp").label == "//tests:atomic_v2"
     # Back to the original for the other tests.
-    bundle(previous / "raw", "atomic", "atomic_wrp", "//tests:atomic_wrp",
-           out / "atomic_wrp", out / "atomic_wrp.tar", out / "atomic_wrp.sha256")  # fmt: skip
+    pack(previous / "raw", "atomic", "atomic_wrp", "//tests:atomic_wrp",
+         out / "atomic_wrp", out / "atomic_wrp.tar", out / "atomic_wrp.sha256")  # fmt: skip
     assert snapshot(out) == before
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from wrpkg import warp_internals, wrpformat
-from wrpkg.bundle import bundle
 from wrpkg.errors import ArchMismatchError, BundleError, VerifyError
 from wrpkg.load import arch_mismatch_message, check_device, device_fit
 from wrpkg.manifest import (
@@ -28,6 +27,7 @@ from wrpkg.manifest import (
     golden_to_json_bytes,
     to_json_bytes,
 )
+from wrpkg.pack import pack
 from wrpkg.validity import bundle_content_hash
 from wrpkg.verify import verify_bundle
 
@@ -55,7 +55,7 @@ def _start_capture(script: Path, out_dir: Path, stem: str, label: str, cwd: Path
 def _run_bundle(
     raw: Path, out_root: Path, name: str, label: str, stem: str = "sim"
 ) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "wrpkg.bundle", "--raw-dir", str(raw), "--stem", stem, "--name", name]
+    cmd = [sys.executable, "-m", "wrpkg.pack", "--raw-dir", str(raw), "--stem", stem, "--name", name]
     cmd += ["--label", label, "--out-dir", str(out_root / name), "--tar", str(out_root / f"{name}.tar")]
     cmd += ["--hash", str(out_root / f"{name}.sha256")]
     return subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=300)
@@ -131,7 +131,7 @@ def test_hash_ignores_capture_provenance(two_builds, tmp_path):
     info = json.loads((raw / "capture.json").read_text())
     info["device_name"] = "Some Other CPU"
     (raw / "capture.json").write_text(json.dumps(info))
-    result = bundle(
+    result = pack(
         raw,
         "sim",
         "sim_cpu_wrp",
@@ -190,7 +190,7 @@ def test_tolerance_is_carried_into_the_manifest(tmp_path):
     )
     _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
-    result = bundle(
+    result = pack(
         tmp_path / "raw", "atomic", "atomic_wrp", "//tests:atomic_wrp",
         tmp_path / "out/atomic_wrp", tmp_path / "out/atomic_wrp.tar", tmp_path / "out/atomic_wrp.sha256",
     )  # fmt: skip
@@ -207,7 +207,7 @@ def test_bundle_fails_cleanly_on_a_broken_raw_dir(two_builds, tmp_path):
     (raw / "golden" / "energy.bin").write_bytes(b"\0" * 12)  # wrong size
     out = tmp_path / "out"
     with pytest.raises(BundleError, match="energy"):
-        bundle(raw, "sim", "sim_cpu_wrp", LABEL, out / "sim_cpu_wrp", out / "s.tar", out / "s.sha256")
+        pack(raw, "sim", "sim_cpu_wrp", LABEL, out / "sim_cpu_wrp", out / "s.tar", out / "s.sha256")
     assert not out.exists() or list(out.iterdir()) == []
 
 
@@ -232,7 +232,7 @@ def test_bundle_refuses_an_interface_without_array_layouts(two_builds, tmp_path)
     _edit_interface(raw, to_version_1)
     out = tmp_path / "out"
     with pytest.raises(BundleError) as err:
-        bundle(raw, "sim", "sim_cpu_wrp", LABEL, out / "sim_cpu_wrp", out / "s.tar", out / "s.sha256")
+        pack(raw, "sim", "sim_cpu_wrp", LABEL, out / "sim_cpu_wrp", out / "s.tar", out / "s.sha256")
     message = str(err.value)
     assert str(raw / "interface.json") in message and "capture_interface/2" in message
     assert f"rebuild {LABEL}" in message and "tools/gpu/capture_cuda.sh" in message
@@ -251,7 +251,7 @@ def test_bundle_refuses_a_binding_array_larger_than_its_region(two_builds, tmp_p
     with pytest.raises(
         BundleError, match=r"binding 'x': its vec3f array of shape \[2049\].*past its region's 24576 bytes"
     ):
-        bundle(raw, "sim", "sim_cpu_wrp", LABEL, out / "sim_cpu_wrp", out / "s.tar", out / "s.sha256")
+        pack(raw, "sim", "sim_cpu_wrp", LABEL, out / "sim_cpu_wrp", out / "s.tar", out / "s.sha256")
 
 
 def test_a_view_binding_records_its_place_in_the_base_allocation(tmp_path):
@@ -261,7 +261,7 @@ def test_a_view_binding_records_its_place_in_the_base_allocation(tmp_path):
     _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
     out = tmp_path / "out"
-    result = bundle(
+    result = pack(
         tmp_path / "raw", "view", "view_wrp", "//tests:view_wrp",
         out / "view_wrp", out / "view_wrp.tar", out / "view_wrp.sha256",
     )  # fmt: skip
@@ -492,7 +492,7 @@ def cuda_bundle(tmp_path_factory) -> Path:
             "sm": 90, "driver_version": "13.0", "cuda_toolkit_version": "13.4"}  # fmt: skip
     (raw / "capture.json").write_text(json.dumps(info))
     out = root / "out"
-    bundle(
+    pack(
         raw,
         "sim",
         "particles_wrp",
@@ -608,7 +608,7 @@ def test_multiarch_seam_packs_a_fatbin_from_compile_outputs(cuda_bundle, tmp_pat
     compile_wrp(raw / "sim.wrp", raw / "sim_modules", "sm_90", tmp_path / "sm_90")
     compile_wrp(raw / "sim.wrp", raw / "sim_modules", "compute_75", tmp_path / "ptx")
     out = tmp_path / "out"
-    result = bundle(
+    result = pack(
         raw, "sim", "particles_wrp", "//tests:particles_wrp", out / "particles_wrp", out / "p.tar", out / "p.sha256",
         arch_dirs={"sm_90": tmp_path / "sm_90"}, ptx_dir=tmp_path / "ptx",
     )  # fmt: skip
@@ -652,7 +652,7 @@ def test_ptx_may_come_from_an_older_nvrtc_but_sass_from_one(cuda_bundle, tmp_pat
     compile_wrp(raw / "sim.wrp", raw / "sim_modules", "compute_75", tmp_path / "ptx")
     old_ptx = _relabel_compile_dir(tmp_path / "ptx", tmp_path / "ptx_13_0", "13.0.88")
     out = tmp_path / "out"
-    bundle(
+    pack(
         raw, "sim", "particles_wrp", "//tests:particles_wrp", out / "particles_wrp", out / "p.tar", out / "p.sha256",
         arch_dirs={"sm_90": tmp_path / "sm_90"}, ptx_dir=old_ptx,
     )  # fmt: skip
@@ -667,7 +667,7 @@ def test_ptx_may_come_from_an_older_nvrtc_but_sass_from_one(cuda_bundle, tmp_pat
     with pytest.raises(
         BundleError, match=r"its SASS was compiled by several NVRTC versions \['13.0.88', '13.4.92'\]"
     ):
-        bundle(
+        pack(
             raw, "sim", "particles_wrp", "//tests:particles_wrp", out / "bad", out / "b.tar", out / "b.sha256",
             arch_dirs={"sm_90": tmp_path / "sm_90", "sm_80": other_sass}, ptx_dir=old_ptx,
         )  # fmt: skip

@@ -22,7 +22,7 @@ def test_version_names_the_pinned_warp():
 def test_help_lists_every_tool():
     out = wrpkg("--help")
     assert out.returncode == 0
-    for tool in ("inspect", "capture", "compile", "bundle", "verify"):
+    for tool in ("inspect", "capture", "compile", "pack", "verify"):
         assert tool in out.stdout
 
 

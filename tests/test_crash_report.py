@@ -19,7 +19,7 @@ import sys
 
 from test_capture import PROGRAMS, REPO
 
-from wrpkg.bundle import bundle
+from wrpkg.pack import pack
 
 REPLAY = os.environ["WRP_REPLAY"]
 LABEL = "//tests:stale_wrp"
@@ -61,7 +61,7 @@ def test_replay_of_a_stale_pointer_bundle_reports_the_crash(tmp_path):
     (raw / "sim.wrp").write_bytes(wrp.replace(stale, (16).to_bytes(8, "little")))
 
     out = tmp_path / "out"
-    bundle(raw, "sim", "stale_wrp", LABEL, out / "stale_wrp", out / "stale_wrp.tar", out / "stale_wrp.sha256")
+    pack(raw, "sim", "stale_wrp", LABEL, out / "stale_wrp", out / "stale_wrp.tar", out / "stale_wrp.sha256")
     proc = subprocess.run(
         [REPLAY, "--bundle", str(out / "stale_wrp")], capture_output=True, text=True, timeout=120
     )

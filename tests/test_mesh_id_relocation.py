@@ -13,7 +13,7 @@ import pytest
 from test_capture import PROGRAMS, assert_refused
 from wrp_testing import kernel_cache_dir, replay_cpu, run_python
 
-from wrpkg.bundle import bundle
+from wrpkg.pack import pack
 from wrpkg.wrpformat import canonicalize, read_wrp
 
 SCRIPT = PROGRAMS / "mesh_id_uint64.py"
@@ -93,7 +93,7 @@ def test_bundles_are_identical_replay_the_goldens_and_inspect_names_the_paramete
     out = {}
     for name, (raw, _) in captures.items():
         out[name] = tmp_path / name / "mesh_wrp"
-        bundle(
+        pack(
             raw,
             "mesh",
             "mesh_wrp",

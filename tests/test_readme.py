@@ -77,7 +77,7 @@ ELSEWHERE = {
     "LD_LIBRARY_PATH=.../warp/bin ./deploy_recorded": "on the aarch64 device, with its warp.so: run by hand; "
     "//tests/aarch64 runs it under qemu",
     "wrpkg capture": "run by every wrp_artifact's capture action (python -m wrpkg.capture) and //tests:capture_test",
-    "wrpkg bundle": "run by every wrp_artifact's bundle action (python -m wrpkg.bundle) and //tests:bundle_test",
+    "wrpkg pack": "run by every wrp_artifact's bundle action (python -m wrpkg.pack) and //tests:bundle_test",
     "wrpkg verify": "//tests:validity_parity_test and bundle_test (the RUN entry runs it through Bazel)",
     "bazel test --config=gpu //...": GPU,
     "python -m wrpkg.capture ... --device cuda": GPU + " (tools/gpu/capture_cuda.sh)",

@@ -12,7 +12,7 @@ import pytest
 from test_capture import PROGRAMS, assert_refused, run_capture
 from wrp_testing import run_python
 
-from wrpkg.bundle import bundle
+from wrpkg.pack import pack
 
 LABEL = "//tests:refused_gpu_wrp"
 REPLAY = os.environ["WRP_REPLAY"]
@@ -96,6 +96,6 @@ def test_the_wp_handle_program_captures_and_replays_in_cpp(tmp_path):
     proc = capture_cuda(STALE, raw, "WRP_TEST_STALE_MODE", "handle")
     assert proc.returncode == 0, proc.stderr
     out = tmp_path / "handle_wrp"
-    bundle(raw, "sim", "handle_wrp", LABEL, out, out.with_suffix(".tar"), out.with_suffix(".sha256"))
+    pack(raw, "sim", "handle_wrp", LABEL, out, out.with_suffix(".tar"), out.with_suffix(".sha256"))
     proc = subprocess.run([REPLAY, "--bundle", str(out)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "FAIL" not in proc.stdout, proc.stdout + proc.stderr

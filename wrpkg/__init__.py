@@ -14,7 +14,7 @@ The public API is `__all__` below, importable from `wrpkg` itself:
 Each name is imported from its module on first use, so `import wrpkg` stays cheap (no Warp,
 no NumPy). Three functions carry a longer name here than in their module, whose name is taken
 by the module itself: `run_capture` is `wrpkg.capture.capture`, `pack_bundle` is
-`wrpkg.bundle.bundle` and `load_bundle` is `wrpkg.load.load`. Every function listed has a
+`wrpkg.pack.pack` and `load_bundle` is `wrpkg.load.load`. Every function listed has a
 docstring with its Args and Returns (//tests:public_api_test holds that).
 """
 
@@ -36,8 +36,8 @@ _EXPORTS = {
     "run_capture": ("wrpkg.capture", "capture"),
     "CaptureResult": ("wrpkg.capture", "CaptureResult"),
     "compile_wrp": ("wrpkg.compile", "compile_wrp"),
-    "pack_bundle": ("wrpkg.bundle", "bundle"),
-    "BundleResult": ("wrpkg.bundle", "BundleResult"),
+    "pack_bundle": ("wrpkg.pack", "pack"),
+    "BundleResult": ("wrpkg.pack", "BundleResult"),
     # A built bundle: open (verify), load, inspect; and the same as functions.
     "Bundle": ("wrpkg.load", "Bundle"),
     "load_bundle": ("wrpkg.load", "load"),

@@ -1,6 +1,6 @@
 """Publishing outputs so that an interrupted run never leaves a half-written one.
 
-Bazel discards the outputs of a failed action, but `wrpkg capture` and `wrpkg bundle` also run
+Bazel discards the outputs of a failed action, but `wrpkg capture` and `wrpkg pack` also run
 by hand, where a kill or a full disk mid-way must leave the previous output as it was. Every
 output is built in a hidden staging directory next to it (same filesystem, so renames are
 atomic) and published by rename:

@@ -16,7 +16,7 @@ SUBCOMMANDS = {
     "inspect": ("wrpkg.inspection", "summarize a .wrp file or bundle"),
     "capture": ("wrpkg.capture", "run a capture script and save its graph, golden outputs and capture.json"),
     "compile": ("wrpkg.compile", "compile captured CUDA modules for one SM or PTX"),
-    "bundle": ("wrpkg.bundle", "pack a canonical, content-hashed, multi-architecture bundle"),
+    "pack": ("wrpkg.pack", "pack a canonical, content-hashed, multi-architecture bundle"),
     "verify": ("wrpkg.verify", "check every bundle file against its manifest"),
     "regolden": ("wrpkg.regolden", "replay a bundle on a GPU and write a copy whose goldens were made there"),
 }

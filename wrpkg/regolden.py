@@ -26,12 +26,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from wrpkg import atomic, cli, warp_internals
-from wrpkg.bundle import write_deterministic_tar
 from wrpkg.errors import CaptureError, VerifyError
 from wrpkg.files import sha256_bytes
 from wrpkg.golden import compare, first_disagreement, golden_tolerance
 from wrpkg.load import Bundle
 from wrpkg.manifest import CAPTURE_INFO_NAME, GOLDEN_NAME, MANIFEST_NAME, Manifest, golden_to_json_bytes
+from wrpkg.pack import write_deterministic_tar
 from wrpkg.validity import read_hash_file
 
 

@@ -1,4 +1,4 @@
-"""The bundle action: canonical .wrp + fatbins + manifest + deterministic tar (`wrpkg.bundle`)."""
+"""The bundle action: canonical .wrp + fatbins + manifest + deterministic tar (`wrpkg.pack`)."""
 
 load(":python.bzl", "run_wrpkg")
 
@@ -32,7 +32,7 @@ def declare_bundle(ctx, raw, stem, sass_dirs, ptx_dir, extra_files = []):
         arguments.append("--no-source")
     run_wrpkg(
         ctx,
-        tool = "bundle",
+        tool = "pack",
         arguments = arguments,
         inputs = raw.files + sass_dirs.values() + ([ptx_dir] if ptx_dir else []),
         outputs = [bundle_dir, tar, content_hash],

@@ -201,7 +201,7 @@ def check(stem: str, out: Path, retargeted: Path | None) -> dict:
 
 
 def check_bundles(result: dict, bundles: list[Path], out: Path) -> None:
-    """Replays each multi-arch bundle of the program (a `wrpkg bundle` directory) on cuda:0 against the
+    """Replays each multi-arch bundle of the program (a `wrpkg pack` directory) on cuda:0 against the
     eager outputs; a bundle whose fatbins hold no SASS for this GPU is expected to fail to load."""
     stem = Path(result["program"]).stem
     names = result.get("warp", {}).get("outputs", [])

@@ -1,6 +1,6 @@
 """Pack a raw capture into a canonical, content-hashed bundle, its deterministic tar and hash.
 
-    python -m wrpkg.bundle --raw-dir RAW --stem sim --name sim_wrp --label //models:sim_wrp \\
+    python -m wrpkg.pack --raw-dir RAW --stem sim --name sim_wrp --label //models:sim_wrp \\
         [--arch-dir sm_90=DIR ...] [--ptx-dir DIR] \\
         --out-dir OUT/sim_wrp --tar OUT/sim_wrp.tar --hash OUT/sim_wrp.sha256
 
@@ -446,7 +446,7 @@ def write_deterministic_tar(bundle_dir: Path, arc_root: str, tar_path: Path) -> 
                     raise BundleError(f"{arcname}: cannot be stored in a ustar archive ({exc})") from exc
 
 
-def bundle(
+def pack(
     raw_dir: str | os.PathLike,
     stem: str,
     name: str,
@@ -460,7 +460,7 @@ def bundle(
 ) -> BundleResult:
     """Packs a raw capture and its compiled outputs into a bundle, its tar and its content hash.
 
-    What `wrp_artifact`'s bundle action runs (`python -m wrpkg.bundle`), from Python. The three
+    What `wrp_artifact`'s bundle action runs (`python -m wrpkg.pack`), from Python. The three
     outputs are published atomically: a failure leaves the previous ones.
 
     Args:
@@ -548,7 +548,7 @@ def configure_parser(parser) -> None:
 
 def run(args) -> int:
     arch_dirs = dict(_parse_arch_dir(value) for value in args.arch_dir)
-    result = bundle(
+    result = pack(
         args.raw_dir,
         args.stem,
         args.name,
@@ -567,4 +567,4 @@ def run(args) -> int:
 if __name__ == "__main__":
     from wrpkg.cli import tool_main
 
-    tool_main("wrpkg.bundle")
+    tool_main("wrpkg.pack")
