@@ -450,7 +450,9 @@ def _capture_into(
     build_watch = BuildLaunchWatch(user_dirs) if mode == "retarget" else None
     # Absolute source path -> its stable form (wrpkg.source_paths): this capture's own map, added to
     # at each relocation (before and after build(), after the step), read by canonicalize_sources.
-    spec, bindings, paths = _build_spec(wp, script, device, target, build_watch)
+    # A CPU capture compiles its modules after the step, once its refusals are decided.
+    later = [] if device.is_cpu else None
+    spec, bindings, paths = _build_spec(wp, script, device, target, build_watch, later)
 
     if mode == "retarget":
         recorder = retarget.RetargetRecorder(user_dirs=user_dirs, target=target, trace_lines=trace_lines)
@@ -459,7 +461,13 @@ def _capture_into(
     # A wp.uint64 parameter holding a live wp.Mesh id is recorded as a wp.handle (wrpkg.launch_recorder).
     recorder.relocate_uint64_mesh_ids = relocate_uint64_mesh_ids
     crash_watch.phase(f"step() under capture on {device.alias}")
-    graph = _record_step(wp, spec, device, script, target, recorder)
+    try:
+        graph = _record_step(wp, spec, device, script, target, recorder)
+        crash_watch.phase("compiling the modules of the step and of build()")
+        recorder.compile_deferred()
+        _load_modules(wp, later or (), device, target)
+    finally:
+        recorder.abandon_deferred()  # a refused step's modules stay uncompiled
     crash_watch.phase("wp.capture_save")
     saved = None  # the capture's .wrp, parsed: once, and each stage below changes that record
     try:
@@ -560,10 +568,12 @@ def _use_kernel_cache(wp, work: Path, cache_dir) -> Path | None:
     return cache if own_cache else None
 
 
-def _build_spec(wp, script: Path, device, target: str, build_watch=None):
+def _build_spec(wp, script: Path, device, target: str, build_watch=None, later=None):
     """Runs the script's build(device) and loads every Warp module it brought in (its own and
-    the ones it imports), so no compile happens inside the capture. Returns the CaptureSpec, its
-    bindings and the source paths relocated so far (`source_paths.relocate`)."""
+    the ones it imports), so no compile happens inside the capture; or, given a list `later` (a
+    CPU capture, whose step compiles nothing: wrpkg.deferred_compile), adds their names to it.
+    Returns the CaptureSpec, its bindings and the source paths relocated so far
+    (`source_paths.relocate`)."""
     modules_before = set(warp_internals.context().user_modules)
     from wrpkg import source_paths  # noqa: PLC0415 - imports Warp
 
@@ -581,7 +591,16 @@ def _build_spec(wp, script: Path, device, target: str, build_watch=None):
     bindings = _check_spec(wp, spec, device, target)
     # Again for the modules build() imported.
     source_paths.relocate(wp, script.parent, paths)
-    for name in sorted(set(warp_internals.context().user_modules) - modules_before):
+    names = sorted(set(warp_internals.context().user_modules) - modules_before)
+    if later is None:
+        _load_modules(wp, names, device, target)
+    else:
+        later += names
+    return spec, bindings, paths
+
+
+def _load_modules(wp, names, device, target: str) -> None:
+    for name in names:
         try:
             wp.load_module(name, device=device)
         except Exception as exc:  # Warp's code generator or compiler on the user's kernels
@@ -593,7 +612,6 @@ def _build_spec(wp, script: Path, device, target: str, build_watch=None):
                 f"{target}: Warp could not build module '{name}' for {device.alias}: {type(exc).__name__}: {exc}",
                 fix="fix the kernel named above (Warp's message gives its file and line)",
             ) from exc
-    return spec, bindings, paths
 
 
 def _record_step(wp, spec, device, script: Path, target: str, recorder):

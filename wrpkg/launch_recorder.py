@@ -23,10 +23,14 @@ import contextlib
 import copy
 import ctypes
 import os
+import sys
+import tempfile
 from dataclasses import dataclass, field
 
-from wrpkg import warp_internals
-from wrpkg.step_guard import StepGuard
+from wrpkg import warp_internals, wrpformat
+from wrpkg.deferred_compile import DeferredCompile
+from wrpkg.errors import CaptureError
+from wrpkg.step_guard import StepGuard, StepRefusal
 
 # (user_dirs, code filename) -> whether the file is the capture script's. A retarget capture asks
 # on every Python call its step makes (wrpkg.retarget's line tracer) and every launch: realpath's
@@ -57,6 +61,29 @@ def script_line(user_dirs: tuple[str, ...], frame) -> str | None:
     return None
 
 
+# Frames of Warp and wrpkg are not the user's: a launch's site is the first frame outside both.
+_WRPKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_OWN_FILE: dict[str, bool] = {}
+
+
+def launch_site(depth: int = 2) -> tuple[str, int] | None:
+    """(file, line) of the first frame, from `depth` up, outside Warp and wrpkg: the script line
+    that made the launch being recorded. Cheap (one dict lookup a frame), as it runs per launch."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        own = _OWN_FILE.get(filename)
+        if own is None:
+            import warp  # noqa: PLC0415 - Warp is imported lazily
+
+            warp_dir = os.path.dirname(os.path.abspath(warp.__file__)) + os.sep
+            own = _OWN_FILE[filename] = os.path.abspath(filename).startswith((warp_dir, _WRPKG_DIR))
+        if not own:
+            return filename, frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
 @dataclass
 class PackedParam:
     kernel: str
@@ -64,6 +91,7 @@ class PackedParam:
     adjoint: bool
     blob: bytes
     relocated: frozenset[int]  # byte offsets inside blob that APIC patches at replay
+    site: tuple[str, int] | None = None  # (file, line) of the launch (launch_site)
 
 
 @dataclass
@@ -96,6 +124,9 @@ class LaunchRecorder:
     relocate_uint64_mesh_ids: bool = True
     # (kernel, parameter) -> what was relocated, in first-use order.
     mesh_id_relocations: dict[tuple[str, str], MeshIdRelocation] = field(default_factory=dict)
+    # On a CPU capture the step's modules are compiled after it (wrpkg.deferred_compile): set by
+    # recording(), compiled by compile_deferred() once every refusal of the step is decided.
+    deferred: DeferredCompile | None = None
 
     @contextlib.contextmanager
     def recording(self, device):
@@ -104,6 +135,10 @@ class LaunchRecorder:
         self.capture = ctx._get_apic_capture_for_device(device)
         self.guard = StepGuard(self.target, capture_is_cuda=device.is_cuda)
         patches = self._packing_patches() + self._patches(device) + self.guard.patches()
+        if device.is_cpu:
+            # APIC records a CPU launch without running it: its module is compiled after the step.
+            self.deferred = DeferredCompile(self.target)
+            patches += self.deferred.patches() + self._build_error_patches(device)
         # vars() first: a property must come back as the property, not its value.
         saved = [
             (owner, name, vars(owner)[name] if name in vars(owner) else getattr(owner, name))
@@ -117,6 +152,63 @@ class LaunchRecorder:
         finally:
             for owner, name, value in saved:
                 setattr(owner, name, value)
+
+    def _build_error_patches(self, device) -> list[tuple[object, str, object]]:
+        """A module the step's launch builds (its code generated; compiled after the step) that Warp
+        cannot generate is refused as one of build()'s would be."""
+        module_class = warp_internals.context().Module
+        original = module_class.load
+        guard = self.guard
+
+        def load(module, *args, **kwargs):
+            try:
+                return original(module, *args, **kwargs)
+            except StepRefusal:
+                raise
+            except Exception as exc:  # Warp's code generator on the user's kernels
+                raise guard.refuse_build(module.name, device.alias, exc) from exc
+
+        return [(module_class, "load", load)]
+
+    def check_recorded(self) -> None:
+        """Refusals a recorder decides from the whole recorded step, before anything is compiled
+        (compile_deferred() asks first); none here."""
+
+    def recorded_operations(self) -> list | None:
+        """The step's top-level operations as APIC recorded them, parsed, with nothing compiled: APIC's
+        state saved to a scratch file before capture_save registers modules and memory (Warp's
+        wp_apic_state_save only reads the state). None where Warp refuses to write it (capture_save
+        then says why)."""
+        core = warp_internals.native_library()
+        with tempfile.TemporaryDirectory(prefix="wrpkg-ops-") as folder:
+            path = os.path.join(folder, "ops.wrp")
+            if not core.wp_apic_state_save(self.capture.apic_state, path.encode("utf-8"), 0, None):
+                return None
+            return wrpformat.read_wrp(path).operations.ops
+
+    def compile_deferred(self) -> None:
+        """Compiles the modules the step's launches deferred (wrpkg.deferred_compile); call it once the
+        step's refusals are decided (after capture_end and the stale-pointer check).
+
+        Raises:
+          CaptureError: Warp could not build one of them.
+        """
+        self.check_recorded()
+        if self.deferred is None:
+            return
+        try:
+            self.deferred.finish(self.capture.apic_state)
+        except Exception as exc:  # Warp's compiler on the user's kernels
+            raise CaptureError(
+                f"{self.target}: Warp could not build module '{self.deferred.failed_module}' for cpu: "
+                f"{type(exc).__name__}: {exc}",
+                fix="fix the kernel named above (Warp's message gives its file and line)",
+            ) from exc
+
+    def abandon_deferred(self) -> None:
+        """Drops what a refused capture left uncompiled; nothing once compile_deferred() ran."""
+        if self.deferred is not None:
+            self.deferred.abandon()
 
     def _patches(self, device) -> list[tuple[object, str, object]]:
         """More (owner, attribute, replacement) hooks, for a recorder that needs them."""
@@ -158,6 +250,8 @@ class LaunchRecorder:
         current_kernel: list[str] = []
         # Per launch being packed: the kernel's parameters (codegen Vars) recorded as handles.
         as_handle: list[list] = []
+        # Per launch being packed: its script line (launch_site).
+        site: list = []
         uint64_t = warp_internals.types().uint64
         handle_t = warp_internals.types().handle
         is_mesh = warp_internals.native_library().wp_apic_is_mesh
@@ -165,12 +259,17 @@ class LaunchRecorder:
         def build_launch_info(self, kernel, *args, **kwargs):
             current_kernel.append(str(kernel.key))
             as_handle.append([])
+            site.append(launch_site())
             try:
                 info = original_build(self, kernel, *args, **kwargs)
             finally:
                 current_kernel.pop()
                 as_handle.pop()
-            recorder._check_one_overload_per_key(self, kernel, args[0] if args else kwargs.get("module_exec"))
+                site.pop()
+            module_exec = args[0] if args else kwargs.get("module_exec")
+            recorder._check_one_overload_per_key(self, kernel, module_exec)
+            if recorder.deferred is not None:
+                recorder.deferred.note_launch(kernel, module_exec)
             return info
 
         def live_mesh_id(original_value, packed_value) -> int:
@@ -226,6 +325,7 @@ class LaunchRecorder:
                     adjoint=bool(adjoint),
                     blob=bytes(value_data_buf[start : start + size]),
                     relocated=relocated,
+                    site=site[-1] if site else None,
                 )
             )
 

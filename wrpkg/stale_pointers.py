@@ -27,7 +27,7 @@ import gc
 import struct
 from dataclasses import dataclass
 
-from wrpkg import warp_internals
+from wrpkg import step_guard, warp_internals
 from wrpkg.errors import CaptureError
 from wrpkg.launch_recorder import LaunchRecorder
 
@@ -132,6 +132,8 @@ def check_launches(wp, recorder: LaunchRecorder, extra: list, target: str) -> No
             where = f"parameter '{packed.param}'" + (
                 f" (byte {offset} of its value)" if len(blob) > _SLOT else ""
             )
+            if packed.site is not None:
+                where += f", launched {step_guard.describe_site(packed.site)}"
             side = "adjoint of " if packed.adjoint else ""
             if hit.kind in _UNSAVABLE:
                 raise CaptureError(

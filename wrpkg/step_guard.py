@@ -53,7 +53,8 @@ def _caller_outside(skip_dirs: tuple[str, ...], depth: int = 2):
     return None
 
 
-def _where(location) -> str:
+def describe_site(location) -> str:
+    """ "at models/sim.py:42 (the code there)" for a (file, line), "in step()" for None."""
     if location is None:
         return "in step()"
     filename, line = location
@@ -96,7 +97,15 @@ class StepGuard:
         import warp  # noqa: PLC0415 - Warp is imported lazily
 
         skip = (os.path.dirname(os.path.abspath(warp.__file__)) + os.sep, _WRPKG_DIR)
-        return self._refuse(message.replace("{where}", _where(_caller_outside(skip))), fix)
+        return self._refuse(message.replace("{where}", describe_site(_caller_outside(skip))), fix)
+
+    def refuse_build(self, module_name: str, device_alias: str, exc: Exception) -> StepRefusal:
+        """Warp's code generator failed on a module a launch of the step loads (the same words as a
+        module of build() that fails to load before the step)."""
+        return self._refuse(
+            f"Warp could not build module '{module_name}' for {device_alias}: {type(exc).__name__}: {exc}",
+            fix="fix the kernel named above (Warp's message gives its file and line)",
+        )
 
     def _refuse(self, message: str, fix: str) -> StepRefusal:
         refusal = StepRefusal(f"{self.target}: {message}", fix=fix)
@@ -108,7 +117,7 @@ class StepGuard:
         skip = (warp_dir, _WRPKG_DIR)
 
         def refuse_graph_launch(*_args, **_kwargs):
-            where = _where(_caller_outside(skip))
+            where = describe_site(_caller_outside(skip))
             raise guard._refuse(
                 f"step() launches a captured graph {where}. APIC does not record the operations of a graph "
                 "launched inside a capture, so the bundle would replay without them.",
@@ -132,7 +141,7 @@ class StepGuard:
             filename = os.path.abspath(caller.f_code.co_filename)
             if filename.startswith(own):
                 return
-            where = _where((filename, caller.f_lineno))
+            where = describe_site((filename, caller.f_lineno))
             raise guard._refuse(
                 f"step() reads an array's values on the host ({what}) {where}. The capture records device "
                 "operations only: a value computed from this read is frozen into the graph as it was in this "
@@ -169,7 +178,7 @@ class StepGuard:
         array = warp.array
 
         def refuse_host(what: str, arr) -> None:
-            where = _where(_caller_outside(skip, depth=3))
+            where = describe_site(_caller_outside(skip, depth=3))
             raise guard._refuse(
                 f"step() uses host memory in a CUDA capture: {what} of a {arr.device} array {where}. APIC "
                 "records regions and copies of the capture device only: the host array would be replayed as "
