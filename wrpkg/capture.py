@@ -463,7 +463,7 @@ def _capture_into(
     crash_watch.phase(f"step() under capture on {device.alias}")
     try:
         graph = _record_step(wp, spec, device, script, target, recorder)
-        crash_watch.phase("compiling the modules of the step and of build()")
+        crash_watch.phase("checking what the step recorded, then compiling its modules and build()'s")
         recorder.compile_deferred()
         _load_modules(wp, later or (), device, target)
     finally:

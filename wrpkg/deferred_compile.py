@@ -9,7 +9,7 @@ registered for an in-process replay of the live graph, which the capture never d
 while the step records, `DeferredCompile` lets Warp do all of `Module.load` except its native
 work:
 
-- `warp._src.build.build_cpu` (the warp-clang compile, about 2 s for the first module of a
+- Warp's `build_cpu` (warp/_src/build.py: the warp-clang compile, about 2 s for the first module of a
   fresh kernel cache) records its arguments and the generated source instead of compiling;
   Warp's code generation, its hashes, its `.meta` and the source file in the kernel cache
   are all Warp's own;

@@ -58,6 +58,11 @@ ASSUMPTIONS = (
     ("build", "init_kernel_cache", None),
     ("codegen", "_escape_line_directive_filename", None),
     ("codegen", "Adjoint.get_references", ("adj",)),
+    # A CPU capture compiles after its step (wrpkg.deferred_compile): Module.load runs but for
+    # build_cpu (recorded, run later with the same arguments) and the LLVM calls (LLVM_CALLS).
+    ("build", "build_cpu", ("obj_path", "cpp_path")),
+    ("context", "Module.load", ("self", "device", "block_dim")),
+    ("context", "ModuleExec.get_kernel_hooks", ("self", "kernel")),
     ("apic.capture", "APICapture.build_launch_info", ("self", "kernel", "module_exec")),
     ("apic.capture", "APICapture._hash_to_str", None),
     ("apic.capture", "APICapture._collect_metadata", ("self", "kernel", "module_exec")),
@@ -85,6 +90,12 @@ NATIVE_CALLS = (
     "wp_cuda_graph_create_exec",
     "wp_cuda_graph_launch",
 )
+
+# Warp's LLVM library (runtime.llvm) calls wrpkg.deferred_compile answers while a CPU capture's
+# step records, and the APIC calls it makes after (the op stream saved before anything is
+# compiled: LaunchRecorder.recorded_operations; the compiled entry points registered).
+LLVM_CALLS = ("wp_load_obj", "wp_lookup")
+APIC_CALLS = ("wp_apic_state_save", "wp_apic_register_cpu_kernel")
 
 
 @functools.cache
@@ -207,6 +218,11 @@ def check_assumptions() -> list[str]:
     runtime = context().runtime
     if runtime is not None:
         problems += [
-            f"Warp's native library has no {name}" for name in NATIVE_CALLS if not hasattr(runtime.core, name)
+            f"Warp's native library has no {name}"
+            for name in NATIVE_CALLS + APIC_CALLS
+            if not hasattr(runtime.core, name)
+        ]
+        problems += [
+            f"Warp's LLVM library has no {name}" for name in LLVM_CALLS if not hasattr(runtime.llvm, name)
         ]
     return problems

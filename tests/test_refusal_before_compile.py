@@ -1,0 +1,57 @@
+"""Every refusal of a step is decided before anything is compiled (issue 25 item 3): for each
+refused program of tests/refusal_programs.py, a capture in a fresh process compiles nothing
+(neither Warp's CPU compiler nor NVRTC) before its message, which names the kernel or operation
+and the script line. Counted, not timed: tools/bench/refusal_bench.py prints the times. Programs
+whose own build() launches a kernel compile that in build(), before the capture's step."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from refusal_programs import REFUSALS, REPO
+
+LABEL = "//tests:refused_wrp"
+PROBE = Path(__file__).resolve().parent / "compile_probe.py"
+
+
+def probe(refusal, out: Path) -> dict:
+    env = dict(os.environ, **refusal.env)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    cmd = [sys.executable, str(PROBE), *refusal.capture_args(out, LABEL)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("refusal", REFUSALS, ids=[r.name for r in REFUSALS])
+def test_refused_before_anything_is_compiled(tmp_path, refusal):
+    out = tmp_path / "raw"
+    result = probe(refusal, out)
+    assert result["error"] is not None, f"{refusal.name} was not refused"
+    for fragment in (LABEL, *refusal.fragments):
+        assert fragment in result["error"], result["error"]
+    compiled = [
+        c for c in result["compiles"] if not (refusal.build_compiles and c["phase"].startswith("importing"))
+    ]
+    assert compiled == [], f"compiled before the refusal: {compiled}"
+    if not refusal.build_compiles:
+        assert result["compiles"] == []
+    assert not out.exists()
+
+
+def test_an_accepted_capture_compiles_after_its_step(tmp_path):
+    """The counter sees compiles: the same program, accepted, compiles its module once, after the step."""
+    from refusal_programs import CAPTURE, Refusal
+
+    accepted = Refusal(
+        "stale_pointer handle", CAPTURE / "stale_pointer.py", "cpu", (), env={"WRP_TEST_STALE_MODE": "handle"}
+    )
+    result = probe(accepted, tmp_path / "raw")
+    assert result["error"] is None
+    assert [c["compiler"] for c in result["compiles"]] == ["build_cpu"]
+    assert result["compiles"][0]["phase"].startswith("checking what the step recorded, then compiling")
