@@ -1,4 +1,4 @@
-"""Bundles: reproducible content hash and tar, the manifest, `wrpkg verify`, `wrpkg.load`, and
+"""Bundles: reproducible content hash and tar, the manifest, `wrpkg verify`, `wrpkg.bundle`, and
 the arch-mismatch message. CPU only: the CUDA side runs on the in-repo sm_90 fixture."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from wrpkg import warp_internals, wrpformat
+from wrpkg.bundle import arch_mismatch_message, check_device, device_fit
 from wrpkg.errors import ArchMismatchError, BundleError, VerifyError
-from wrpkg.load import arch_mismatch_message, check_device, device_fit
 from wrpkg.manifest import (
     MANIFEST_SCHEMA,
     PtxEntry,
@@ -416,10 +416,10 @@ def test_verify_catches_a_missing_file(bundle_copy):
 
 def test_load_replays_to_the_golden_outputs(two_builds):
     """The bundle built here, opened (wrpkg.Bundle: verified, its bytes held) and replayed to its
-    golden outputs; wrpkg.load.load, which reads only what it hands Warp, replays the same."""
+    golden outputs; wrpkg.bundle.load, which reads only what it hands Warp, replays the same."""
     import warp as wp
 
-    from wrpkg.load import Bundle, load
+    from wrpkg.bundle import Bundle, load
 
     wp.config.log_level = wp.LOG_WARNING
     bundle = Bundle.open(two_builds[1] / "out" / "sim_cpu_wrp")
@@ -432,7 +432,7 @@ def test_load_replays_to_the_golden_outputs(two_builds):
 
 
 def test_load_refuses_a_tampered_bundle(bundle_copy):
-    from wrpkg.load import Bundle, load
+    from wrpkg.bundle import Bundle, load
 
     wrp = bundle_copy / "sim.wrp"
     wrp.write_bytes(wrp.read_bytes()[:-8])

@@ -1,7 +1,7 @@
 """Hostile bundles (issue 26), each made from the good CPU bundle in tmp_path with one defect,
 and judged by the Python reader: `wrpkg verify` and `wrpkg inspect` must exit 1 with one
-`error:` line that names the file and the defect (no traceback, no hang), and wrpkg.load must
-refuse it with a VerifyError; wrpkg.load must hand Warp the bytes it verified.
+`error:` line that names the file and the defect (no traceback, no hang), and wrpkg.bundle must
+refuse it with a VerifyError; wrpkg.bundle must hand Warp the bytes it verified.
 
 Where a defect is in manifest.json, the content hash (`<dir>.sha256`, golden.json's
 content_hash) is redone, so the defect itself, not the hash check, is what is refused.
@@ -118,7 +118,7 @@ LOAD_CASES = [
 
 @pytest.mark.parametrize("hostile", LOAD_CASES, ids=[c.name for c in LOAD_CASES], indirect=True)
 def test_wrpkg_load_refuses(hostile, monkeypatch):
-    from wrpkg.load import load
+    from wrpkg.bundle import load
 
     case, bundle = hostile
     arg, cwd = _bundle_arg(case, bundle)
@@ -295,7 +295,7 @@ def test_verify_tar_refuses_a_fifo(tmp_path):
         verify_tar(path)
 
 
-# --- item 1: wrpkg.load hands Warp the bytes it verified -----------------------------------
+# --- item 1: wrpkg.bundle hands Warp the bytes it verified -----------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -317,7 +317,7 @@ def test_load_gives_warp_the_verified_bytes_not_a_path(wp, tmp_path, monkeypatch
     """The files are swapped for garbage after the check, just before Warp's call (the race of
     issue 26, made certain): the graph still replays to the golden outputs, because Warp is
     given the bytes that were verified and never reads the bundle again."""
-    from wrpkg.load import load
+    from wrpkg.bundle import load
 
     bundle = copy_good(tmp_path)
     real_from_bytes = wp.capture_load_from_bytes
@@ -341,7 +341,7 @@ def test_private_copy_is_loaded_and_removed(wp, tmp_path, monkeypatch):
     """The CUDA PTX/source path's private copy, exercised on the CPU bundle: Warp's path loader
     is given a 0700 directory of this process holding exactly the verified bytes; it is gone
     afterwards, and the graph replays."""
-    import wrpkg.load
+    import wrpkg.bundle
     from wrpkg.validity import read_manifest, verify_files
 
     bundle = copy_good(tmp_path)
@@ -357,7 +357,7 @@ def test_private_copy_is_loaded_and_removed(wp, tmp_path, monkeypatch):
         return real_load(path, device=device)
 
     monkeypatch.setattr(wp, "capture_load", record_then_load)
-    graph = wrpkg.load._load_private_copy(wp, manifest, verified, wp.get_device("cpu"))
+    graph = wrpkg.bundle._load_private_copy(wp, manifest, verified, wp.get_device("cpu"))
     assert seen["mode"] == 0o700
     assert seen["files"] == sorted(f.path for f in manifest.files)
     assert not seen["dir"].exists()
@@ -365,7 +365,7 @@ def test_private_copy_is_loaded_and_removed(wp, tmp_path, monkeypatch):
 
 
 def test_private_copy_changed_during_the_load_is_refused(wp, tmp_path, monkeypatch):
-    import wrpkg.load
+    import wrpkg.bundle
     from wrpkg.validity import read_manifest, verify_files
 
     bundle = copy_good(tmp_path)
@@ -382,4 +382,4 @@ def test_private_copy_changed_during_the_load_is_refused(wp, tmp_path, monkeypat
     with pytest.raises(
         VerifyError, match=f"the private copy of {MODULE_BINARY} changed while Warp loaded it"
     ):
-        wrpkg.load._load_private_copy(wp, manifest, verified, wp.get_device("cpu"))
+        wrpkg.bundle._load_private_copy(wp, manifest, verified, wp.get_device("cpu"))

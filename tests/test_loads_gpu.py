@@ -1,7 +1,7 @@
 """On a CUDA GPU (tagged gpu): every road a bundle loads by, in Python and in C++.
 
 Python (each bundle in a fresh process, as a deployed program loads it: a module Warp has
-loaded once is not loaded again in that process): `wrpkg.load` of the multi-arch bundle (its
+loaded once is not loaded again in that process): `wrpkg.bundle` of the multi-arch bundle (its
 SASS, through the per-device view), of the bundles that leave the GPU only PTX JIT or Warp's
 source fallback, of the retargeted model bundles, and stock `wp.capture_load` of the
 multi-arch bundle; each replays once to its golden values (within the tolerances the manifest
@@ -47,12 +47,12 @@ CHUNK = 262144  # the .wrp's digest chunk (wrpkg.digests): a changed byte past i
 
 
 def replay_once(bundle: Path, stock: bool) -> dict[str, list]:
-    """Loads `bundle` on cuda:0 (wrpkg.load, or stock wp.capture_load), replays it once and
+    """Loads `bundle` on cuda:0 (wrpkg.bundle, or stock wp.capture_load), replays it once and
     compares each output with its golden value: {output: [match, detail]}. Run in a fresh process."""
     import warp as wp  # noqa: PLC0415
 
     from wrpkg import golden, warp_internals  # noqa: PLC0415
-    from wrpkg.load import load  # noqa: PLC0415
+    from wrpkg.bundle import load  # noqa: PLC0415
 
     manifest = json.loads((bundle / "manifest.json").read_text())
     # The golden outputs are in the test manifest, outside the content hash.
@@ -106,7 +106,7 @@ def test_stock_capture_load_reads_the_multi_arch_bundle():
 
 def test_wrpkg_load_refuses_a_bundle_with_no_code_for_the_gpu():
     script = (
-        "import sys, warp as wp; from wrpkg.load import load; wp.init(); load(sys.argv[1], device='cuda:0')"
+        "import sys, warp as wp; from wrpkg.bundle import load; wp.init(); load(sys.argv[1], device='cuda:0')"
     )
     proc = run_python("-c", script, str(NO_FIT))
     assert proc.returncode != 0

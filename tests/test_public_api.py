@@ -52,11 +52,11 @@ def test_unknown_names_are_attribute_errors():
 
 
 def test_aliases_are_the_module_functions():
-    from wrpkg import capture, load, pack  # noqa: PLC0415
+    from wrpkg import bundle, capture, pack  # noqa: PLC0415
 
     assert wrpkg.run_capture is capture.capture
     assert wrpkg.pack_bundle is pack.pack
-    assert wrpkg.load_bundle is load.load
+    assert wrpkg.load_bundle is bundle.load
 
 
 def test_importing_the_package_is_cheap():

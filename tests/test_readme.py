@@ -67,7 +67,7 @@ ELSEWHERE = {
     "bazel run -c opt //tools/bench:instantiate_probe": "needs a CUDA GPU: a C++ load's first replay against what ran "
     "before it (tools/bench/instantiate_probe.sh): run by hand",
     "python tools/bench/load_profile.py BUNDLE...": "tools/bench/bench_all.sh runs it on the GPU machine "
-    "(it times wrpkg.load's steps on a CUDA bundle): run by hand",
+    "(it times wrpkg.bundle's steps on a CUDA bundle): run by hand",
     "python3 tools/bench/build_bench.py --out /tmp/out/build.json": "times clean and incremental builds "
     "(many minutes): run by hand",
     "python tools/bench/retarget_bench.py": "captures models/cloth.py and steps of 1k to 100k launches in both "

@@ -12,9 +12,9 @@ The public API is `__all__` below, importable from `wrpkg` itself:
     graph = bundle.load("cuda:0")                       # Warp gets the bytes that were verified
 
 Each name is imported from its module on first use, so `import wrpkg` stays cheap (no Warp,
-no NumPy). Three functions carry a longer name here than in their module, whose name is taken
-by the module itself: `run_capture` is `wrpkg.capture.capture`, `pack_bundle` is
-`wrpkg.pack.pack` and `load_bundle` is `wrpkg.load.load`. Every function listed has a
+no NumPy). Three functions carry a longer name here than in their module, which names what
+they act on: `run_capture` is `wrpkg.capture.capture`, `pack_bundle` is `wrpkg.pack.pack` and
+`load_bundle` is `wrpkg.bundle.load`. Every function listed has a
 docstring with its Args and Returns (//tests:public_api_test holds that).
 """
 
@@ -39,8 +39,8 @@ _EXPORTS = {
     "pack_bundle": ("wrpkg.pack", "pack"),
     "BundleResult": ("wrpkg.pack", "BundleResult"),
     # A built bundle: open (verify), load, inspect; and the same as functions.
-    "Bundle": ("wrpkg.load", "Bundle"),
-    "load_bundle": ("wrpkg.load", "load"),
+    "Bundle": ("wrpkg.bundle", "Bundle"),
+    "load_bundle": ("wrpkg.bundle", "load"),
     "verify_bundle": ("wrpkg.verify", "verify_bundle"),
     "verify_tar": ("wrpkg.verify", "verify_tar"),
     "read_manifest": ("wrpkg.validity", "read_manifest"),

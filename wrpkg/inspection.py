@@ -20,8 +20,8 @@ from pathlib import Path
 
 from wrpkg import manifest as manifest_mod
 from wrpkg import mathdx
+from wrpkg.bundle import Bundle
 from wrpkg.errors import CompileError, VerifyError, WrpFormatError
-from wrpkg.load import Bundle
 from wrpkg.validity import read_json_file, read_regular
 from wrpkg.wrpformat import Direction, WrpFile, binding_infos, read_wrp
 

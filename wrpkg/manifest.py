@@ -31,7 +31,7 @@ MANIFEST_SCHEMA = "rules_warp.manifest/4"
 # SHA-256 is sequential within a file: a large file is also recorded as the digests of its
 # consecutive pieces of this size. The C++ runtime checks them on several cores at once (a .wrp
 # of thousands of launches is megabytes, and its hash would otherwise be a third of a load);
-# wrpkg.load copies only the chunk it patches, not the whole .wrp, to hash what it read.
+# wrpkg.bundle copies only the chunk it patches, not the whole .wrp, to hash what it read.
 CHUNK_BYTES = 1 << 18
 MANIFEST_NAME = "manifest.json"
 GOLDEN_SCHEMA = "rules_warp.golden/1"

@@ -26,10 +26,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from wrpkg import atomic, cli, warp_internals
+from wrpkg.bundle import Bundle
 from wrpkg.errors import CaptureError, VerifyError
 from wrpkg.files import sha256_bytes
 from wrpkg.golden import compare, first_disagreement, golden_tolerance
-from wrpkg.load import Bundle
 from wrpkg.manifest import CAPTURE_INFO_NAME, GOLDEN_NAME, MANIFEST_NAME, Manifest, golden_to_json_bytes
 from wrpkg.pack import write_deterministic_tar
 from wrpkg.validity import read_hash_file
@@ -62,7 +62,7 @@ def regolden(
       content_hash_file: its <name>.sha256.
       device: a CUDA device ("cuda", "cuda:1").
       out_dir: the bundle copy to write: the same deployed files, new golden files and golden.json.
-      out_hash: a copy of the content hash file, beside out_dir (wrpkg.load looks for it there).
+      out_hash: a copy of the content hash file, beside out_dir (wrpkg.bundle looks for it there).
       tar_path: the deterministic tar of out_dir (what C++ targets embed).
       report_path: where to write the per-output comparison of the old goldens with the new.
     Returns:

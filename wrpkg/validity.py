@@ -1,5 +1,5 @@
 """Bundle validity (docs/bundles.md): every file against the manifest, and the manifest against
-the .wrp. What `wrpkg.Bundle` (wrpkg/load.py) runs when it opens a bundle, and so what
+the .wrp. What `wrpkg.Bundle` (wrpkg/bundle.py) runs when it opens a bundle, and so what
 `wrpkg verify` (wrpkg/verify.py) runs; runtime/bundle.cc is the C++ reader of the same policy.
 
 A bundle passes only when every file manifest.json or golden.json (the test manifest) lists exists
@@ -114,7 +114,7 @@ def read_json_file(path: str | os.PathLike, what: str, fix: str) -> bytes:
 def sha256_each(pieces: Sequence[bytes | bytearray | memoryview]) -> list[str]:
     """Lowercase hex sha256 of each piece, on the calling thread: in a fresh process, starting a
     thread costs about as much as hashing a 256 KiB chunk, so splitting a bundle's hash over
-    threads gained nothing measurable (tools/bench/hash_threads_probe.py). wrpkg.load overlaps
+    threads gained nothing measurable (tools/bench/hash_threads_probe.py). wrpkg.bundle overlaps
     the hash with Warp's load instead; the C++ runtime does use threads."""
     return [hashlib.sha256(piece).hexdigest() for piece in pieces]
 
@@ -240,8 +240,8 @@ def verify_against_wrp(bundle_dir: Path, manifest: Manifest, wrp_bytes: bytes | 
     """The manifest must describe the .wrp it ships: modules, digests, bindings, golden sizes.
     Reads the header, metadata and memory only (the operations were validated by the bundler
     and are covered by the manifest's digest); `wrp_bytes`: the .wrp's verified bytes."""
-    # Imported here: `import wrpkg.load` (which imports this module) stays cheap, and a .wrp parser
-    # is no part of wrpkg.load.load (only of Bundle.open's whole check).
+    # Imported here: `import wrpkg.bundle` (which imports this module) stays cheap, and a .wrp parser
+    # is no part of wrpkg.bundle.load (only of Bundle.open's whole check).
     from wrpkg import wrpformat  # noqa: PLC0415
 
     fix = rebuild_fix(manifest)
@@ -411,7 +411,7 @@ def _fresh_buffer(size: int) -> bytearray | mmap.mmap:
 
 def read_listed(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) -> bytearray | mmap.mmap:
     """The bytes of one listed file, of the manifest's size (not yet hashed: see read_verified),
-    in writable memory of their own (wrpkg.load patches the .wrp's digests in place, without a
+    in writable memory of their own (wrpkg.bundle patches the .wrp's digests in place, without a
     copy): a bytearray, or for a large file an anonymous mapping (`_fresh_buffer`)."""
     found = next(((e, lister) for e, lister in listed_files(manifest) if e.path == path), None)
     if found is None:

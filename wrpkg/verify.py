@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from wrpkg.load import Bundle
+from wrpkg.bundle import Bundle
 from wrpkg.manifest import Manifest
 from wrpkg.validity import read_hash_file
 

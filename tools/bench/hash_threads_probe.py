@@ -1,6 +1,6 @@
 """Benchmark (not a test): what hashing a bundle's .wrp costs a fresh Python process, on one
 thread, split over 4 threads by chunk (the road wrpkg.verify did not take: it gained nothing),
-and on another thread while the main thread waits in a GIL-free call (as wrpkg.load overlaps it
+and on another thread while the main thread waits in a GIL-free call (as wrpkg.bundle overlaps it
 with Warp's load; time.sleep stands in).
 
     python tools/bench/hash_threads_probe.py BUNDLE_DIR [--repeat 7]

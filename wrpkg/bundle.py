@@ -5,7 +5,7 @@ is checked to run its code.
     graph = bundle.load("cuda:0")                           # Warp gets the bytes that were checked
     wp.capture_launch(graph)
 
-    graph, manifest = wrpkg.load.load("bazel-bin/models/sim_wrp", device="cuda:0")  # a deployed load
+    graph, manifest = wrpkg.bundle.load("bazel-bin/models/sim_wrp", device="cuda:0")  # a deployed load
 
 Use these in place of a bare `wp.capture_load`: they check the files against the manifest
 (so a tampered or truncated file is named, instead of failing deep inside Warp), and on CUDA
@@ -68,7 +68,7 @@ class Bundle:
     and never read the bundle again, so a file changed after `open` is not what loads (see
     docs/security.md). A VerifyError about the bundle names the file and `rebuild_hint`.
 
-    `open(..., verify_all=False)` (what `wrpkg.load.load` does, and the C++ runtime's default)
+    `open(..., verify_all=False)` (what `wrpkg.bundle.load` does, and the C++ runtime's default)
     checks only manifest.json; each `load` then reads and checks what it hands Warp (on CUDA,
     with SASS for the device, the .wrp and one image of each module: the fast path of
     docs/bench), `file` reads and checks a file when first asked, and `verify()` completes the
@@ -306,7 +306,7 @@ class Bundle:
         the cross-check would stop nothing there either; it only helps tell a hand-edited bundle
         apart, which `wrpkg verify` does.
         """
-        import warp as wp  # noqa: PLC0415 - keep `import wrpkg.load` cheap
+        import warp as wp  # noqa: PLC0415 - keep `import wrpkg.bundle` cheap
 
         dev = wp.get_device(device)
         manifest = self._manifest
