@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/error.h"
+#include "runtime/warp_clang_runfiles.h"
 #include "version.h"     // Warp: WP_VERSION_STRING of the headers we compile against
 #include "warp.h"        // Warp: wp_init, wp_version, wp_cuda_*
 #include "warp_clang.h"  // Warp: signatures of warp-clang's exports (resolved with dlsym, not linked)
@@ -53,11 +54,33 @@ std::vector<std::string> WarpLibraryDirectories() {
   return dirs;
 }
 
+// A Bazel binary's runfiles trees: where runfiles are copied (remote execution, a copied deploy
+// tree) warp-clang.so is a file of its own there, not beside warp.so's _solib entry.
+std::vector<std::string> RunfilesDirectories() {
+  std::vector<std::string> dirs;
+  for (const char* name : {"RUNFILES_DIR", "TEST_SRCDIR"}) {
+    if (const char* dir = std::getenv(name); dir && *dir) dirs.push_back(dir);
+  }
+  char exe[PATH_MAX];
+  ssize_t length = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (length > 0) dirs.push_back(std::string(exe, static_cast<size_t>(length)) + ".runfiles");
+  return dirs;
+}
+
+// $(rootpath) is relative to the main repository's runfiles directory: "../REPO/PATH" for a file of
+// another repository, "PATH" for one of the main repository (whose runfiles name this cannot know).
+std::string RunfilesPath(const std::string& runfiles) {
+  std::string path = kWarpClangRunfilesPath;
+  if (path.rfind("../", 0) == 0) return runfiles + "/" + path.substr(3);
+  return runfiles + "/" + path;
+}
+
 WarpClang OpenWarpClang() {
   InitWarp();
   std::vector<std::string> candidates;
   if (const char* env = std::getenv("WRP_WARP_CLANG")) candidates.push_back(env);
   for (const std::string& dir : WarpLibraryDirectories()) candidates.push_back(dir + "/warp-clang.so");
+  for (const std::string& runfiles : RunfilesDirectories()) candidates.push_back(RunfilesPath(runfiles));
   candidates.push_back("warp-clang.so");  // the dynamic loader's own search (LD_LIBRARY_PATH, RUNPATH)
 
   std::string tried;
