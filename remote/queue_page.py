@@ -93,14 +93,16 @@ class BuildGrid:
         return list(response.workers)
 
     def read(self, digests: list[re_pb2.Digest]) -> dict[str, bytes]:
-        if not digests:
-            return {}
-        response = self.cas.BatchReadBlobs(
-            re_pb2.BatchReadBlobsRequest(instance_name=INSTANCE, digests=digests),
-            metadata=self.metadata(),
-            timeout=10,
-        )
-        return {r.digest.hash: r.data for r in response.responses if r.status.code == 0}
+        found = {}
+        # In batches: a Command can be large, a reply must stay under gRPC's 4 MiB.
+        for start in range(0, len(digests), 50):
+            response = self.cas.BatchReadBlobs(
+                re_pb2.BatchReadBlobsRequest(instance_name=INSTANCE, digests=digests[start : start + 50]),
+                metadata=self.metadata(),
+                timeout=10,
+            )
+            found.update({r.digest.hash: r.data for r in response.responses if r.status.code == 0})
+        return found
 
     def describe(self, digests: list[re_pb2.Digest]) -> None:
         """What each action writes and runs, from its Action and Command in the CAS."""
