@@ -460,6 +460,7 @@ def _capture_into(
         recorder = LaunchRecorder(target=target)
     # A wp.uint64 parameter holding a live wp.Mesh id is recorded as a wp.handle (wrpkg.launch_recorder).
     recorder.relocate_uint64_mesh_ids = relocate_uint64_mesh_ids
+    recorder.defer_compiles = later is not None
     crash_watch.phase(f"step() under capture on {device.alias}")
     try:
         graph = _record_step(wp, spec, device, script, target, recorder)

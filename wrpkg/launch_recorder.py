@@ -124,9 +124,11 @@ class LaunchRecorder:
     relocate_uint64_mesh_ids: bool = True
     # (kernel, parameter) -> what was relocated, in first-use order.
     mesh_id_relocations: dict[tuple[str, str], MeshIdRelocation] = field(default_factory=dict)
-    # On a CPU capture the step's modules are compiled after it (wrpkg.deferred_compile): set by
-    # recording(), compiled by compile_deferred() once every refusal of the step is decided.
-    deferred: DeferredCompile | None = None
+    # On a CPU device, compile the step's modules after it (wrpkg.deferred_compile): the caller that
+    # sets this calls compile_deferred() once every refusal of the step is decided, before anything
+    # uses the graph (capture_save, capture_launch) or a kernel launched in the step.
+    defer_compiles: bool = False
+    deferred: DeferredCompile | None = None  # set by recording() when it defers
 
     @contextlib.contextmanager
     def recording(self, device):
@@ -135,7 +137,7 @@ class LaunchRecorder:
         self.capture = ctx._get_apic_capture_for_device(device)
         self.guard = StepGuard(self.target, capture_is_cuda=device.is_cuda)
         patches = self._packing_patches() + self._patches(device) + self.guard.patches()
-        if device.is_cpu:
+        if device.is_cpu and self.defer_compiles:
             # APIC records a CPU launch without running it: its module is compiled after the step.
             self.deferred = DeferredCompile(self.target)
             patches += self.deferred.patches() + self._build_error_patches(device)
