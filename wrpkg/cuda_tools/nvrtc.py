@@ -92,7 +92,11 @@ def warp_include_dir() -> str:
         raise CompileError(
             f"{native} holds no Warp headers (builtin.h)", fix=f"reinstall warp-lang=={WARP_VERSION}"
         )
-    return str(native)
+    # The path reaches the PTX (__FILE__ in assert strings, .file with lineinfo). A sys.path entry
+    # made as "/" + "/abs/path" (a test run from "/", as on a remote worker) keeps POSIX's
+    # leading "//", which Warp's own build (os.path.abspath of warp/__init__.py) would not.
+    text = str(native)
+    return text[1:] if text.startswith("//") and not text.startswith("///") else text
 
 
 def _warp_distribution():
