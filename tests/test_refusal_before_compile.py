@@ -55,3 +55,42 @@ def test_an_accepted_capture_compiles_after_its_step(tmp_path):
     assert result["error"] is None
     assert [c["compiler"] for c in result["compiles"]] == ["build_cpu"]
     assert result["compiles"][0]["phase"].startswith("checking what the step recorded, then compiling")
+
+
+ABANDONED = """
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from wrpkg import capture
+from wrpkg.errors import CaptureError
+try:
+    capture.capture(sys.argv[2], "cpu", sys.argv[3], "s", trace_lines=True)
+except CaptureError as exc:
+    print("refused:", str(exc).splitlines()[0])
+import warp as wp
+import stale_pointer
+points = wp.array(np.ones((4, 3), dtype=np.float32), dtype=wp.vec3, device="cpu")
+dist = wp.zeros(4, dtype=float, device="cpu")
+wp.launch(stale_pointer.scale_raw, dim=4, inputs=[points.ptr, points, dist], device="cpu")
+print("dist:", dist.numpy().tolist())
+"""
+
+
+def test_a_refused_capture_leaves_no_uncompiled_module_behind(tmp_path):
+    """A capture refused after its step deferred a compile abandons the module Warp never compiled:
+    the same process then launches the kernel, compiled for real, and it runs."""
+    from refusal_programs import CAPTURE
+
+    env = dict(os.environ, WRP_TEST_STALE_MODE="array_ptr")
+    cmd = [
+        sys.executable,
+        "-c",
+        ABANDONED,
+        str(REPO),
+        str(CAPTURE / "stale_pointer.py"),
+        str(tmp_path / "raw"),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "refused:" in done.stdout and "kernel 'scale_raw', parameter 'address'" in done.stdout
+    assert "dist: [2.0, 2.0, 2.0, 2.0]" in done.stdout, done.stdout

@@ -138,18 +138,15 @@ class DeferredCompile:
     # --- after the step ---------------------------------------------------------------------------
 
     def finish(self, apic_state) -> None:
-        """Compiles and loads every deferred module and hands APIC the real entry points.
+        """Compiles and loads every deferred module and hands APIC the real entry points (the
+        caller refuses the capture first if `placeholder_called`).
 
         Raises:
           RuntimeError (or Warp's own exception) when a compile fails; the message names the module.
         """
-        if self.placeholder_called:
-            raise RuntimeError(
-                "a kernel ran during the capture before its module was compiled (wrpkg.deferred_compile); "
-                "its results would be missing"
-            )
         build = warp_internals.private("build")
         runtime = warp_internals.context().runtime
+        waiting = self._waiting_execs()
         for job in self.compiles:
             if not job.handle:
                 continue  # compiled for a load that failed after it: nothing was loaded
@@ -172,9 +169,10 @@ class DeferredCompile:
                 raise RuntimeError(f"could not load the compiled CPU module {job.binary_path}")
             del self.pending[job.handle]
         self.compiles.clear()
-        for (module_hash, key), (kernel, module_exec) in self.launched.items():
-            # Warp cached the placeholder hooks by symbol name: look them up again, now loaded.
+        for _, module_exec in waiting:
+            # Warp cached the placeholder hooks by symbol name: looked up again, now loaded.
             module_exec.kernel_hooks.clear()
+        for (module_hash, key), (kernel, module_exec) in self.launched.items():
             hooks = module_exec.get_kernel_hooks(kernel)
             runtime.core.wp_apic_register_cpu_kernel(
                 apic_state,
@@ -185,19 +183,23 @@ class DeferredCompile:
             )
         self.launched.clear()
 
+    def _waiting_execs(self) -> list[tuple[dict, object]]:
+        """(its module's execs, ModuleExec) of each ModuleExec whose binary is not compiled yet."""
+        waiting = []
+        # Every Warp module, Warp's own (wp.utils' kernels) included, is in user_modules.
+        for module in list(warp_internals.context().user_modules.values()):
+            execs = getattr(module, "execs", None) or {}
+            waiting += [(execs, e) for e in execs.values() if getattr(e, "handle", None) in self.pending]
+        return waiting
+
     def abandon(self) -> None:
         """Drops the ModuleExecs never compiled (a refused capture), so nothing runs a placeholder."""
         if not self.pending:
             return
-        # Every Warp module, Warp's own (wp.utils' kernels) included, is in user_modules.
-        for module in list(warp_internals.context().user_modules.values()):
-            execs = getattr(module, "execs", None)
-            if not execs:
-                continue
-            for key, module_exec in list(execs.items()):
-                if getattr(module_exec, "handle", None) in self.pending:
-                    module_exec.handle = None  # ModuleExec.__del__ would unload what never loaded
-                    del execs[key]
+        for execs, module_exec in self._waiting_execs():
+            module_exec.handle = None  # ModuleExec.__del__ would unload what never loaded
+            for key in [k for k, e in execs.items() if e is module_exec]:
+                del execs[key]
         self.pending.clear()
         self.compiles.clear()
         self.launched.clear()

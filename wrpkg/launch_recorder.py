@@ -198,6 +198,12 @@ class LaunchRecorder:
         self.check_recorded()
         if self.deferred is None:
             return
+        if self.deferred.placeholder_called:
+            raise CaptureError(
+                f"{self.target}: a kernel ran during the step before its module was compiled "
+                "(wrpkg.deferred_compile expects APIC to record CPU launches without running them)",
+                fix="capture with a fresh kernel cache of this Warp version, or report it as a wrpkg bug",
+            )
         try:
             self.deferred.finish(self.capture.apic_state)
         except Exception as exc:  # Warp's compiler on the user's kernels

@@ -8,10 +8,10 @@ machine's load drifts over all alike. That a refusal compiles nothing is a test
 (//tests:refusal_before_compile_test), not this.
 
     PY=$(bazel info output_base)/external/wrp_venv/venv/bin/python3
-    $PY tools/bench/refusal_bench.py [--rounds 3] [--only REGEX] [--repo CHECKOUT]
+    $PY tools/bench/refusal_bench.py [--rounds 3] [--only REGEX] [--baseline CHECKOUT]
 
---repo runs another checkout's wrpkg on the same programs (e.g. `git archive` of an older commit
-unpacked into a folder): a before/after on one machine.
+--baseline also runs another checkout's wrpkg on the same programs, interleaved with this one's
+(e.g. `git archive <commit> | tar -x -C /tmp/before`): a before/after on one machine.
 """
 
 from __future__ import annotations
@@ -38,14 +38,9 @@ def time_to_message(refusal, repo: Path) -> tuple[float, float, str]:
     env["PYTHONPATH"] = os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     with tempfile.TemporaryDirectory(prefix="wrp-refusal-bench-") as work:
         env["WARP_CACHE_PATH"] = f"{work}/warp-cache"  # the capture sets its own; nothing shared
-        script = repo / refusal.script.relative_to(REPO)
-        moved = refusal.__class__(**{**refusal.__dict__, "script": script})
-        cmd = [
-            sys.executable,
-            "-m",
-            "wrpkg.capture",
-            *moved.capture_args(Path(work) / "raw", "//bench:refused"),
-        ]
+        # This checkout's program, run by `repo`'s wrpkg (a baseline may predate the program).
+        out = Path(work) / "raw"
+        cmd = [sys.executable, "-m", "wrpkg.capture", *refusal.capture_args(out, "//bench:refused")]
         start = time.perf_counter()
         proc = subprocess.Popen(
             cmd, env=env, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
@@ -68,28 +63,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="runs per program (median)")
     parser.add_argument("--only", default="", help="programs whose name matches this regular expression")
     parser.add_argument(
-        "--repo", type=Path, default=REPO, help="the checkout whose wrpkg runs (default: this one)"
+        "--baseline", type=Path, default=None, help="another checkout to time beside this one"
     )
     args = parser.parse_args(argv)
+    repos = [REPO] + ([args.baseline.resolve()] if args.baseline else [])
     chosen = [r for r in REFUSALS if re.search(args.only, r.name)]
-    if args.repo.resolve() != REPO:
-        # An older checkout may lack a program that was added with the change it measures.
-        chosen = [r for r in chosen if (args.repo / r.script.relative_to(REPO)).is_file()]
-    times: dict[str, list[float]] = {r.name: [] for r in chosen}
-    lines: dict[str, str] = {}
+    times: dict[tuple[str, Path], list[float]] = {(r.name, repo): [] for r in chosen for repo in repos}
     for _ in range(args.rounds):
         for refusal in chosen:
-            seconds, _, line = time_to_message(refusal, args.repo.resolve())
-            times[refusal.name].append(seconds)
-            lines[refusal.name] = line
+            for repo in repos:
+                times[refusal.name, repo].append(time_to_message(refusal, repo)[0])
     print(f"time from process start to the refusal's message, fresh kernel caches, median of {args.rounds} "
-          f"(wrpkg of {args.repo.resolve()}; goal <= 2 s)")  # fmt: skip
-    width = max(len(name) for name in times)
+          "(goal <= 2 s)")  # fmt: skip
+    width = max(len(r.name) for r in chosen)
+    print(
+        f"  {'program':<{width}}  "
+        + "  ".join(f"{'this' if repo == REPO else str(repo):>10}" for repo in repos)
+    )
     for refusal in chosen:
-        runs = times[refusal.name]
-        note = " (build() compiles)" if refusal.build_compiles else ""
-        print(f"  {refusal.name:<{width}}  {statistics.median(runs):5.2f} s  "
-              f"[{' '.join(f'{t:.2f}' for t in runs)}]{note}")  # fmt: skip
+        cells = []
+        for repo in repos:
+            runs = times[refusal.name, repo]
+            cells.append(f"{statistics.median(runs):8.2f} s")
+        note = "  (build() compiles)" if refusal.build_compiles else ""
+        print(f"  {refusal.name:<{width}}  " + "  ".join(cells) + note)
     return 0
 
 
