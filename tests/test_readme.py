@@ -72,6 +72,9 @@ ELSEWHERE = {
     "(many minutes): run by hand",
     "python tools/bench/retarget_bench.py": "captures models/cloth.py and steps of 1k to 100k launches in both "
     "modes, fresh kernel caches (many minutes): run by hand",
+    "python tools/bench/refusal_bench.py": "times each refused program of tests/refusal_programs.py with fresh "
+    "kernel caches (minutes): run by hand; //tests:refusal_before_compile_test holds what it measures (no compile "
+    "before the refusal)",
     "file bazel-out/k8-fastbuildaarch64/bin/examples/deploy/deploy_recorded": "CI: //tests/aarch64 runs the "
     "aarch64 deploy_recorded under qemu (an x86_64 binary would not start there)",
     "LD_LIBRARY_PATH=.../warp/bin ./deploy_recorded": "on the aarch64 device, with its warp.so: run by hand; "
