@@ -9,6 +9,11 @@ capture runs one recorder, so Warp is patched and restored in one place.
 It reads APICapture's private launch packing (pinned with the Warp version, like
 capture.py's region check).
 
+On a CPU capture (`defer_compiles`), the step's modules are compiled after it
+(`wrpkg.deferred_compile`): every refusal of the step, the checks of what it recorded
+(`check_recorded`, the retarget's) and the stale-pointer check come before anything is compiled
+(`compile_deferred`).
+
 A `wp.uint64` kernel parameter that holds exactly the id of a live wp.Mesh (NVIDIA's own mesh
 samples pass `mesh.id` so) is packed as if the kernel declared it `wp.handle`
 (`relocate_uint64_mesh_ids`, on by default): APIC then records the handle relocation and
