@@ -145,6 +145,12 @@ REFUSALS: list[Refusal] = [
         ("Warp could not build module 'broken_kernel'", "broken_kernel.py:15"),
     ),
     Refusal(
+        "broken_kernel_unlaunched",
+        CAPTURE / "broken_kernel_unlaunched.py",
+        "cpu",
+        ("Warp could not build module 'broken_kernel'", "broken_kernel.py:15"),
+    ),
+    Refusal(
         "output_not_captured",
         CAPTURE / "output_not_captured.py",
         "cpu",

@@ -465,8 +465,9 @@ def _capture_into(
     try:
         graph = _record_step(wp, spec, device, script, target, recorder)
         crash_watch.phase("checking what the step recorded, then compiling its modules and build()'s")
+        with recorder.deferring():  # their code is generated (a broken kernel refused) before any compile
+            _load_modules(wp, later or (), device, target)
         recorder.compile_deferred()
-        _load_modules(wp, later or (), device, target)
     finally:
         recorder.abandon_deferred()  # a refused step's modules stay uncompiled
     crash_watch.phase("wp.capture_save")

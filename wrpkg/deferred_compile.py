@@ -84,8 +84,9 @@ class DeferredCompile:
         def placeholder(*_args):
             deferred.placeholder_called.append("a kernel")
 
-        # A C function pointer that stays valid for the life of this object.
-        self._placeholder = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(placeholder)
+        # A C function pointer that stays valid for the life of this object (made once: APIC may hold it).
+        if self._placeholder is None:
+            self._placeholder = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(placeholder)
         placeholder_address = ctypes.cast(self._placeholder, ctypes.c_void_p).value
 
         def build_cpu(obj_path, cpp_path, *args, **kwargs):

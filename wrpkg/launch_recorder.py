@@ -89,6 +89,23 @@ def launch_site(depth: int = 2) -> tuple[str, int] | None:
     return None
 
 
+@contextlib.contextmanager
+def _patched(patches: list[tuple[object, str, object]]):
+    """Sets each (owner, attribute, value) for the length of the context, then restores it."""
+    # vars() first: a property must come back as the property, not its value.
+    saved = [
+        (owner, name, vars(owner)[name] if name in vars(owner) else getattr(owner, name))
+        for owner, name, _ in patches
+    ]
+    try:
+        for owner, name, value in patches:
+            setattr(owner, name, value)
+        yield
+    finally:
+        for owner, name, value in saved:
+            setattr(owner, name, value)
+
+
 @dataclass
 class PackedParam:
     kernel: str
@@ -146,19 +163,18 @@ class LaunchRecorder:
             # APIC records a CPU launch without running it: its module is compiled after the step.
             self.deferred = DeferredCompile(self.target)
             patches += self.deferred.patches() + self._build_error_patches(device)
-        # vars() first: a property must come back as the property, not its value.
-        saved = [
-            (owner, name, vars(owner)[name] if name in vars(owner) else getattr(owner, name))
-            for owner, name, _ in patches
-        ]
-        try:
-            for owner, name, value in patches:
-                setattr(owner, name, value)
-            with self._tracing():
-                yield self
-        finally:
-            for owner, name, value in saved:
-                setattr(owner, name, value)
+        with _patched(patches), self._tracing():
+            yield self
+
+    @contextlib.contextmanager
+    def deferring(self):
+        """Keeps Warp's native compiles deferred (its code generation not) after the step too, until
+        compile_deferred(): for build()'s modules no launch of the step loaded."""
+        if self.deferred is None:
+            yield
+            return
+        with _patched(self.deferred.patches()):
+            yield
 
     def _build_error_patches(self, device) -> list[tuple[object, str, object]]:
         """A module the step's launch builds (its code generated; compiled after the step) that Warp
