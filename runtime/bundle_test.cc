@@ -23,6 +23,7 @@
 #include "runtime/sha256.h"
 #include "runtime/test_util.h"
 #include "runtime/ustar.h"
+#include "runtime/warp_library.h"
 
 namespace fs = std::filesystem;
 
@@ -623,4 +624,13 @@ TEST(BundleTest, TarDirectoryEntriesLieUnderTheBundle) {
   tar = with_directory(name + "/golden/", "payload");
   EXPECT_THAT([&] { wrp::Bundle::FromTar(tar.data(), tar.size(), "test tar"); },
               wrp::testing::ThrowsError("directory entry " + name, "carries 7 bytes of payload"));
+}
+
+// A source-only CUDA bundle is compiled at load time against warp/native: the headers must be found
+// where a test's runfiles are copied (a remote worker) as well as where they are links.
+TEST(BundleTest, WarpHeadersAreFoundForRetainedSource) {
+  std::string include_dir = wrp::WarpIncludeDirectory();
+  ASSERT_FALSE(include_dir.empty());
+  struct stat st;
+  EXPECT_EQ(stat((include_dir + "/builtin.h").c_str(), &st), 0) << include_dir;
 }

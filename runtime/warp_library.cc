@@ -175,10 +175,16 @@ std::string WarpLibraryDirectory() {
 }
 
 std::string WarpIncludeDirectory() {
-  for (const std::string& dir : WarpLibraryDirectories()) {
-    std::string candidate = dir + "/../native";
+  std::vector<std::string> candidates;
+  for (const std::string& dir : WarpLibraryDirectories()) candidates.push_back(dir + "/../native");
+  // warp/bin/warp-clang.so's package in the runfiles, where they are copied (a remote worker).
+  for (const std::string& runfiles : RunfilesDirectories()) {
+    candidates.push_back(DirectoryOf(DirectoryOf(RunfilesPath(runfiles))) + "/native");
+  }
+  for (const std::string& candidate : candidates) {
     struct stat st;
-    if (stat(candidate.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return candidate;
+    std::string builtin = candidate + "/builtin.h";
+    if (stat(builtin.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return candidate;
   }
   return "";
 }

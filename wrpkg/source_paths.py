@@ -57,7 +57,9 @@ def stable_path(filename: str, script_dir: str | None = None) -> str | None:
         folder = os.path.abspath(script_dir)
         if folder != cwd and _is_under(folder, cwd):
             roots.discard(folder)
-    roots = [root for root in roots if root != os.sep and _is_under(path, root)]
+    # "/" is a root only as the working directory: a remote worker's sandbox runs the action
+    # from its input root, so there Bazel's execroot is "/" (models/cloth.py is /models/cloth.py).
+    roots = [root for root in roots if (root != os.sep or root == cwd) and _is_under(path, root)]
     if not roots:
         return None
     return Path(os.path.relpath(path, max(roots, key=len))).as_posix()

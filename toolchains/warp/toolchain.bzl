@@ -39,12 +39,17 @@ warp_library = rule(
 )
 
 def _warp_clang_files_impl(ctx):
-    files = ctx.toolchains[_TYPE].warp_clang
-    return [DefaultInfo(files = files, runfiles = ctx.runfiles(transitive_files = files))]
+    toolchain = ctx.toolchains[_TYPE]
+    files = toolchain.warp_clang
+
+    # The headers too: a bundle's retained CUDA source is compiled at load time against
+    # warp/native, which must be in the runfiles where they are copied (remote workers).
+    headers = toolchain.warp_cc[CcInfo].compilation_context.headers
+    return [DefaultInfo(files = files, runfiles = ctx.runfiles(transitive_files = depset(transitive = [files, headers])))]
 
 warp_clang_files = rule(
     implementation = _warp_clang_files_impl,
     toolchains = [_TYPE],
     incompatible_use_toolchain_transition = True,
-    doc = "The resolved toolchain's warp-clang.so, as data.",
+    doc = "The resolved toolchain's warp-clang.so (its one file), with warp/native's headers in its runfiles, as data.",
 )
