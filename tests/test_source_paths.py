@@ -133,3 +133,17 @@ def test_an_absolute_path_left_is_refused(captures, tmp_path):
     assert "fresh kernel cache" in message
     assert wrp_path.read_bytes() != before  # the test's own edit, untouched by the refusal
     assert source.read_text() == unknown
+
+
+def test_a_working_directory_of_root_is_a_root(monkeypatch):
+    """A remote worker runs the action from its input root: the execroot is "/" there, and
+    /models/cloth.py must read models/cloth.py as it does in a local sandbox."""
+    from wrpkg.source_paths import stable_path  # noqa: PLC0415
+
+    monkeypatch.chdir("/")
+    monkeypatch.setattr(sys, "path", ["/usr/lib/python3/dist-packages"])
+    assert stable_path("/models/cloth_kernels.py") == "models/cloth_kernels.py"
+    # "/" on sys.path alone is no root: only the working directory makes it one.
+    monkeypatch.chdir("/tmp")
+    monkeypatch.setattr(sys, "path", ["/"])
+    assert stable_path("/models/cloth_kernels.py") is None
