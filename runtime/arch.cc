@@ -99,7 +99,10 @@ ArchDecision DecideCudaCode(const Manifest& manifest, const std::string& bundle_
         chosen = any_slow = true;
       } else {
         why += std::string(why.empty() ? "" : "; ") +
-               "its retained CUDA source can only be compiled when loading from a directory";
+               "its retained CUDA source cannot be compiled here: Warp's headers (warp/native) are neither "
+               "beside "
+               "warp.so nor in the binary's runfiles (ship them with warp.so, or set "
+               "LoadOptions::warp_include_dir)";
       }
     }
     if (!chosen) {

@@ -41,8 +41,9 @@ bool PtxRunsOn(const std::string& ptx_arch, int device_sm);
 // "13.0" for 13000.
 std::string FormatDriverVersion(int version);
 
-// `source_allowed`: the load path can compile retained CUDA source with NVRTC (directory loads through
-// wp_apic_load_graph_ex; loads from memory cannot). `bundle_title` is Bundle::Title().
+// `source_allowed`: retained CUDA source can be compiled with NVRTC, i.e. Warp's headers (warp/native) were
+// found (LoadOptions::warp_include_dir, beside warp.so, or in the runfiles). `bundle_title` is
+// Bundle::Title().
 ArchDecision DecideCudaCode(const Manifest& manifest, const std::string& bundle_title,
                             const CudaDeviceFacts& device, bool source_allowed);
 

@@ -66,9 +66,9 @@ TEST(ArchTest, SourceOnlyWhenAllowed) {
   wrp::ArchDecision from_dir = wrp::DecideCudaCode(m, kTitle, H200(), true);
   EXPECT_TRUE(from_dir.fits);
   EXPECT_TRUE(from_dir.modules[0].choice == wrp::CodeChoice::kSource);
-  wrp::ArchDecision from_memory = wrp::DecideCudaCode(m, kTitle, H200(), false);
-  EXPECT_FALSE(from_memory.fits);
-  EXPECT_TRUE(from_memory.message.find("can only be compiled when loading from a directory") !=
+  wrp::ArchDecision no_headers = wrp::DecideCudaCode(m, kTitle, H200(), false);
+  EXPECT_FALSE(no_headers.fits);
+  EXPECT_TRUE(no_headers.message.find("Warp's headers (warp/native) are neither beside warp.so") !=
               std::string::npos);
 }
 

@@ -43,7 +43,8 @@ struct LoadOptions {
   };
   Source source = Source::kAuto;
   // Warp's native header directory, for compiling retained CUDA source when no SASS or PTX fits. Empty:
-  // <dir of warp.so>/../native when it exists, else source fallback is off.
+  // <dir of warp.so>/../native, else warp/native in the binary's runfiles, when it exists; else source
+  // fallback is off.
   std::string warp_include_dir;
   // CUDA, kAuto or kMemory, SASS for every module (no source compile): hand Warp the .wrp and each module's
   // own cubin, read from its fatbin, instead of the whole fatbins, and verify only those (see
