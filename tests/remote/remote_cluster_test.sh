@@ -5,7 +5,7 @@
 #     listens on loopback; a blob that does not match its digest is refused
 #   - `bazel build --config=remote` of a CPU and a retargeted CUDA model: every spawn that is
 #     not internal ran remote, in the runner image (not the host), with the content hashes
-#     of this (local) build
+#     of this (local) build; a C++ replay test passes on a worker (its runfiles are copied)
 #   - the whole server side restarted (BuildGrid, Redis, PostgreSQL): a second clean output
 #     base executes nothing (action cache and CAS lasted) and gets the same hashes
 #   - a worker killed mid-action: the action runs again on the other worker, the build passes
@@ -136,9 +136,17 @@ check "the retargeted CUDA model's content hash is the local build's (${local_cu
   test "$(content_hash ob1 sim_wrp)" = "$local_cuda"
 probe_out=$(bazel_in ob1 info --config=remote bazel-bin 2>/dev/null)/tests/remote/image_probe.txt
 expected_probe=$(cat "$image_root/etc/os-release"; echo '--- gcc:'; ls "$image_root/usr/lib/gcc/x86_64-linux-gnu"
-  echo '--- python3:'; readlink "$image_root/usr/bin/python3")
+  echo '--- python3:'; readlink "$image_root/usr/bin/python3"; echo '--- /bin:'; readlink "$image_root/bin")
 check "actions run in the runner image ($(sed -n 's/^PRETTY_NAME=//p' "$probe_out"), its GCC and python3), not on the host" \
   test "$(cat "$probe_out")" = "$expected_probe"
+# A C++ replay test on a worker: its runfiles are copied there, not linked, so the runtime must
+# find warp-clang.so in them (not beside warp.so's _solib entry).
+bazel_in ob1 test --config=remote --symlink_prefix=/ --test_output=errors //models:sim_cpu_wrp_replay_test \
+  >"$work/ob1.test.log" 2>&1
+rc=$?
+check "a C++ replay test of the CPU model passes on a worker (rc $rc)" \
+  eval '[ $rc = 0 ] && grep -q "sim_cpu_wrp_replay_test .*PASSED" "$work/ob1.test.log"'
+[ $rc = 0 ] || tail -30 "$work/ob1.test.log"
 bazel_in ob1 shutdown >/dev/null 2>&1
 
 # The server side goes down and comes back: the action cache (Redis, append-only file) and
