@@ -66,6 +66,7 @@ class Worker:
         self.done = threading.Event()
         self.running: dict[str, tuple[threading.Thread, dict]] = {}
         self.stopping = False
+        self.links = image_links(args.rootfs)
 
     def properties(self) -> list[worker_pb2.Device.Property]:
         values = {"Pool": self.args.pool, "container-image": "docker://" + self.args.image_id}
@@ -230,29 +231,16 @@ class Worker:
         run.CopyFrom(action)
         run.command_digest.CopyFrom(self.write_blob(command.SerializeToString()))
         del run.platform.properties[:]
-        links = self.image_links()
-        if links:
+        if self.links:
             root = re_pb2.Directory()
             root.ParseFromString(self.read_blob(action.input_root_digest))
             taken = {n.name for n in (*root.files, *root.directories, *root.symlinks)}
-            for name, target in links.items():
+            for name, target in self.links.items():
                 if name not in taken:
                     root.symlinks.add(name=name, target=target)
             root.symlinks.sort(key=lambda node: node.name)  # REAPI: sorted by name
             run.input_root_digest.CopyFrom(self.write_blob(root.SerializeToString()))
         return run
-
-    def image_links(self) -> dict[str, str]:
-        """The image's top-level links (Debian's merged /usr: bin -> usr/bin, lib -> usr/lib):
-        links in the sandbox too, not bind mounts of their targets. A tool found through one
-        (PATH=/bin:...) finds its own files by `..` from where it lies, as clang finds GCC's
-        C++ headers from /bin/../lib/gcc: through a bind mount at /bin that `..` is /."""
-        links = {}
-        for name in ROOTFS_DIRS:
-            target = os.path.join(self.args.rootfs, name)
-            if os.path.islink(target) and not os.path.isabs(os.readlink(target)):
-                links[name] = os.readlink(target)
-        return links
 
     def execute(self, action: re_pb2.Action, outcome: dict) -> re_pb2.ActionResult:
         run = self.adapted(action)
@@ -275,10 +263,9 @@ class Worker:
                 f"--action-result={result_path}",
                 "--log-level=warning",
             ]
-            links = self.image_links()
             for name in ROOTFS_DIRS:
                 path = os.path.join(self.args.rootfs, name)
-                if os.path.lexists(path) and name not in links:
+                if os.path.lexists(path) and name not in self.links:
                     argv.append(f"--ro-bind-mount={os.path.realpath(path)}:/{name}")
             for device in self.args.gpu_device:
                 argv.append(f"--bind-mount={device}:{device}")
@@ -296,6 +283,19 @@ class Worker:
             with open(result_path, "rb") as f:
                 result.ParseFromString(f.read())
             return result
+
+
+def image_links(rootfs: str) -> dict[str, str]:
+    """The image's top-level links (Debian's merged /usr: bin -> usr/bin, lib -> usr/lib): links
+    in the sandbox too, not bind mounts of their targets. A tool found through one (PATH=/bin:...)
+    finds its own files by `..` from where it lies, as clang finds GCC's C++ headers from
+    /bin/../lib/gcc: through a bind mount at /bin that `..` is /."""
+    links = {}
+    for name in ROOTFS_DIRS:
+        path = os.path.join(rootfs, name)
+        if os.path.islink(path) and not os.path.isabs(os.readlink(path)):
+            links[name] = os.readlink(path)
+    return links
 
 
 class _NoProcess:

@@ -100,8 +100,7 @@ ArchDecision DecideCudaCode(const Manifest& manifest, const std::string& bundle_
       } else {
         why += std::string(why.empty() ? "" : "; ") +
                "its retained CUDA source cannot be compiled here: Warp's headers (warp/native) are neither "
-               "beside "
-               "warp.so nor in the binary's runfiles (ship them with warp.so, or set "
+               "beside warp.so nor in the binary's runfiles (ship them with warp.so, or set "
                "LoadOptions::warp_include_dir)";
       }
     }

@@ -67,12 +67,11 @@ std::vector<std::string> RunfilesDirectories() {
   return dirs;
 }
 
-// $(rootpath) is relative to the main repository's runfiles directory: "../REPO/PATH" for a file of
-// another repository, "PATH" for one of the main repository (whose runfiles name this cannot know).
+// $(rootpath) is relative to the main repository's runfiles directory; warp-clang.so comes from
+// another repository (a venv or a wheel), so it reads "../REPO/PATH": RUNFILES/REPO/PATH.
 std::string RunfilesPath(const std::string& runfiles) {
   std::string path = kWarpClangRunfilesPath;
-  if (path.rfind("../", 0) == 0) return runfiles + "/" + path.substr(3);
-  return runfiles + "/" + path;
+  return runfiles + "/" + (path.rfind("../", 0) == 0 ? path.substr(3) : path);
 }
 
 WarpClang OpenWarpClang() {
