@@ -608,6 +608,12 @@ def write_bazelrc(state: State, config: dict, image_id: str, proxy_port: int) ->
         f"build:remote --remote_executor=grpc://127.0.0.1:{proxy_port}",
         f"build:remote --remote_instance_name={INSTANCE}",
         f'build:remote "--remote_header=authorization=Bearer {token}"',
+        # BuildGrid answers RESOURCE_EXHAUSTED past thread-pool-size calls at once (bgd.yml.in),
+        # and a cold build on many cores starts thousands of uploads at once (every action's
+        # venv files): Bazel's 5 retries span 3 s, less than such a burst lasts. Fewer
+        # connections (about 100 calls each) and more retries (backoff capped at 5 s) ride it out.
+        "build:remote --remote_max_connections=4",
+        "build:remote --remote_retries=10",
         # The image the workers run: named in every action's platform, so part of its key.
         f"build:remote --repo_env=WRP_RUNNER_IMAGE_ID={image_id}",
     ]

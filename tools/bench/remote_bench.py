@@ -36,8 +36,9 @@ NOOP = [f"//tools/bench/remote:noop_{i}" for i in range(40)]
 
 
 class Bench:
-    def __init__(self, work: Path, image: list[str]) -> None:
+    def __init__(self, work: Path, image: list[str], failure_logs: Path | None = None) -> None:
         self.work = work
+        self.failure_logs = failure_logs
         self.image = image  # cluster.py up's options that name the workers' image
         self.state = work / "cluster"
         self.overrides: dict[bool, list[str]] = {}
@@ -58,6 +59,7 @@ class Bench:
             startup.append(f"--bazelrc={self.state / 'bazelrc'}")
         flags = [
             "--symlink_prefix=/",
+            "--verbose_failures",
             *(["--config=remote"] if remote else []),
             *self.overrides.get(remote, []),
         ]
@@ -74,7 +76,14 @@ class Bench:
         )
         seconds = time.perf_counter() - t0
         if result.returncode != 0:
-            raise SystemExit(f"bazel build {' '.join(args)} failed:\n{result.stderr[-3000:]}")
+            logs = ""
+            if remote and self.failure_logs:
+                # The work directory goes at exit: keep what the cluster says about the failure.
+                subprocess.run(
+                    ["tar", "-C", str(self.state), "-czf", str(self.failure_logs), "logs"], check=False
+                )
+                logs = f" (the cluster's logs: {self.failure_logs})"
+            raise SystemExit(f"bazel build {' '.join(args)} failed{logs}:\n{result.stderr[-3000:]}")
         processes = re.findall(r"INFO: (\d+ process.*)", result.stderr)
         critical = re.findall(r"Critical Path: ([0-9.]+)s", result.stderr)
         subprocess.run(["bazel", *startup, "shutdown"], cwd=ROOT, capture_output=True)
@@ -115,7 +124,7 @@ def main() -> int:
     targets = args.targets.split(",")
     work = Path(tempfile.mkdtemp(prefix="remote-bench.", dir="/var/tmp"))
     work.chmod(0o755)  # PostgreSQL runs as its own user
-    bench = Bench(work, image)
+    bench = Bench(work, image, Path(args.out).with_suffix(".cluster-logs.tgz"))
     rows: dict = {
         "targets": targets,
         "cold_remote": {},
