@@ -162,7 +162,7 @@ class Worker:
             outcome["status"] = status_pb2.Status(code=code_pb2.OK)
             print(
                 f"worker {self.args.name}: lease {lease.id} exit {result.exit_code} "
-                f"in {time.monotonic() - started:.1f} s",
+                f"in {time.monotonic() - started:.1f} s{phases(result.execution_metadata)}",
                 flush=True,
             )
         except LeaseRefused as refused:
@@ -283,6 +283,29 @@ class Worker:
             with open(result_path, "rb") as f:
                 result.ParseFromString(f.read())
             return result
+
+
+def phases(metadata: re_pb2.ExecutedActionMetadata) -> str:
+    """Where an action's time went, from the timestamps buildbox-run records: what a worker
+    adds to an action (staging its inputs, uploading its outputs) against the command itself."""
+
+    def seconds(start, end) -> float | None:
+        if not start.seconds or not end.seconds:
+            return None
+        return end.ToNanoseconds() / 1e9 - start.ToNanoseconds() / 1e9
+
+    parts = [
+        (
+            name,
+            seconds(
+                getattr(metadata, f"{field}_start_timestamp"),
+                getattr(metadata, f"{field}_completed_timestamp"),
+            ),
+        )
+        for name, field in (("inputs", "input_fetch"), ("command", "execution"), ("outputs", "output_upload"))
+    ]
+    shown = [f"{name} {value:.1f} s" for name, value in parts if value is not None]
+    return f" ({', '.join(shown)})" if shown else ""
 
 
 def image_links(rootfs: str) -> dict[str, str]:

@@ -134,6 +134,17 @@ check "the CPU model's content hash is the local build's (${local_cpu:0:16})" \
   test "$(content_hash ob1 sim_cpu_wrp)" = "$local_cpu"
 check "the retargeted CUDA model's content hash is the local build's (${local_cuda:0:16})" \
   test "$(content_hash ob1 sim_wrp)" = "$local_cuda"
+# Staging: through buildbox-fuse where the machine has FUSE (hard links cost 7-15 s an action:
+# remote/README.md), and each action's phases in the workers' logs.
+staging=$(awk '/inputs (.*) s, command/ { sub(/.*\(inputs /, ""); sub(/ s,.*/, ""); n++; t += $0 } END { if (n) printf "%d actions, inputs %.2f s on average", n, t / n }' "$state"/logs/worker-*.log)
+said=$(grep -o "inputs staged .*" "$work/up.log")
+if [ -e /dev/fuse ]; then
+  check "inputs are staged through buildbox-fuse (cluster.py: ${said:-nothing}; ${staging:-no phases logged})" \
+    eval 'grep -q "inputs staged through buildbox-fuse" "$work/up.log" && [ -n "$staging" ]'
+else
+  check "without /dev/fuse inputs are staged as hard links (cluster.py: ${said:-nothing}; ${staging:-no phases logged})" \
+    eval 'grep -q "inputs staged as hard links (no /dev/fuse)" "$work/up.log" && [ -n "$staging" ]'
+fi
 probe_out=$(bazel_in ob1 info --config=remote bazel-bin 2>/dev/null)/tests/remote/image_probe.txt
 expected_probe=$(cat "$image_root/etc/os-release"; echo '--- gcc:'; ls "$image_root/usr/lib/gcc/x86_64-linux-gnu"
   echo '--- python3:'; readlink "$image_root/usr/bin/python3"; echo '--- /bin:'; readlink "$image_root/bin")

@@ -3,7 +3,8 @@
 # way NVIDIA's container runtime starts `docker run --gpus all` of the runner image:
 #   - a private mount namespace (`unshare -m`): every mount below ends with the command;
 #     the root filesystem becomes its root (pivot_root) and the host's tree is unmounted
-#   - /dev: a fresh tmpfs with the ordinary nodes, /dev/pts and /dev/shm, plus
+#   - /dev: a fresh tmpfs with the ordinary nodes (and fuse, where the host has it), /dev/pts
+#     and /dev/shm, plus
 #     /dev/nvidiactl, /dev/nvidia-uvm* and the /dev/nvidia<minor> node of each GPU that
 #     NVIDIA_VISIBLE_DEVICES selects (all | none | comma list of indices or UUIDs)
 #   - /proc and /sys of the host (one_gpu.sh reads /proc/driver/nvidia/gpus)
@@ -67,6 +68,12 @@ for node in null zero full random urandom tty; do
   touch "$root/dev/$node"
   mount --bind "/dev/$node" "$root/dev/$node"
 done
+# FUSE where the host has it: the reference cluster's workers (remote/in_runner.sh) stage each
+# action's inputs through buildbox-fuse instead of hard-linking 20,000 files an action.
+if [ -c /dev/fuse ]; then
+  touch "$root/dev/fuse"
+  mount --bind /dev/fuse "$root/dev/fuse"
+fi
 mkdir -p "$root/dev/pts" "$root/dev/shm"
 mount --bind /dev/pts "$root/dev/pts"
 mount -t tmpfs -o nosuid,nodev,mode=1777 shm "$root/dev/shm"
