@@ -5,7 +5,7 @@ action with buildbox-run in the runner image's root filesystem. remote/README.md
 each part is and how it scales.
 
     remote/cluster.py up [--cpu-workers N] [--gpu-workers auto|N] [--image DIR] [--listen ADDR]
-                         [--image-root DIR --image-id sha256:...]
+                         [--image-root DIR --image-id sha256:...] [--no-fuse]
     remote/cluster.py down [--purge]
     remote/cluster.py status
 
@@ -723,7 +723,7 @@ def up(args: argparse.Namespace) -> None:
         if config["listen"] in ("0.0.0.0", "::")
         else f"{config['listen']}:{config['port']}"
     )
-    fuse, why_not = fuse_staging(tools)
+    fuse, why_not = fuse_staging(tools) if args.fuse else (False, "--no-fuse")
     log("inputs staged through buildbox-fuse" if fuse else f"inputs staged as hard links ({why_not})")
     # buildbox-run asks casd for FUSE staging when buildbox-fuse is on its PATH, and casd runs
     # it from its own PATH.
@@ -851,6 +851,12 @@ def main() -> int:
         dest="queue_page",
         action="store_false",
         help="do not serve the queue page (queue_page.py; it follows --listen, TLS and a token)",
+    )
+    p_up.add_argument(
+        "--no-fuse",
+        dest="fuse",
+        action="store_false",
+        help="stage inputs as hard links even where buildbox-fuse could (to compare, or where FUSE misbehaves)",
     )
     p_down = sub.add_parser("down")
     p_down.add_argument(

@@ -114,6 +114,12 @@ def main() -> int:
         action="store_true",
         help="time the cold builds' execution phase only (loading and analysis first, untimed)",
     )
+    parser.add_argument(
+        "--no-fuse",
+        dest="fuse",
+        action="store_false",
+        help="workers stage inputs as hard links (remote/cluster.py up --no-fuse), to compare",
+    )
     parser.add_argument("--out", default=str(ROOT / "docs/bench/results/remote.json"))
     args = parser.parse_args()
     image = (
@@ -121,6 +127,7 @@ def main() -> int:
         if args.image_root
         else ["--image", args.image]
     )
+    staging = [] if args.fuse else ["--no-fuse"]
     targets = args.targets.split(",")
     work = Path(tempfile.mkdtemp(prefix="remote-bench.", dir="/var/tmp"))
     work.chmod(0o755)  # PostgreSQL runs as its own user
@@ -130,6 +137,7 @@ def main() -> int:
         "cold_remote": {},
         "warm_remote": {},
         "timed": "execution phase (analysis first, untimed)" if args.analysed else "whole build",
+        "staging": "buildbox-fuse where the machine has it" if args.fuse else "hard links (--no-fuse)",
         "rows": "[wall s, Bazel's processes line, critical path s]",
     }
 
@@ -138,7 +146,7 @@ def main() -> int:
         Path(args.out).write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
 
     try:
-        bench.cluster("up", "--cpu-workers", "1", "--gpu-workers", "0", *image)
+        bench.cluster("up", "--cpu-workers", "1", "--gpu-workers", "0", *image, *staging)
         bench.prepare_venvs(False, targets)
         bench.prepare_venvs(True, targets)
         bench.cluster("down", "--purge")
@@ -146,7 +154,7 @@ def main() -> int:
         rows["cold_local"] = bench.bazel("cold-local", False, *targets, analysed=args.analysed)
         save()
         for workers in [int(w) for w in args.workers.split(",")]:
-            bench.cluster("up", "--cpu-workers", str(workers), "--gpu-workers", "0", *image)
+            bench.cluster("up", "--cpu-workers", str(workers), "--gpu-workers", "0", *image, *staging)
             rows["cold_remote"][workers] = bench.bazel(
                 f"cold-remote-{workers}", True, *targets, analysed=args.analysed
             )
