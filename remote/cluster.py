@@ -725,9 +725,8 @@ def up(args: argparse.Namespace) -> None:
     )
     fuse, why_not = fuse_staging(tools) if args.fuse else (False, "--no-fuse")
     log("inputs staged through buildbox-fuse" if fuse else f"inputs staged as hard links ({why_not})")
-    # buildbox-run asks casd for FUSE staging when buildbox-fuse is on its PATH, and casd runs
-    # it from its own PATH.
-    fuse_env = {"PATH": f"{tools}:{os.environ.get('PATH', '/usr/bin:/bin')}"} if fuse else {}
+    # casd stages through buildbox-fuse when it finds it on its PATH (the workers need nothing).
+    casd_env = {"PATH": f"{tools}:{os.environ.get('PATH', '/usr/bin:/bin')}"} if fuse else None
     workers = [(f"cpu{i}", "default", []) for i in range(args.cpu_workers)]
     workers += [(f"gpu{i}", "gpu", [gpus[i]]) for i in range(gpu_workers)]
     for name, pool, devices in workers:
@@ -750,7 +749,7 @@ def up(args: argparse.Namespace) -> None:
                     "--log-level=warning",
                     os.path.join(home, "casd"),
                 ],
-                env=fuse_env,
+                env=casd_env,
             )
         deadline = time.monotonic() + 30
         while not os.path.exists(socket_path):
@@ -789,7 +788,7 @@ def up(args: argparse.Namespace) -> None:
                 *[f"--gpu-device={node}" for node in gpu_nodes],
                 *[f"--driver-lib={lib}" for lib in driver],
             ],
-            env={"PYTHONUNBUFFERED": "1", **fuse_env},
+            env={"PYTHONUNBUFFERED": "1"},
         )
     rc = write_bazelrc(state, config, image_id, start_client_proxy(state, config, server))
     start_queue_page(state, config, python, server, args.queue_page)

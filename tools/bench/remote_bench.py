@@ -200,7 +200,7 @@ def main() -> int:
         speedup = ""
         if one and workers != 1:
             speedup = f"  speedup over 1 worker {one[0] / seconds:.2f}x"
-            if critical is not None and one[2] is not None:
+            if critical is not None and one[2] is not None and seconds > critical:
                 # The time beyond the critical path is what more workers can shorten: its
                 # speedup is the one to hold against the number of workers.
                 parallel = (one[0] - one[2]) / (seconds - critical)

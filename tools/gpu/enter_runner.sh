@@ -64,16 +64,14 @@ mount --bind "$root" "$root"
 
 # --- /dev: what a container gets, and the selected GPUs ---
 mount -t tmpfs -o nosuid,mode=0755 tmpfs "$root/dev"
-for node in null zero full random urandom tty; do
+nodes=(null zero full random urandom tty)
+# FUSE where the host has it: the reference cluster's workers (remote/in_runner.sh) stage each
+# action's inputs through buildbox-fuse instead of hard-linking 20,000 files an action.
+[ -c /dev/fuse ] && nodes+=(fuse)
+for node in "${nodes[@]}"; do
   touch "$root/dev/$node"
   mount --bind "/dev/$node" "$root/dev/$node"
 done
-# FUSE where the host has it: the reference cluster's workers (remote/in_runner.sh) stage each
-# action's inputs through buildbox-fuse instead of hard-linking 20,000 files an action.
-if [ -c /dev/fuse ]; then
-  touch "$root/dev/fuse"
-  mount --bind /dev/fuse "$root/dev/fuse"
-fi
 mkdir -p "$root/dev/pts" "$root/dev/shm"
 mount --bind /dev/pts "$root/dev/pts"
 mount -t tmpfs -o nosuid,nodev,mode=1777 shm "$root/dev/shm"
