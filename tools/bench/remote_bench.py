@@ -16,7 +16,10 @@ prepared one (--override_repository), so the times are of the actions.
 
 Inside the GPU runner (tools/gpu/enter_runner.sh), whose root is the workers' image:
 `--image-root / --image-id sha256:...` (remote/cluster.py's options of the same names).
---out is rewritten after each measurement, so a run cut short keeps what it measured.
+--out is rewritten after each measurement, so a run cut short keeps what it measured. With
+--work DIR the work directory (output bases, prepared venvs, what was measured) stays, and a
+second run with the same DIR measures only what the first did not: one benchmark can span
+several calls of a machine whose calls have a time limit.
 """
 
 from __future__ import annotations
@@ -120,6 +123,7 @@ def main() -> int:
         action="store_false",
         help="workers stage inputs as hard links (remote/cluster.py up --no-fuse), to compare",
     )
+    parser.add_argument("--work", help="a work directory kept after the run; a run with the same one resumes")
     parser.add_argument("--out", default=str(ROOT / "docs/bench/results/remote.json"))
     args = parser.parse_args()
     image = (
@@ -129,9 +133,14 @@ def main() -> int:
     )
     staging = [] if args.fuse else ["--no-fuse"]
     targets = args.targets.split(",")
-    work = Path(tempfile.mkdtemp(prefix="remote-bench.", dir="/var/tmp"))
+    if args.work:
+        work = Path(args.work).resolve()
+        work.mkdir(parents=True, exist_ok=True)
+    else:
+        work = Path(tempfile.mkdtemp(prefix="remote-bench.", dir="/var/tmp"))
     work.chmod(0o755)  # PostgreSQL runs as its own user
     bench = Bench(work, image, Path(args.out).with_suffix(".cluster-logs.tgz"))
+    measured = work / "measured.json"
     rows: dict = {
         "targets": targets,
         "cold_remote": {},
@@ -141,19 +150,42 @@ def main() -> int:
         "rows": "[wall s, Bazel's processes line, critical path s]",
     }
 
+    if args.work and measured.exists():
+        done = json.loads(measured.read_text())
+        if done.get("targets") != targets or done.get("timed") != rows["timed"]:
+            raise SystemExit(f"{measured} measured other targets or another phase: use a new --work")
+        rows.update(done)
+        # JSON keys are strings: the worker counts are ints again.
+        for key in ("cold_remote", "warm_remote"):
+            rows[key] = {int(w): row for w, row in rows[key].items()}
+
     def save() -> None:
+        text = json.dumps(rows, indent=1, sort_keys=True) + "\n"
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
+        Path(args.out).write_text(text)
+        measured.write_text(text)
 
     try:
+        if bench.state.exists():  # a run cut short left its cluster up, or its state
+            bench.cluster("down", "--purge")
         bench.cluster("up", "--cpu-workers", "1", "--gpu-workers", "0", *image, *staging)
         bench.prepare_venvs(False, targets)
         bench.prepare_venvs(True, targets)
         bench.cluster("down", "--purge")
 
-        rows["cold_local"] = bench.bazel("cold-local", False, *targets, analysed=args.analysed)
-        save()
+        if "cold_local" not in rows:
+            rows["cold_local"] = bench.bazel("cold-local", False, *targets, analysed=args.analysed)
+            save()
         for workers in [int(w) for w in args.workers.split(",")]:
+            if workers in rows["warm_remote"]:
+                continue
+            # A build cut short leaves a warm output base and a half-filled cache: start both over.
+            for ob in (f"cold-remote-{workers}", f"warm-remote-{workers}"):
+                if (work / ob).exists():
+                    subprocess.run(
+                        ["bazel", f"--output_base={work / ob}", "shutdown"], cwd=ROOT, capture_output=True
+                    )
+                    shutil.rmtree(work / ob)
             bench.cluster("up", "--cpu-workers", str(workers), "--gpu-workers", "0", *image, *staging)
             rows["cold_remote"][workers] = bench.bazel(
                 f"cold-remote-{workers}", True, *targets, analysed=args.analysed
@@ -190,7 +222,8 @@ def main() -> int:
             [sys.executable, str(ROOT / "remote/cluster.py"), "--state", str(bench.state), "down"],
             capture_output=True,
         )
-        shutil.rmtree(work, ignore_errors=True)
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
 
     local_s = rows["cold_local"][0]
     print(f"{'build':<34}{'wall s':>9}  processes")
