@@ -25,6 +25,7 @@ several calls of a machine whose calls have a time limit.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import shutil
@@ -102,6 +103,45 @@ class Bench:
         ]
 
 
+# Bazel's profile (command.profile.gz, written by every build) times each remote spawn's
+# phases as Bazel sees them; the workers' logs (remote/worker.py) time the same actions on the
+# worker. Their difference is what neither does: waiting in BuildGrid's queue, and the calls.
+PROFILE_PHASES = {
+    "upload missing inputs": "bazel_upload_s",
+    "execute remotely": "bazel_execute_s",
+    "download outputs": "bazel_download_s",
+}
+LEASE = re.compile(r"exit -?\d+ in ([\d.]+) s \(inputs ([\d.]+) s, command ([\d.]+) s, outputs ([\d.]+) s\)")
+
+
+def where_time_went(output_base: Path, cluster_logs: Path) -> dict:
+    """One cold remote build's time by phase, summed over its actions: Bazel's side from its
+    profile, the workers' side from their logs, and the critical path's longest actions."""
+    detail: dict = {name: 0.0 for name in PROFILE_PHASES.values()}
+    critical = []
+    profile = output_base / "command.profile.gz"
+    if profile.exists():
+        trace = json.loads(gzip.open(profile).read())
+        for event in trace["traceEvents"] if isinstance(trace, dict) else trace:
+            if event.get("ph") != "X":
+                continue
+            seconds = event.get("dur", 0) / 1e6
+            if event.get("name") in PROFILE_PHASES:
+                detail[PROFILE_PHASES[event["name"]]] += seconds
+            elif event.get("cat") == "critical path component":
+                critical.append((round(seconds, 2), event["name"]))
+    leases = []
+    for log in sorted(cluster_logs.glob("worker-*.log")):
+        leases += [[float(x) for x in m.groups()] for m in LEASE.finditer(log.read_text())]
+    detail["worker_leases"] = len(leases)
+    for i, name in enumerate(("worker_busy_s", "worker_inputs_s", "worker_command_s", "worker_outputs_s")):
+        detail[name] = sum(lease[i] for lease in leases)
+    # What a spawn spent between Bazel's request and the worker's start and end: queue and calls.
+    detail["queue_and_calls_s"] = detail["bazel_execute_s"] - detail["worker_busy_s"]
+    detail["critical_path_longest"] = sorted(critical, reverse=True)[:5]
+    return {k: round(v, 2) if isinstance(v, float) else v for k, v in detail.items()}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -156,8 +196,8 @@ def main() -> int:
             raise SystemExit(f"{measured} measured other targets or another phase: use a new --work")
         rows.update(done)
         # JSON keys are strings: the worker counts are ints again.
-        for key in ("cold_remote", "warm_remote"):
-            rows[key] = {int(w): row for w, row in rows[key].items()}
+        for key in ("cold_remote", "warm_remote", "cold_remote_time"):
+            rows[key] = {int(w): row for w, row in rows.get(key, {}).items()}
 
     def save() -> None:
         text = json.dumps(rows, indent=1, sort_keys=True) + "\n"
@@ -189,6 +229,9 @@ def main() -> int:
             bench.cluster("up", "--cpu-workers", str(workers), "--gpu-workers", "0", *image, *staging)
             rows["cold_remote"][workers] = bench.bazel(
                 f"cold-remote-{workers}", True, *targets, analysed=args.analysed
+            )
+            rows.setdefault("cold_remote_time", {})[workers] = where_time_went(
+                work / f"cold-remote-{workers}", bench.state / "logs"
             )
             save()
             rows["warm_remote"][workers] = bench.bazel(f"warm-remote-{workers}", True, *targets)
@@ -242,6 +285,15 @@ def main() -> int:
         print(
             f"{f'cold, remote, {workers} worker(s)':<34}{seconds:9.1f}  {processes}"
             f"  critical path {critical} s  ({seconds / local_s:.2f}x local){speedup}"
+        )
+    for workers, detail in rows.get("cold_remote_time", {}).items():
+        print(
+            f"cold, {workers} worker(s), summed over its actions: Bazel uploading inputs "
+            f"{detail['bazel_upload_s']:.1f} s, executing {detail['bazel_execute_s']:.1f} s (of it on "
+            f"workers {detail['worker_busy_s']:.1f} s: staging {detail['worker_inputs_s']:.1f}, "
+            f"command {detail['worker_command_s']:.1f}, outputs {detail['worker_outputs_s']:.1f}; "
+            f"queue and calls {detail['queue_and_calls_s']:.1f} s), downloading "
+            f"{detail['bazel_download_s']:.1f} s"
         )
     for workers, (seconds, processes, _) in rows["warm_remote"].items():
         print(f"{f'warm, remote, {workers} worker(s)':<34}{seconds:9.1f}  {processes}")
