@@ -727,38 +727,41 @@ def up(args: argparse.Namespace) -> None:
     log("inputs staged through buildbox-fuse" if fuse else f"inputs staged as hard links ({why_not})")
     # casd stages through buildbox-fuse when it finds it on its PATH (the workers need nothing).
     casd_env = {"PATH": f"{tools}:{os.environ.get('PATH', '/usr/bin:/bin')}"} if fuse else None
+    # One casd for the host's workers, as buildbox deployments run it: each worker's casd of
+    # its own fetched the venvs' 20,000 blobs before its first action could start, all of them
+    # at once on a cold cluster (23-27 s a worker on the H200 machine, on the critical path).
+    socket_path = state.path("workers", "casd.sock")
+    if not pid_of(state, "casd-host"):
+        os.makedirs(state.path("workers"), exist_ok=True)
+        if os.path.exists(socket_path):
+            os.unlink(socket_path)
+        start(
+            state,
+            "casd-host",
+            [
+                os.path.join(tools, "buildbox-casd"),
+                f"--cas-remote=https://{server}",
+                f"--cas-instance={INSTANCE}",
+                f"--cas-server-cert={state.path('tls', 'ca.pem')}",
+                f"--cas-access-token={worker_token}",
+                f"--bind=unix:{socket_path}",
+                "--log-level=warning",
+                state.path("workers", "casd"),
+            ],
+            env=casd_env,
+        )
+    deadline = time.monotonic() + 30
+    while not os.path.exists(socket_path):
+        if time.monotonic() > deadline:
+            raise ClusterError(
+                f"buildbox-casd did not open {socket_path}; see {state.path('logs', 'casd-host.log')}"
+            )
+        time.sleep(0.1)
     workers = [(f"cpu{i}", "default", []) for i in range(args.cpu_workers)]
     workers += [(f"gpu{i}", "gpu", [gpus[i]]) for i in range(gpu_workers)]
     for name, pool, devices in workers:
         home = state.path("workers", name)
         os.makedirs(os.path.join(home, "tmp"), exist_ok=True)
-        socket_path = os.path.join(home, "casd.sock")
-        if not pid_of(state, f"casd-{name}"):
-            if os.path.exists(socket_path):
-                os.unlink(socket_path)
-            start(
-                state,
-                f"casd-{name}",
-                [
-                    os.path.join(tools, "buildbox-casd"),
-                    f"--cas-remote=https://{server}",
-                    f"--cas-instance={INSTANCE}",
-                    f"--cas-server-cert={state.path('tls', 'ca.pem')}",
-                    f"--cas-access-token={worker_token}",
-                    f"--bind=unix:{socket_path}",
-                    "--log-level=warning",
-                    os.path.join(home, "casd"),
-                ],
-                env=casd_env,
-            )
-        deadline = time.monotonic() + 30
-        while not os.path.exists(socket_path):
-            if time.monotonic() > deadline:
-                raise ClusterError(
-                    f"buildbox-casd of worker {name} did not open {socket_path}; "
-                    f"see {state.path('logs', f'casd-{name}.log')}"
-                )
-            time.sleep(0.1)
         gpu_nodes, driver = [], []
         if devices:
             driver = driver_libraries()

@@ -337,7 +337,9 @@ def main() -> int:
     parser.add_argument("--pool", required=True, help="the Pool property this worker serves")
     parser.add_argument("--image-id", required=True, help="the runner image's ID, sha256:...")
     parser.add_argument("--rootfs", required=True, help="that image's root filesystem, unpacked")
-    parser.add_argument("--casd-socket", required=True, help="this worker's buildbox-casd socket")
+    parser.add_argument(
+        "--casd-socket", required=True, help="the buildbox-casd socket of this host's workers"
+    )
     parser.add_argument("--buildbox-run", required=True)
     parser.add_argument("--work-dir", required=True)
     parser.add_argument(

@@ -153,10 +153,20 @@ check "actions run in the runner image ($(sed -n 's/^PRETTY_NAME=//p' "$probe_ou
 # A C++ replay test on a worker: its runfiles are copied there, not linked, so the runtime must
 # find warp-clang.so in them (not beside warp.so's _solib entry).
 bazel_in ob1 test --config=remote --symlink_prefix=/ --test_output=errors //models:sim_cpu_wrp_replay_test \
-  >"$work/ob1.test.log" 2>&1
+  --execution_log_json_file="$work/ob1.test.exec.json" >"$work/ob1.test.log" 2>&1
 rc=$?
 check "a C++ replay test of the CPU model passes on a worker (rc $rc)" \
   eval '[ $rc = 0 ] && grep -q "sim_cpu_wrp_replay_test .*PASSED" "$work/ob1.test.log"'
+# One spawn per test: a second one that writes test.xml would queue on the test's pool again.
+test_spawns=$(python3 - "$root/tools" "$work/ob1.test.exec.json" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from check_exec_log import spawns
+print(sum(1 for spawn in spawns(sys.argv[2]) if spawn.get("mnemonic") == "TestRunner"))
+PY
+)
+check "the test ran as one spawn, which wrote its test.xml ($test_spawns TestRunner spawns)" \
+  test "$test_spawns" = 1
 [ $rc = 0 ] || tail -30 "$work/ob1.test.log"
 bazel_in ob1 shutdown >/dev/null 2>&1
 
