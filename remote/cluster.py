@@ -727,9 +727,9 @@ def up(args: argparse.Namespace) -> None:
     log("inputs staged through buildbox-fuse" if fuse else f"inputs staged as hard links ({why_not})")
     # casd stages through buildbox-fuse when it finds it on its PATH (the workers need nothing).
     casd_env = {"PATH": f"{tools}:{os.environ.get('PATH', '/usr/bin:/bin')}"} if fuse else None
-    # One casd for the host's workers, as buildbox deployments run it: each worker's casd of
-    # its own fetched the venvs' 20,000 blobs before its first action could start, all of them
-    # at once on a cold cluster (23-27 s a worker on the H200 machine, on the critical path).
+    # One casd for the host's workers, as buildbox deployments run it: a casd per worker fetched
+    # the venvs' 20,000 blobs once per worker (23-27 s each on the H200 machine). Workers that
+    # start together still all wait for the one fetch (remote/README.md, "On the GPU machine").
     socket_path = state.path("workers", "casd.sock")
     if not pid_of(state, "casd-host"):
         os.makedirs(state.path("workers"), exist_ok=True)
