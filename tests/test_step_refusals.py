@@ -176,3 +176,22 @@ def test_two_overloads_of_one_generic_kernel_are_refused_naming_the_line(tmp_pat
         "wp.launch(cube, dim=N, inputs=[a64], device=device)",
         "one @wp.kernel per dtype",
     )
+
+
+@pytest.mark.parametrize("capture_mode", CAPTURE_MODES)
+def test_what_warps_apic_cannot_record_is_refused_as_such_naming_the_line(tmp_path, capture_mode):
+    # Warp raises NotImplementedError for it: the script is not wrong, so the error must not say
+    # so; it says where, quotes Warp, and points at Warp's tracker.
+    out = tmp_path / "raw"
+    device, flag = ("cpu", None) if capture_mode == "cpu" else ("cuda", "retarget")
+    proc = run_capture(PROGRAMS / "apic_unsupported.py", out, device=device, mode=flag, label=LABEL)
+    assert_refused(
+        proc,
+        out,
+        LABEL,
+        "step() does what Warp's APIC cannot record yet, at ",
+        "apic_unsupported.py:15 (wp.copy(dst[:, 0], src[:, 1]))",
+        "APIC capture does not yet support wp.copy() between non-contiguous",
+        "NVIDIA/warp#1675",
+    )
+    assert "fix the error in the capture script" not in proc.stderr

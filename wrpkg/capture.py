@@ -42,7 +42,7 @@ from wrpkg.golden import as_tolerance, first_disagreement
 from wrpkg.interface import INTERFACE_SCHEMA
 from wrpkg.launch_recorder import LaunchRecorder
 from wrpkg.stale_pointers import check_launches, relocation_note, relocations
-from wrpkg.step_guard import StepRefusal
+from wrpkg.step_guard import StepRefusal, describe_site
 from wrpkg.warp_init import init_warp
 
 CAPTURE_MODES = ("gpu", "retarget", "auto")
@@ -133,12 +133,7 @@ def _target_name(label: str | None, script: Path) -> str:
     return f"{label} (capture script {script})" if label else f"capture script {script}"
 
 
-def _script_traceback(exc: BaseException, script: Path) -> str:
-    """The traceback from the first frame inside the capture script's folder on.
-
-    Frames of the harness itself say nothing useful to the script's author, so they are cut;
-    a SyntaxError (no frame in the script) keeps its own location lines.
-    """
+def _in_script_dir(script: Path) -> Callable[[str], bool]:
     # Bazel's sandbox reaches the script through a symlink: accept either spelling.
     script_dirs = tuple({os.path.abspath(script.parent) + os.sep, os.path.realpath(script.parent) + os.sep})
 
@@ -147,6 +142,28 @@ def _script_traceback(exc: BaseException, script: Path) -> str:
             script_dirs
         )
 
+    return in_script_dir
+
+
+def _script_site(exc: BaseException, script: Path) -> tuple[str, int] | None:
+    """(file, line) of the innermost frame of the traceback in the capture script's folder."""
+    in_script_dir = _in_script_dir(script)
+    site = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if in_script_dir(tb.tb_frame.f_code.co_filename):
+            site = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    return site
+
+
+def _script_traceback(exc: BaseException, script: Path) -> str:
+    """The traceback from the first frame inside the capture script's folder on.
+
+    Frames of the harness itself say nothing useful to the script's author, so they are cut;
+    a SyntaxError (no frame in the script) keeps its own location lines.
+    """
+    in_script_dir = _in_script_dir(script)
     tb = exc.__traceback__
     while tb is not None and not in_script_dir(tb.tb_frame.f_code.co_filename):
         tb = tb.tb_next
@@ -634,6 +651,14 @@ def _record_step(wp, spec, device, script: Path, target: str, recorder):
             wp.capture_end(device=device)
         # A refusal the step caught (and then failed otherwise) is the error to report.
         recorder.guard.check()
+        if isinstance(exc, NotImplementedError) and str(exc).startswith("APIC"):
+            # Warp's own refusal: the script is not wrong, APIC cannot record this yet.
+            raise CaptureError(
+                f"{target}: step() does what Warp's APIC cannot record yet, "
+                f"{describe_site(_script_site(exc, script))}: {exc}",
+                fix="do that another way, as Warp's message says, or outside step() "
+                "(NVIDIA/warp#1675 tracks what APIC cannot record)",
+            ) from exc
         raise CaptureError(
             f"{target}: step() raised {type(exc).__name__} during capture:\n{_script_traceback(exc, script)}",
             fix="fix the error in the capture script",
