@@ -24,6 +24,7 @@ image are kept under --cache, keyed by their hashes. The server listens on loopb
 from __future__ import annotations
 
 import argparse
+import ctypes
 import glob
 import hashlib
 import json
@@ -173,7 +174,32 @@ def fuse_staging(tools: str) -> tuple[bool, str]:
         return False, "not root and no fusermount3 (Debian's fuse3)"
     if not os.access(os.path.join(tools, "buildbox-fuse"), os.X_OK):
         return False, f"no buildbox-fuse in {tools}"
+    if os.geteuid() == 0:
+        refused = fuse_mount_refused()
+        if refused:
+            return False, refused
     return True, ""
+
+
+def fuse_mount_refused() -> str | None:
+    """Why the kernel refuses root a FUSE mount here, or None. A container without
+    CAP_SYS_ADMIN can have /dev/fuse and still not mount: casd would then fail every action's
+    staging, so try one mount (served by nobody, detached at once) before choosing FUSE."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    try:
+        fd = os.open("/dev/fuse", os.O_RDWR)
+    except OSError as error:
+        return f"/dev/fuse cannot be opened: {error.strerror}"
+    try:
+        with tempfile.TemporaryDirectory(prefix="fuse-probe.") as where:
+            options = f"fd={fd},rootmode=40000,user_id=0,group_id=0"
+            nosuid_nodev = 2 | 4
+            if libc.mount(b"wrp-fuse-probe", where.encode(), b"fuse", nosuid_nodev, options.encode()) != 0:
+                return f"a FUSE mount is refused: {os.strerror(ctypes.get_errno())}"
+            libc.umount2(where.encode(), 2)  # MNT_DETACH
+    finally:
+        os.close(fd)
+    return None
 
 
 def runner_image(image_dir: str, cache: str) -> tuple[str, str]:

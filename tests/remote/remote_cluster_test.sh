@@ -145,6 +145,14 @@ else
   check "without /dev/fuse inputs are staged as hard links (cluster.py: ${said:-nothing}; ${staging:-no phases logged})" \
     eval 'grep -q "inputs staged as hard links (no /dev/fuse)" "$work/up.log" && [ -n "$staging" ]'
 fi
+if [ -e /dev/fuse ] && [ "$(id -u)" = 0 ]; then
+  # As in a container without CAP_SYS_ADMIN: /dev/fuse is there, a mount is not allowed.
+  without_sys_admin=$(setpriv --bounding-set=-sys_admin --inh-caps=-sys_admin python3 -c \
+    'import sys; sys.path.insert(0, sys.argv[1]); import cluster; print(cluster.fuse_staging(sys.argv[2]))' \
+    "$root/remote" "$(ls -d "$cache"/buildbox-* | head -1)" 2>&1)
+  check "where a FUSE mount is refused, staging falls back to hard links ($without_sys_admin)" \
+    eval '[[ "$without_sys_admin" == "(False, "*"a FUSE mount is refused: Operation not permitted"* ]]'
+fi
 probe_out=$(bazel_in ob1 info --config=remote bazel-bin 2>/dev/null)/tests/remote/image_probe.txt
 expected_probe=$(cat "$image_root/etc/os-release"; echo '--- gcc:'; ls "$image_root/usr/lib/gcc/x86_64-linux-gnu"
   echo '--- python3:'; readlink "$image_root/usr/bin/python3"; echo '--- /bin:'; readlink "$image_root/bin")
