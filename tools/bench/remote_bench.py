@@ -192,8 +192,8 @@ def main() -> int:
 
     if args.work and measured.exists():
         done = json.loads(measured.read_text())
-        if done.get("targets") != targets or done.get("timed") != rows["timed"]:
-            raise SystemExit(f"{measured} measured other targets or another phase: use a new --work")
+        if any(done.get(key) != rows[key] for key in ("targets", "timed", "staging")):
+            raise SystemExit(f"{measured} measured other targets, phase or staging: use a new --work")
         rows.update(done)
         # JSON keys are strings: the worker counts are ints again.
         for key in ("cold_remote", "warm_remote", "cold_remote_time"):
