@@ -35,7 +35,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wrpkg import atomic, build_launches, crash_watch, golden_caveats, mathdx, warp_internals, wrpformat
+from wrpkg import (
+    atomic,
+    build_launches,
+    crash_watch,
+    golden_caveats,
+    initial_state,
+    mathdx,
+    warp_internals,
+    wrpformat,
+)
 from wrpkg.build_launches import BuildLaunchWatch
 from wrpkg.errors import CaptureError
 from wrpkg.golden import as_tolerance, first_disagreement
@@ -469,7 +478,10 @@ def _capture_into(
     # at each relocation (before and after build(), after the step), read by canonicalize_sources.
     # A CPU capture compiles its modules after the step, once its refusals are decided.
     later = [] if device.is_cpu else None
-    spec, bindings, paths = _build_spec(wp, script, device, target, build_watch, later)
+    # What build() and the step allocate is filled with a sentinel, so bytes nobody wrote are found.
+    fresh = initial_state.FreshMemory(user_dirs)
+    with fresh.installed():
+        spec, bindings, paths = _build_spec(wp, script, device, target, build_watch, later)
 
     if mode == "retarget":
         recorder = retarget.RetargetRecorder(user_dirs=user_dirs, target=target, trace_lines=trace_lines)
@@ -480,7 +492,8 @@ def _capture_into(
     recorder.defer_compiles = later is not None
     crash_watch.phase(f"step() under capture on {device.alias}")
     try:
-        graph = _record_step(wp, spec, device, script, target, recorder)
+        with fresh.installed():
+            graph = _record_step(wp, spec, device, script, target, recorder)
         crash_watch.phase("checking what the step recorded, then compiling its modules and build()'s")
         with recorder.deferring():  # their code is generated (a broken kernel refused) before any compile
             _load_modules(wp, later or (), device, target)
@@ -509,7 +522,7 @@ def _capture_into(
     # capture as a user would, or, for a retarget, once the CUDA capture is complete (its replay is
     # of the CPU capture, Warp's file). Without modules there is nothing to canonicalize.
     warp_file_is_current = saved is None
-    if saved is None and (modules_dir.exists() or mode == "retarget"):
+    if saved is None:
         saved = wrpformat.read_wrp(wrp_path)
     # A retargeted capture's CPU modules are replaced by its CUDA modules (checked below): their
     # objects may name the build directory (CPU tile code, e.g. tile_matmul's scalar path, embeds it).
@@ -518,10 +531,29 @@ def _capture_into(
             warp_file_is_current = False
         if not warp_file_is_current:
             wrpformat.write_wrp(saved, wrp_path)
+    # Bytes nobody wrote are saved as zeros; the outputs of a replay from the bytes as they were decide
+    # whether the step read them (wrpkg.initial_state).
+    region_bindings = {b.region_id: b.name for b in saved.metadata.bindings}
+    unwritten = fresh.canonicalize(saved, recorder.capture, region_bindings)
+    if unwritten:
+        crash_watch.phase(f"replay of the saved {wrp_path.name} before zeroing the bytes nobody wrote")
+        as_saved = _replay_outputs(wp, wrp_path, spec, device, target)
+        wrpformat.write_wrp(saved, wrp_path)
     crash_watch.phase(f"golden replay of the saved {wrp_path.name}")
-    golden_files, golden_records = _replay_golden(
+    golden_files, golden_records, golden_outputs = _replay_golden(
         wp, wrp_path, modules_dir, work / "golden", spec, device, target
     )
+    read_unwritten = []
+    if unwritten and _outputs_differ(wp, spec, as_saved, golden_outputs):
+        crash_watch.phase("finding the arrays whose unwritten bytes the step reads")
+        read_unwritten = initial_state.culprits(
+            saved,
+            unwritten,
+            lambda variant: _outputs_differ(
+                wp, spec, _replay_variant(wp, variant, wrp_path, spec, device, target), golden_outputs
+            ),
+        )
+        print(_unwritten_note(target, read_unwritten), file=sys.stderr)
 
     golden_device = "cuda" if device.is_cuda else "cpu"
     if mode == "retarget":
@@ -559,6 +591,10 @@ def _capture_into(
     )
     if linked_modules:
         info["mathdx_linked_modules"] = linked_modules
+    if unwritten:
+        info["zeroed_unwritten_bytes"] = sum(r.words for r in unwritten) * len(initial_state.SENTINEL)
+    if read_unwritten:
+        info["step_reads_unwritten"] = [initial_state.describe(r) for r in read_unwritten]
     relocated = relocations(recorder)
     if relocated:
         info["uint64_mesh_ids_as_handles"] = relocated
@@ -614,8 +650,16 @@ def _build_spec(wp, script: Path, device, target: str, build_watch=None, later=N
     if later is None:
         _load_modules(wp, names, device, target)
     else:
-        later += names
+        # An installed library's modules (Newton brings in ~140) are generated only where the step
+        # launches them; the script's own are generated even when unused, so a broken kernel is refused.
+        later += [name for name in names if not _is_installed_module(name)]
     return spec, bindings, paths
+
+
+def _is_installed_module(name: str) -> bool:
+    """Whether the Python module behind Warp module `name` is an installed package's (site-packages)."""
+    path = getattr(sys.modules.get(name), "__file__", None) or ""
+    return any(part in ("site-packages", "dist-packages") for part in Path(path).parts)
 
 
 def _load_modules(wp, names, device, target: str) -> None:
@@ -728,7 +772,42 @@ def _replay_golden(wp, wrp_path: Path, modules_dir: Path, golden_dir: Path, spec
                 shutil.rmtree(extra_path)
             else:
                 extra_path.unlink()
-    return golden_files, golden_records
+    return golden_files, golden_records, first
+
+
+def _outputs_differ(wp, spec, outputs: dict[str, bytes], golden: dict[str, bytes]) -> bool:
+    """Whether `outputs` and the golden replay's differ by more than the declared tolerances."""
+    tolerances = {
+        name: as_tolerance(spec.tolerances[name]) for name in spec.outputs if name in spec.tolerances
+    }
+    dtypes = {name: warp_internals.types().type_repr(arr.dtype) for name, arr in spec.outputs.items()}
+    return first_disagreement(outputs, golden, tolerances, dtypes) is not None
+
+
+def _replay_variant(wp, variant, wrp_path: Path, spec, device, target: str) -> dict[str, bytes]:
+    """Outputs of one replay of `variant` (a changed copy of the capture), saved beside it."""
+    folder = wrp_path.parent / ".variant"
+    folder.mkdir()
+    try:
+        path = folder / wrp_path.name
+        wrpformat.write_wrp(variant, path)
+        modules = wrp_path.with_name(f"{wrp_path.stem}_modules")
+        if modules.exists():
+            (folder / modules.name).symlink_to(modules.resolve(), target_is_directory=True)
+        return _replay_outputs(wp, path, spec, device, target)
+    finally:
+        shutil.rmtree(folder)
+
+
+def _unwritten_note(target: str, regions) -> str:
+    return (
+        f"{target}: note: step() reads bytes that nothing wrote before it (allocated with wp.empty or "
+        "its like, and left as they were): the capture saves them as zeros, and its golden values are "
+        "what a replay from zeros computes, while the program run directly reads whatever memory "
+        "held. The arrays: "
+        + "; ".join(initial_state.describe(r) for r in regions)
+        + ". To make the program itself deterministic, allocate them with wp.zeros or write them in build()."
+    )
 
 
 def _replay_outputs(wp, wrp_path: Path, spec, device, target: str) -> dict[str, bytes]:

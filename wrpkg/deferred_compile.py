@@ -147,10 +147,15 @@ class DeferredCompile:
         """
         build = warp_internals.private("build")
         runtime = warp_internals.context().runtime
+        # A module no launch of the step used is not in the capture: its code was generated (a kernel
+        # Warp cannot generate is refused), its compile is dropped. A library such as Newton brings in
+        # ~140 modules and a step launches a few of them.
+        launched_handles = {module_exec.handle for _, module_exec in self.launched.values()}
+        self._drop_execs(lambda module_exec: module_exec.handle not in launched_handles)
         waiting = self._waiting_execs()
         for job in self.compiles:
-            if not job.handle:
-                continue  # compiled for a load that failed after it: nothing was loaded
+            if not job.handle or job.handle not in launched_handles:
+                continue  # compiled for a load that failed after it, or for no launch: nothing to load
             self.failed_module = job.handle[len("wp_") :].rpartition("_")[0]
             build_dir = os.path.dirname(job.obj_path)
             os.makedirs(build_dir, exist_ok=True)
@@ -197,10 +202,17 @@ class DeferredCompile:
         """Drops the ModuleExecs never compiled (a refused capture), so nothing runs a placeholder."""
         if not self.pending:
             return
+        self._drop_execs(lambda _module_exec: True)
+        self.compiles.clear()
+        self.launched.clear()
+
+    def _drop_execs(self, which) -> None:
+        """Removes the uncompiled ModuleExecs `which` selects from their modules, so a later load in this
+        process compiles them for real and nothing runs a placeholder."""
         for execs, module_exec in self._waiting_execs():
+            if not which(module_exec):
+                continue
+            self.pending.pop(module_exec.handle, None)
             module_exec.handle = None  # ModuleExec.__del__ would unload what never loaded
             for key in [k for k, e in execs.items() if e is module_exec]:
                 del execs[key]
-        self.pending.clear()
-        self.compiles.clear()
-        self.launched.clear()
