@@ -51,3 +51,19 @@ def test_script_path_spellings_give_one_bundle(tmp_path):
     }
     print(hashes)
     assert len(set(hashes.values())) == 1, hashes
+
+
+def test_cpu_tile_objects_name_warps_headers_without_a_machine_path(tmp_path):
+    """Tile code expands __FILE__ inside Warp's tile.h (MuJoCo Warp's modules): the CPU object names
+    warp/native/tile.h, never the venv's folder."""
+    import warp  # noqa: PLC0415 - Warp only where a test needs it
+
+    raw = tmp_path / "raw"
+    script = REPO / "tests" / "programs_capture" / "tile_header_path.py"
+    args = ["--script", str(script), "--device", "cpu", "--out-dir", str(raw), "--stem", "sim"]
+    proc = run_python("-m", "wrpkg.capture", *args)
+    assert proc.returncode == 0, proc.stderr
+    objects = [p.read_bytes() for p in (raw / "sim_modules").iterdir() if p.suffix == ".o"]
+    assert objects and any(b"warp/native/tile.h" in data for data in objects)
+    warp_dir = os.path.dirname(os.path.realpath(warp.__file__)).encode()
+    assert not any(warp_dir in data for data in objects)

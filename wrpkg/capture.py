@@ -620,6 +620,9 @@ def _use_kernel_cache(wp, work: Path, cache_dir) -> Path | None:
         init_warp(wp)
     else:
         warp_internals.private("build").init_kernel_cache(str(cache))
+    from wrpkg import source_paths  # noqa: PLC0415 - imports Warp
+
+    source_paths.install_stable_header_paths()
     return cache if own_cache else None
 
 

@@ -135,10 +135,42 @@ def _rewrite(text: str, paths: dict[str, str]) -> str:
     return _LINE_DIRECTIVE.sub(directive, _FUNCTION_COMMENT.sub(comment, text))
 
 
+def _warp_native_dirs() -> list[str]:
+    native = os.path.join(warp_internals.private("build").warp_home, "native")
+    return sorted({native, os.path.abspath(native)})
+
+
 def _machine_paths(paths: dict[str, str]) -> list[str]:
     cwd = os.getcwd()
-    found = set(paths) | {cwd, os.path.realpath(cwd)}
+    found = set(paths) | {cwd, os.path.realpath(cwd)} | set(_warp_native_dirs())
     return sorted((p for p in found if p != os.sep), key=len, reverse=True)
+
+
+def install_stable_header_paths() -> None:
+    """From now on in this process, Warp's CPU compiles name its headers `warp/native/<file>`, not the
+    venv's path (once; a second call changes nothing).
+
+    Tile code's asserts expand `__FILE__` inside Warp's own headers (tile.h), so a CPU object of a
+    module using tiles (MuJoCo Warp's) would carry the absolute path of the venv: clang's
+    `-fmacro-prefix-map`, added to the compile's flags and not to the module's options, which Warp
+    hashes. A path with whitespace cannot travel in Warp's flag string: canonicalize_sources then
+    refuses the object that names it."""
+    build = warp_internals.private("build")
+    original = build.build_cpu
+    if getattr(original, "stable_header_paths", False):
+        return
+    flags = " ".join(
+        f"-fmacro-prefix-map={native}=warp/native"
+        for native in _warp_native_dirs()
+        if not any(c.isspace() for c in native)
+    )
+
+    def build_cpu(*args, **kwargs):
+        kwargs["extra_flags"] = f"{kwargs.get('extra_flags') or ''} {flags}".strip()
+        return original(*args, **kwargs)
+
+    build_cpu.stable_header_paths = True
+    build.build_cpu = build_cpu
 
 
 def _absolute_left(text: str, needles: list[str]) -> str | None:
