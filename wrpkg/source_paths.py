@@ -142,7 +142,7 @@ def _warp_native_dirs() -> list[str]:
 
 def _machine_paths(paths: dict[str, str]) -> list[str]:
     cwd = os.getcwd()
-    found = set(paths) | {cwd, os.path.realpath(cwd)} | set(_warp_native_dirs())
+    found = set(paths) | {cwd, os.path.realpath(cwd)}
     return sorted((p for p in found if p != os.sep), key=len, reverse=True)
 
 
@@ -233,7 +233,10 @@ def canonicalize_sources(
                 rewritten.append(module.source_filename)
         if module.binary_filename:
             binary = (modules_dir / module.binary_filename).read_bytes()
-            for needle in needles:
+            # A CPU object's header paths are Warp's own spelling (install_stable_header_paths); CUDA
+            # binaries are compiled again per SM (wrpkg.compile) against the pinned headers.
+            cpu_object = module.binary_filename.endswith(".o")
+            for needle in needles + (_warp_native_dirs() if cpu_object else []):
                 if needle.encode() in binary:
                     raise CaptureError(
                         f"{target}: the binary {module.binary_filename} of module {module.name} embeds the "
