@@ -38,6 +38,7 @@ from typing import Any
 from wrpkg import (
     atomic,
     build_launches,
+    call_sites,
     crash_watch,
     golden_caveats,
     initial_state,
@@ -51,7 +52,7 @@ from wrpkg.golden import as_tolerance, first_disagreement
 from wrpkg.interface import INTERFACE_SCHEMA
 from wrpkg.launch_recorder import LaunchRecorder
 from wrpkg.stale_pointers import check_launches, relocation_note, relocations
-from wrpkg.step_guard import StepRefusal, describe_site
+from wrpkg.step_guard import StepRefusal
 from wrpkg.warp_init import init_warp
 
 CAPTURE_MODES = ("gpu", "retarget", "auto")
@@ -152,18 +153,6 @@ def _in_script_dir(script: Path) -> Callable[[str], bool]:
         )
 
     return in_script_dir
-
-
-def _script_site(exc: BaseException, script: Path) -> tuple[str, int] | None:
-    """(file, line) of the innermost frame of the traceback in the capture script's folder."""
-    in_script_dir = _in_script_dir(script)
-    site = None
-    tb = exc.__traceback__
-    while tb is not None:
-        if in_script_dir(tb.tb_frame.f_code.co_filename):
-            site = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
-        tb = tb.tb_next
-    return site
 
 
 def _script_traceback(exc: BaseException, script: Path) -> str:
@@ -702,7 +691,7 @@ def _record_step(wp, spec, device, script: Path, target: str, recorder):
             # Warp's own refusal: the script is not wrong, APIC cannot record this yet.
             raise CaptureError(
                 f"{target}: step() does what Warp's APIC cannot record yet, "
-                f"{describe_site(_script_site(exc, script))}: {exc}",
+                f"{call_sites.describe(call_sites.of_exception(exc))}: {exc}",
                 fix="do that another way, as Warp's message says, or outside step() "
                 "(NVIDIA/warp#1675 tracks what APIC cannot record)",
             ) from exc

@@ -21,12 +21,11 @@ It hooks Warp's private native entry points (`runtime.core`) through wrpkg.warp_
 
 from __future__ import annotations
 
-import linecache
 import os
 import sys
 from dataclasses import dataclass, field
 
-from wrpkg import warp_internals
+from wrpkg import call_sites, warp_internals
 from wrpkg.errors import CaptureError
 
 
@@ -42,27 +41,9 @@ _WRPKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # catches a step that imported capture_launch under another name before the hooks went in.
 
 
-def _caller_outside(skip_dirs: tuple[str, ...], depth: int = 2):
-    """The first frame, from `depth` up, whose file is in none of `skip_dirs`: (file, line)."""
-    frame = sys._getframe(depth)
-    while frame is not None:
-        filename = os.path.abspath(frame.f_code.co_filename)
-        if not filename.startswith(skip_dirs):
-            return filename, frame.f_lineno
-        frame = frame.f_back
-    return None
-
-
 def describe_site(location) -> str:
     """ "at models/sim.py:42 (the code there)" for a (file, line), "in step()" for None."""
-    if location is None:
-        return "in step()"
-    filename, line = location
-    code = linecache.getline(filename, line).strip()
-    shown = os.path.relpath(filename)  # a Bazel action runs in the execroot: models/sim.py, not its path
-    if shown.startswith(".."):
-        shown = filename
-    return f"at {shown}:{line}" + (f" ({code})" if code else "")
+    return call_sites.describe(call_sites.CallSite(location, None))
 
 
 @dataclass
@@ -94,10 +75,7 @@ class StepGuard:
 
     def refuse_at_caller(self, message: str, fix: str) -> StepRefusal:
         """A refusal whose `message` has "{where}" replaced by the script line that called into Warp."""
-        import warp  # noqa: PLC0415 - Warp is imported lazily
-
-        skip = (os.path.dirname(os.path.abspath(warp.__file__)) + os.sep, _WRPKG_DIR)
-        return self._refuse(message.replace("{where}", describe_site(_caller_outside(skip))), fix)
+        return self._refuse(message.replace("{where}", call_sites.describe(call_sites.here())), fix)
 
     def refuse_build(self, module_name: str, device_alias: str, exc: Exception) -> StepRefusal:
         """Warp's code generator failed on a module a launch of the step loads (the same words as a
@@ -114,10 +92,9 @@ class StepGuard:
 
     def _graph_launch_patches(self, core, warp_dir: str):
         guard = self
-        skip = (warp_dir, _WRPKG_DIR)
 
         def refuse_graph_launch(*_args, **_kwargs):
-            where = describe_site(_caller_outside(skip))
+            where = call_sites.describe(call_sites.here())
             raise guard._refuse(
                 f"step() launches a captured graph {where}. APIC does not record the operations of a graph "
                 "launched inside a capture, so the bundle would replay without them.",
@@ -132,23 +109,36 @@ class StepGuard:
     def _read_back_patches(self, warp, warp_dir: str):
         guard = self
         array = warp.array
-        # Warp's own code reads arrays too (str() of an array, its copies): only a call made
-        # directly from outside Warp and wrpkg is the user's read-back.
-        own = (warp_dir, _WRPKG_DIR)
+        # Warp's array core reads arrays for itself (str() of an array, numpy() of a view through a
+        # contiguous copy): not a read-back of the step. Warp's library code that reads a result back
+        # (wp.utils.array_sum without `out`, runlength_encode's count, warp.fem, sparse matrices'
+        # nnz) is one, as is Newton's or the user's.
+        core = tuple(os.path.join(warp_dir, "_src", name) for name in ("types.py", "context.py"))
 
         def refuse_if_users(what: str) -> None:
             caller = sys._getframe(2)
             filename = os.path.abspath(caller.f_code.co_filename)
-            if filename.startswith(own):
+            if filename.startswith(_WRPKG_DIR) or filename in core:
                 return
-            where = describe_site((filename, caller.f_lineno))
+            in_warp = filename.startswith(warp_dir)
+            site = call_sites.of_frame(caller, library_frame=caller if in_warp else None)
+            where = call_sites.describe(site)
+            fix = (
+                "move the read-back out of step(): compute the value in a kernel and pass the array to "
+                "the kernels that use it, or read it after the replay"
+            )
+            if site.library is not None:
+                fix = (
+                    "the library call named above reads back inside step(): make that call in build() or "
+                    "after the replay, or use a form of it that keeps its results on the device (the library's "
+                    "capture or graph option, where it has one)"
+                )
             raise guard._refuse(
                 f"step() reads an array's values on the host ({what}) {where}. The capture records device "
                 "operations only: a value computed from this read is frozen into the graph as it was in this "
                 "run, and replay with other inputs would be silently wrong (a CUDA capture refuses the "
                 "device-to-host copy).",
-                fix="move the read-back out of step(): compute the value in a kernel and pass the array to "
-                "the kernels that use it, or read it after the replay",
+                fix=fix,
             )
 
         def reading(original, what: str):
@@ -174,11 +164,10 @@ class StepGuard:
 
     def _host_memory_patches(self, warp, warp_dir: str):
         guard = self
-        skip = (warp_dir, _WRPKG_DIR)
         array = warp.array
 
         def refuse_host(what: str, arr) -> None:
-            where = describe_site(_caller_outside(skip, depth=3))
+            where = call_sites.describe(call_sites.here())
             raise guard._refuse(
                 f"step() uses host memory in a CUDA capture: {what} of a {arr.device} array {where}. APIC "
                 "records regions and copies of the capture device only: the host array would be replayed as "

@@ -1,0 +1,49 @@
+"""Refusals of what a library did inside the step name the user's line and the library's
+(wrpkg.call_sites): a host read-back in Warp's own library code and in an installed package."""
+
+from __future__ import annotations
+
+import os
+
+from test_capture import PROGRAMS, assert_refused, run_capture
+
+from wrpkg import call_sites
+
+READBACK = PROGRAMS / "library_readback.py"
+
+
+def test_a_read_back_inside_warps_library_code_is_refused_naming_both_lines(tmp_path):
+    out = tmp_path / "raw"
+    proc = run_capture(READBACK, out, env_extra={"WRP_TEST_READBACK": "warp"})
+    assert_refused(
+        proc,
+        out,
+        "step() reads an array's values on the host",
+        "at tests/programs_capture/library_readback.py:39 (cubes.surface(field, 0.0))",
+        "inside warp/_src/geometry/marching_cubes.py:",
+    )
+
+
+def test_a_read_back_inside_an_installed_package_names_its_line_as_the_package_spells_it(tmp_path):
+    package = tmp_path / "venv" / "lib" / "site-packages" / "minilib"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("def largest(x):\n    return float(x.numpy().max())\n")
+    out = tmp_path / "raw"
+    env = {
+        "WRP_TEST_READBACK": "installed",
+        "PYTHONPATH": os.pathsep.join([str(package.parent), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = run_capture(READBACK, out, env_extra=env)
+    assert_refused(
+        proc,
+        out,
+        "at tests/programs_capture/library_readback.py:37 (factor = minilib.largest(x))",
+        "inside minilib/__init__.py:2 (return float(x.numpy().max()))",
+    )
+
+
+def test_call_site_of_a_frame_splits_user_and_installed_code():
+    site = call_sites.here()
+    assert site.library is None
+    assert site.user is not None and site.user[0].endswith("test_call_sites.py")
+    assert call_sites.describe(call_sites.CallSite(None, None)) == "in step()"

@@ -1,0 +1,100 @@
+"""Where an operation of the step came from: the user's line and, when a library made it, the library's.
+
+A refusal of an operation that Newton, MuJoCo Warp or Warp's own library code made inside the step
+names two places: the line of the user's code that called into the library (what the user can
+change, or switch off) and the library line that made the operation (what explains it). Frames of
+Warp's core and of wrpkg are neither; an installed package's files (under site-packages or
+dist-packages) are the library; the first frame outside all of those is the user's.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+from dataclasses import dataclass
+
+_WRPKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_INSTALLED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
+
+
+def _warp_dir() -> str:
+    import warp  # noqa: PLC0415 - Warp is imported lazily
+
+    return os.path.dirname(os.path.abspath(warp.__file__)) + os.sep
+
+
+def is_installed(filename: str) -> bool:
+    """Whether `filename` belongs to an installed package (not the user's code)."""
+    return any(marker in os.path.abspath(filename) for marker in _INSTALLED)
+
+
+@dataclass(frozen=True)
+class CallSite:
+    user: tuple[str, int] | None  # (file, line) of the user's code that led to the operation
+    library: tuple[str, int] | None  # (file, line) in an installed library that made it; None: the user did
+
+
+def of_frame(frame, library_frame=None) -> CallSite:
+    """The call site of an operation whose innermost frame is `frame`. The library line is the first
+    frame outside Warp and wrpkg, when that lies in an installed package; `library_frame` names it
+    instead (a read-back that Warp's own library code makes)."""
+    warp_dir = _warp_dir()
+    user = library = None
+    if library_frame is not None:
+        library = (library_frame.f_code.co_filename, library_frame.f_lineno)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        path = os.path.abspath(filename)
+        # "<string>" and the like: code Warp or a library made with exec(), no file to name.
+        if not filename.startswith("<") and not path.startswith(_WRPKG_DIR):
+            if not path.startswith(warp_dir) and library is None and is_installed(path):
+                library = (filename, frame.f_lineno)
+            elif not is_installed(path) and not path.startswith(warp_dir):
+                user = (filename, frame.f_lineno)
+                break
+        frame = frame.f_back
+    return CallSite(user, library)
+
+
+def here() -> CallSite:
+    """The call site of the operation being made now (frames of Warp and wrpkg are skipped)."""
+    return of_frame(sys._getframe(1))
+
+
+def of_exception(exc: BaseException) -> CallSite:
+    """The call site of the innermost frame an exception passed through."""
+    tb = exc.__traceback__
+    if tb is None:
+        return CallSite(None, None)
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return of_frame(tb.tb_frame)
+
+
+def _shown(filename: str) -> str:
+    if is_installed(filename):
+        # An installed file as its package spells it (newton/_src/...), not the venv's path.
+        path = os.path.abspath(filename)
+        for marker in _INSTALLED:
+            if marker in path:
+                return path.rsplit(marker, 1)[1]
+    shown = os.path.relpath(filename)  # a Bazel action runs in the execroot: models/sim.py, not its path
+    return filename if shown.startswith("..") else shown
+
+
+def _describe_location(location: tuple[str, int]) -> str:
+    filename, line = location
+    code = linecache.getline(filename, line).strip()
+    return f"{_shown(filename)}:{line}" + (f" ({code})" if code else "")
+
+
+def describe(site: CallSite) -> str:
+    """ "at models/sim.py:42 (the code there)", with ", inside newton/...:823 (its code)" when a library
+    made the operation; "in step()" when neither is known."""
+    parts = []
+    if site.user is not None:
+        parts.append(f"at {_describe_location(site.user)}")
+    if site.library is not None:
+        parts.append(f"inside {_describe_location(site.library)}")
+    return ", ".join(parts) if parts else "in step()"
