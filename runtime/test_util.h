@@ -1,5 +1,5 @@
 // What runtime/'s unit tests share beyond GoogleTest: the arguments a test is handed (bundle paths),
-// a matcher for the wrp::Error a call must throw, and a ustar writer for tar fixtures.
+// a matcher for the wrp::Error a call must throw, and a ustar writer (with pax headers) for tar fixtures.
 #pragma once
 
 #include <cstdint>
@@ -29,11 +29,12 @@ auto ThrowsError(const Parts&... parts) {
 
 // Appends one ustar entry the way Python's tarfile (USTAR_FORMAT) writes it; `size` (when not -1) is the
 // size its header records, for entries that lie about their payload. Hand-written because the tests need
-// hostile headers (a lying size, link types, odd paths) that a tar library would refuse to write.
+// hostile headers (a lying size, link types, odd paths) that a tar library would refuse to write. A `path`
+// over 100 bytes (a `prefix` over 155) is cut to fit, as under a pax header.
 inline void AppendTarEntry(std::vector<uint8_t>* tar, const std::string& path, const std::string& body,
                            char type = '0', const std::string& prefix = "", long long size = -1) {
   uint8_t header[512] = {};
-  std::memcpy(header, path.data(), path.size());
+  std::memcpy(header, path.data(), path.size() < 100 ? path.size() : 100);
   std::snprintf(reinterpret_cast<char*>(header + 100), 8, "%07o", 0644);
   std::snprintf(reinterpret_cast<char*>(header + 108), 8, "%07o", 0);
   std::snprintf(reinterpret_cast<char*>(header + 116), 8, "%07o", 0);
@@ -45,7 +46,7 @@ inline void AppendTarEntry(std::vector<uint8_t>* tar, const std::string& path, c
               "ustar\0"
               "00",
               8);
-  std::memcpy(header + 345, prefix.data(), prefix.size());
+  std::memcpy(header + 345, prefix.data(), prefix.size() < 155 ? prefix.size() : 155);
   std::memset(header + 148, ' ', 8);
   unsigned sum = 0;
   for (uint8_t b : header) sum += b;
@@ -53,6 +54,30 @@ inline void AppendTarEntry(std::vector<uint8_t>* tar, const std::string& path, c
   tar->insert(tar->end(), header, header + 512);
   tar->insert(tar->end(), body.begin(), body.end());
   tar->resize((tar->size() + 511) / 512 * 512, 0);
+}
+
+// One pax record, "<length> <key>=<value>\n", its length counting the whole record (its own digits too).
+inline std::string PaxRecord(const std::string& key, const std::string& value) {
+  const size_t rest = key.size() + value.size() + 3;  // ' ', '=' and '\n'
+  size_t length = rest + 1;
+  while (std::to_string(length).size() + rest != length) length = std::to_string(length).size() + rest;
+  return std::to_string(length) + " " + key + "=" + value + "\n";
+}
+
+// Appends a pax extended header (type 'x', named "././@PaxHeader" as wrpkg.pack and Python's tarfile write
+// it) holding `records` as they are (PaxRecord's, or hostile bytes), or type `pax_type` ('g' for a global
+// header); `size` as AppendTarEntry's.
+inline void AppendPaxHeader(std::vector<uint8_t>* tar, const std::string& records, char pax_type = 'x',
+                            long long size = -1) {
+  AppendTarEntry(tar, "././@PaxHeader", records, pax_type, "", size);
+}
+
+// Appends an entry whose path comes in a pax header (one `path` record), as wrpkg.pack writes a path that
+// ustar's name and prefix fields cannot hold: the entry's own name is the path cut to 100 bytes.
+inline void AppendPaxEntry(std::vector<uint8_t>* tar, const std::string& path, const std::string& body,
+                           char type = '0') {
+  AppendPaxHeader(tar, PaxRecord("path", path));
+  AppendTarEntry(tar, path, body, type);
 }
 
 // The end-of-archive marker: two zero blocks.

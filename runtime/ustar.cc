@@ -4,10 +4,12 @@
 //   statically (Debian 12's libarchive.a is 1.9 MB on amd64, and its Libs.private add nettle, acl, lzma,
 //   zstd, lz4, bz2, zlib and libxml2, none of which a tar of plain files needs) or as libarchive.so.13
 //   with those eight libraries on the target.
-// - The reader is the policy: the bundler writes one format (POSIX ustar, regular files and directories)
-//   and everything else is refused (docs/security.md). libarchive reads pax, GNU long names, sparse files,
-//   links and compressed streams, on untrusted bytes, and the refusals below would still be written on top
-//   of it; what remains of parsing is the 512-byte header and an octal size.
+// - The reader is the policy: the bundler writes one format (POSIX ustar, regular files and directories,
+//   and for a path too long for ustar's name and prefix fields a pax extended header holding only that
+//   path) and everything else is refused (docs/security.md). libarchive reads any pax record, GNU long
+//   names, sparse files, links and compressed streams, on untrusted bytes, and the refusals below would
+//   still be written on top of it; what remains of parsing is the 512-byte header, an octal size and the
+//   pax header's length-prefixed records.
 // - Zero-copy: entries point into the caller's buffer, where libarchive copies each entry out.
 // It is fuzzed with ASan and UBSan (tools/fuzz: ustar_fuzz, bundle_fuzz; CI's //tools/fuzz:fuzz_smoke_test)
 // and its refusals are tested one by one (ustar_test.cc, bundle_test.cc).
@@ -30,6 +32,10 @@ constexpr size_t kChecksumOffset = 148, kChecksumSize = 8;
 constexpr size_t kTypeflagOffset = 156;
 constexpr size_t kMagicOffset = 257;
 constexpr size_t kPrefixOffset = 345, kPrefixSize = 155;
+
+// The largest pax extended header read (wrpkg.validity.PAX_HEADER_MAX_BYTES): one path record of a few
+// hundred bytes is what the bundler writes; the cap bounds what the path string may allocate.
+constexpr uint64_t kPaxHeaderMaxBytes = 65536;
 
 std::string Field(const uint8_t* header, size_t offset, size_t width) {
   const char* begin = reinterpret_cast<const char*>(header + offset);
@@ -79,6 +85,121 @@ bool IsPlainRelativePath(const std::string& path) {
   return true;
 }
 
+// Bytes of the archive for a message (wrpkg.validity._shown): printable ASCII as it is, any other byte as
+// \xNN.
+std::string Shown(const uint8_t* data, size_t size) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < size; ++i) {
+    const uint8_t c = data[i];
+    if (c >= 0x20 && c < 0x7f) {
+      out += char(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// The problem with a pax path's bytes, or "": strict UTF-8 (Unicode's well-formed sequences: no overlong
+// form, no surrogate, nothing above U+10FFFF), and no control character (U+0000-U+001F, U+007F-U+009F).
+// wrpkg.validity decodes the path as strict UTF-8 and applies pax_path_problem: the same verdicts.
+std::string PaxPathProblem(const uint8_t* data, size_t size) {
+  bool control = false;
+  size_t i = 0;
+  while (i < size) {
+    const uint8_t c = data[i];
+    uint32_t code = 0;
+    size_t length = 0;
+    uint8_t low = 0x80, high = 0xbf;  // the range of the second byte
+    if (c < 0x80) {
+      code = c, length = 1;
+    } else if (c >= 0xc2 && c <= 0xdf) {
+      code = c & 0x1f, length = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      code = c & 0x0f, length = 3;
+      if (c == 0xe0) low = 0xa0;   // overlong
+      if (c == 0xed) high = 0x9f;  // surrogates
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      code = c & 0x07, length = 4;
+      if (c == 0xf0) low = 0x90;   // overlong
+      if (c == 0xf4) high = 0x8f;  // above U+10FFFF
+    } else {
+      return "its path is not valid UTF-8";
+    }
+    if (length > size - i) return "its path is not valid UTF-8";
+    for (size_t k = 1; k < length; ++k) {
+      const uint8_t b = data[i + k];
+      if (k == 1 ? (b < low || b > high) : (b < 0x80 || b > 0xbf)) return "its path is not valid UTF-8";
+      code = code << 6 | (b & 0x3f);
+    }
+    if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) control = true;
+    i += length;
+  }
+  // Python decodes the whole value before it looks for control characters: invalid UTF-8 is named first.
+  return control ? "its path holds a control character" : "";
+}
+
+// The path of a pax extended header's records ("<length> <key>=<value>\n", the length in decimal without a
+// leading zero, counting the whole record): exactly one "path" record and nothing else, its value without
+// NUL and passing PaxPathProblem. Sets *path and returns "", or returns the problem;
+// wrpkg.validity._pax_path, check for check.
+std::string PaxPath(const uint8_t* payload, size_t size, std::string* path) {
+  bool have_path = false;
+  size_t pos = 0;
+  while (pos < size) {
+    const std::string at = "record at byte " + std::to_string(pos) + " of the header";
+    size_t i = pos;
+    uint64_t length = 0;
+    while (i < size && payload[i] >= '0' && payload[i] <= '9') {
+      if (i == pos && payload[i] == '0') return at + ": its length has a leading zero";
+      length = length * 10 + (payload[i] - '0');
+      if (length > size) return at + " runs past the end of the header";
+      ++i;
+    }
+    if (i == pos) return at + " does not start with a decimal length";
+    if (i == size || payload[i] != ' ') return at + ": its length is not followed by a space";
+    if (length > size - pos) return at + " runs past the end of the header";
+    const size_t end = pos + static_cast<size_t>(length);
+    if (end < i + 2 || payload[end - 1] != '\n') return at + " does not end with a newline";
+    const uint8_t* record = payload + i + 1;
+    const size_t record_size = end - 1 - (i + 1);
+    const void* found = std::memchr(record, '=', record_size);
+    const size_t equals = found ? static_cast<size_t>(static_cast<const uint8_t*>(found) - record) : 0;
+    if (equals == 0) return at + " is not <key>=<value>";
+    if (equals != 4 || std::memcmp(record, "path", 4) != 0) {
+      return "key '" + Shown(record, equals) +
+             "' is not allowed (a bundle archive's pax headers carry only 'path')";
+    }
+    if (have_path) return std::string("it holds 'path' twice");
+    const uint8_t* value = record + equals + 1;
+    const size_t value_size = record_size - equals - 1;
+    if (std::memchr(value, '\0', value_size) != nullptr) return std::string("its path holds a NUL byte");
+    const std::string problem = PaxPathProblem(value, value_size);
+    if (!problem.empty()) return problem;
+    path->assign(reinterpret_cast<const char*>(value), value_size);
+    have_path = true;
+    pos = end;
+  }
+  return have_path ? "" : "it holds no 'path' record";
+}
+
+// Tar types a bundle archive never holds, named in the refusal (wrpkg.validity._TYPE_NAMES).
+std::string TypeName(char typeflag) {
+  switch (typeflag) {
+    case 'g':
+      return " (a pax global header)";
+    case 'L':
+      return " (a GNU long name)";
+    case 'K':
+      return " (a GNU long link name)";
+    default:
+      return "";
+  }
+}
+
 }  // namespace
 
 std::vector<TarEntry> ReadUstar(const void* data, size_t size, const std::string& origin,
@@ -91,6 +212,10 @@ std::vector<TarEntry> ReadUstar(const void* data, size_t size, const std::string
     throw Error(origin + ": not a ustar archive: size " + std::to_string(size) + " is not a multiple of 512" +
                 fix);
   }
+  // A pax extended header's offset and path, for the entry that follows it.
+  bool pax_pending = false;
+  size_t pax_offset = 0;
+  std::string pax_path;
   size_t offset = 0;
   while (offset + kBlock <= size) {
     const uint8_t* header = bytes + offset;
@@ -112,20 +237,46 @@ std::vector<TarEntry> ReadUstar(const void* data, size_t size, const std::string
     }
     if (checksum != recorded_checksum) throw Error(where + ": header checksum mismatch" + fix);
 
-    std::string name = Field(header, kNameOffset, kNameSize);
-    std::string prefix = Field(header, kPrefixOffset, kPrefixSize);
-    std::string path = prefix.empty() ? name : prefix + "/" + name;
+    const char typeflag = static_cast<char>(header[kTypeflagOffset]);
+    if (pax_pending && typeflag != '0' && typeflag != '\0' && typeflag != '5') {
+      const std::string following = typeflag == 'x'
+                                        ? std::string("another pax header")
+                                        : "an entry of tar type '" + std::string(1, typeflag) + "'";
+      throw Error(origin + ": pax extended header at byte " + std::to_string(pax_offset) +
+                  " is followed by " + following + ", not by the regular file or directory it names" + fix);
+    }
+    std::string path;
+    if (pax_pending) {
+      path = std::move(pax_path);
+      pax_pending = false;
+    } else {
+      std::string name = Field(header, kNameOffset, kNameSize);
+      std::string prefix = Field(header, kPrefixOffset, kPrefixSize);
+      path = prefix.empty() ? name : prefix + "/" + name;
+    }
     uint64_t entry_size = 0;
     if (!ParseOctal(header, kSizeOffset, kSizeSize, &entry_size)) {
       throw Error(where + " (" + path + "): unreadable size field" + fix);
     }
-    char typeflag = static_cast<char>(header[kTypeflagOffset]);
     offset += kBlock;
     if (entry_size > size - offset) {
       throw Error(origin + ": entry " + path + " claims " + std::to_string(entry_size) + " bytes but only " +
                   std::to_string(size - offset) + " remain (truncated archive)" + fix);
     }
-    if (typeflag == '5') {
+    if (typeflag == 'x') {
+      // A path too long for the name and prefix fields, for the entry that follows.
+      if (entry_size > kPaxHeaderMaxBytes) {
+        throw Error(where + ": pax extended header of " + std::to_string(entry_size) +
+                    " bytes, over the limit of " + std::to_string(kPaxHeaderMaxBytes) + fix);
+      }
+      const std::string problem = PaxPath(bytes + offset, static_cast<size_t>(entry_size), &pax_path);
+      if (!problem.empty()) {
+        throw Error(origin + ": pax extended header at byte " + std::to_string(offset - kBlock) + ": " +
+                    problem + fix);
+      }
+      pax_pending = true;
+      pax_offset = offset - kBlock;
+    } else if (typeflag == '5') {
       // Extracting the archive creates every directory entry, so each is held to the rules of a file's path.
       const std::string dir = !path.empty() && path.back() == '/' ? path.substr(0, path.size() - 1) : path;
       if (!IsPlainRelativePath(dir)) {
@@ -143,10 +294,14 @@ std::vector<TarEntry> ReadUstar(const void* data, size_t size, const std::string
       if (!seen.insert(path).second) throw Error(origin + ": entry " + path + " appears twice" + fix);
       entries.push_back(TarEntry{path, bytes + offset, static_cast<size_t>(entry_size)});
     } else {
-      throw Error(origin + ": entry " + path + " has tar type '" + std::string(1, typeflag) +
-                  "'; bundles hold only regular files and directories" + fix);
+      throw Error(origin + ": entry " + path + " has tar type '" + std::string(1, typeflag) + "'" +
+                  TypeName(typeflag) + "; bundles hold only regular files and directories" + fix);
     }
     offset += (entry_size + kBlock - 1) / kBlock * kBlock;
+  }
+  if (pax_pending) {
+    throw Error(origin + ": pax extended header at byte " + std::to_string(pax_offset) +
+                " is followed by no entry (end of archive)" + fix);
   }
   return entries;
 }

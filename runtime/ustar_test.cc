@@ -138,3 +138,191 @@ TEST(UstarTest, FilePathsHaveNoEmptyOrDotComponents) {
   Finish(&tar);
   EXPECT_EQ(wrp::ReadUstar(tar.data(), tar.size(), "t.tar").at(0).path, "b/..x/.y");
 }
+
+// --- pax extended headers: a path too long for ustar's name and prefix fields (wrpkg.pack) ----------------
+
+using wrp::testing::AppendPaxEntry;
+using wrp::testing::AppendPaxHeader;
+using wrp::testing::PaxRecord;
+
+namespace {
+
+// A bundle directory of 200 characters and a module file of 130 in it: neither fits a ustar header.
+const std::string kLongDir = "b" + std::string(199, 'n');
+const std::string kLongModule = "wp_" + std::string(120, 'm') + "_abc.o";
+
+// An archive of the pax header `records` followed by a regular file, then a short plain entry.
+std::vector<uint8_t> WithPaxRecords(const std::string& records, char following = '0') {
+  std::vector<uint8_t> tar;
+  AppendPaxHeader(&tar, records);
+  AddEntry(&tar, "b/x", "", following);
+  AddEntry(&tar, "b/manifest.json", "{}");
+  Finish(&tar);
+  return tar;
+}
+
+}  // namespace
+
+TEST(UstarPaxTest, ReadsLongPathsOfFilesAndDirectories) {
+  ASSERT_EQ(PaxRecord("path", "abc"), "12 path=abc\n");
+  ASSERT_EQ(PaxRecord("path", std::string(90, 'a')), "99 path=" + std::string(90, 'a') + "\n");
+  ASSERT_EQ(PaxRecord("path", std::string(91, 'a')), "101 path=" + std::string(91, 'a') + "\n");  // not 100
+  std::vector<uint8_t> tar;
+  AppendPaxEntry(&tar, kLongDir + "/", "", '5');
+  AppendPaxEntry(&tar, kLongDir + "/manifest.json", "{}");
+  AppendPaxEntry(&tar, kLongDir + "/sim_modules/" + kLongModule, std::string(700, 'x'));
+  AddEntry(&tar, "short", "s");  // a plain entry after pax ones
+  AppendPaxEntry(&tar, "b/\xc3\xa9t\xc3\xa9/" + std::string(120, 'u'), "utf8");  // UTF-8 is the pax charset
+  Finish(&tar);
+  std::vector<std::string> directories;
+  std::vector<wrp::TarEntry> entries = wrp::ReadUstar(tar.data(), tar.size(), "t.tar", &directories);
+  ASSERT_EQ(entries.size(), size_t(4));
+  EXPECT_EQ(directories, std::vector<std::string>{kLongDir});
+  EXPECT_EQ(entries[0].path, kLongDir + "/manifest.json");
+  EXPECT_EQ(Body(entries[0]), "{}");
+  EXPECT_EQ(entries[1].path, kLongDir + "/sim_modules/" + kLongModule);
+  EXPECT_EQ(Body(entries[1]), std::string(700, 'x'));
+  EXPECT_EQ(entries[2].path, "short");
+  EXPECT_EQ(entries[3].path, "b/\xc3\xa9t\xc3\xa9/" + std::string(120, 'u'));
+}
+
+TEST(UstarPaxTest, ThePaxPathGetsEveryPathRule) {
+  for (const std::string path :
+       {"../" + std::string(120, 'e'), "/b/" + std::string(120, 'a'), "b//" + std::string(120, 'c'),
+        "b/./" + std::string(120, 'd'), std::string()}) {
+    std::vector<uint8_t> tar;
+    AppendPaxEntry(&tar, path, "x");
+    Finish(&tar);
+    EXPECT_THAT([&] { wrp::ReadUstar(tar.data(), tar.size(), "t.tar"); },
+                wrp::testing::ThrowsError("entry path \"" + path + "\"", "not a safe relative path"));
+  }
+  // The same path twice, once from a pax header and once from the ustar fields.
+  std::vector<uint8_t> twice;
+  AppendPaxEntry(&twice, "b/short", "1");
+  AddEntry(&twice, "b/short", "2");
+  Finish(&twice);
+  EXPECT_THAT([&] { wrp::ReadUstar(twice.data(), twice.size(), "t.tar"); },
+              wrp::testing::ThrowsError("b/short appears twice"));
+  // A directory's pax path with a payload.
+  std::vector<uint8_t> payload;
+  AppendPaxHeader(&payload, PaxRecord("path", kLongDir + "/"));
+  AddEntry(&payload, "b/", "hidden", '5');
+  Finish(&payload);
+  EXPECT_THAT([&] { wrp::ReadUstar(payload.data(), payload.size(), "t.tar"); },
+              wrp::testing::ThrowsError("directory entry " + kLongDir + "/", "carries 6 bytes of payload"));
+}
+
+TEST(UstarPaxTest, RefusesEveryOtherKeyNamingArchiveOffsetAndKey) {
+  for (const std::string key :
+       {"linkpath", "size", "uid", "mtime", "hdrcharset", "GNU.sparse.name", "path "}) {
+    std::vector<uint8_t> tar;
+    AddEntry(&tar, "b/first", "1");
+    AppendPaxHeader(&tar, PaxRecord("path", "b/x") + PaxRecord(key, "1"));
+    AddEntry(&tar, "b/x", "");
+    Finish(&tar);
+    EXPECT_THAT([&] { wrp::ReadUstar(tar.data(), tar.size(), "t.tar"); },
+                wrp::testing::ThrowsError("t.tar: pax extended header at byte 1024",
+                                          "key '" + key + "' is not allowed"));
+  }
+  EXPECT_THAT(
+      [&] {
+        std::vector<uint8_t> tar = WithPaxRecords(PaxRecord("li\x01nk", "x"));
+        wrp::ReadUstar(tar.data(), tar.size(), "t.tar");
+      },
+      wrp::testing::ThrowsError("key 'li\\x01nk' is not allowed"));
+}
+
+TEST(UstarPaxTest, RefusesMalformedRecords) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "holds no 'path' record"},
+      {PaxRecord("path", "b/x") + PaxRecord("path", "b/y"), "holds 'path' twice"},
+      {"012 path=b/x\n", "record at byte 0 of the header: its length has a leading zero"},
+      {"0 \n", "its length has a leading zero"},
+      {"+12 path=b/x\n", "does not start with a decimal length"},
+      {"-12 path=b/x\n", "does not start with a decimal length"},
+      {" 12 path=b/x\n", "does not start with a decimal length"},
+      {"12path=b/x\n\n", "its length is not followed by a space"},
+      {"1", "its length is not followed by a space"},
+      {"12", "runs past the end of the header"},
+      {"13 path=b/x\n", "runs past the end of the header"},
+      {"99999999999999999999999 path=b/x\n", "runs past the end of the header"},
+      {"11 path=b/x\n\n", "does not end with a newline"},
+      {"3 path=b/x\n", "does not end with a newline"},
+      {"3 \n" + PaxRecord("path", "b/x"), "record at byte 0 of the header is not <key>=<value>"},
+      {"12 path b/x\n", "is not <key>=<value>"},
+      {"12 =path/bx\n", "is not <key>=<value>"},
+      {PaxRecord("path", "b/x") + "\n",
+       "record at byte 12 of the header does not start with a decimal length"},
+      {PaxRecord("path", "b/x") + std::string(3, '\0'), "does not start with a decimal length"},
+      {PaxRecord("path", std::string("b/\0x", 4)), "its path holds a NUL byte"},
+      {PaxRecord("path", "b/\nx"), "its path holds a control character"},
+      {PaxRecord("path", "b/\x7fx"), "its path holds a control character"},
+      {PaxRecord("path", "b/\xc2\x85x"), "its path holds a control character"},  // U+0085, a C1 control
+      {PaxRecord("path", "b/\xe9t\xe9"), "its path is not valid UTF-8"},         // latin-1
+      {PaxRecord("path", "b/\xc0\xafx"), "its path is not valid UTF-8"},         // overlong '/'
+      {PaxRecord("path", "b/\xed\xa0\x80x"), "its path is not valid UTF-8"},     // a surrogate
+      {PaxRecord("path", "b/\xf4\x90\x80\x80"), "its path is not valid UTF-8"},  // above U+10FFFF
+      {PaxRecord("path", "b/\xe2\x82"), "its path is not valid UTF-8"},          // cut short
+      {PaxRecord("path", "b/\x01\xff"), "its path is not valid UTF-8"},          // named before the control
+  };
+  for (const auto& [records, problem] : cases) {
+    std::vector<uint8_t> tar = WithPaxRecords(records);
+    EXPECT_THAT([&] { wrp::ReadUstar(tar.data(), tar.size(), "t.tar"); },
+                wrp::testing::ThrowsError("t.tar: pax extended header at byte 0: ", problem))
+        << records;
+  }
+  // The value may hold '=' and any UTF-8 character that is not a control.
+  std::vector<uint8_t> tar = WithPaxRecords(PaxRecord("path", "b/a=b\xe2\x82\xac\xf0\x9f\x98\x80"));
+  EXPECT_EQ(wrp::ReadUstar(tar.data(), tar.size(), "t.tar").at(0).path, "b/a=b\xe2\x82\xac\xf0\x9f\x98\x80");
+}
+
+TEST(UstarPaxTest, APaxHeaderIsFollowedByTheFileOrDirectoryItNames) {
+  for (char type : {'x', '2', '1', 'g', 'L'}) {
+    std::vector<uint8_t> tar = WithPaxRecords(PaxRecord("path", "b/x"), type);
+    EXPECT_THAT(
+        [&] { wrp::ReadUstar(tar.data(), tar.size(), "t.tar"); },
+        wrp::testing::ThrowsError("t.tar: pax extended header at byte 0 is followed by ",
+                                  type == 'x' ? "another pax header" : std::string("tar type '") + type));
+  }
+  std::vector<uint8_t> at_end;
+  AddEntry(&at_end, "b/x", "1");
+  AppendPaxHeader(&at_end, PaxRecord("path", "b/y"));
+  Finish(&at_end);
+  EXPECT_THAT([&] { wrp::ReadUstar(at_end.data(), at_end.size(), "t.tar"); },
+              wrp::testing::ThrowsError("pax extended header at byte 1024 is followed by no entry"));
+  at_end.resize(512 * 4);  // no end-of-archive marker either
+  EXPECT_THAT([&] { wrp::ReadUstar(at_end.data(), at_end.size(), "t.tar"); },
+              wrp::testing::ThrowsError("pax extended header at byte 1024 is followed by no entry"));
+}
+
+TEST(UstarPaxTest, RefusesGlobalHeadersGnuLongNamesAndAbsurdSizes) {
+  const std::vector<std::pair<char, std::string>> types = {
+      {'g', "(a pax global header)"}, {'L', "(a GNU long name)"}, {'K', "(a GNU long link name)"}};
+  for (const auto& [type, what] : types) {
+    std::vector<uint8_t> tar;
+    AppendPaxHeader(&tar, PaxRecord("path", "b/x"), type);
+    AddEntry(&tar, "b/x", "");
+    Finish(&tar);
+    EXPECT_THAT([&] { wrp::ReadUstar(tar.data(), tar.size(), "t.tar"); },
+                wrp::testing::ThrowsError(std::string("tar type '") + type + "' " + what));
+  }
+  // Over 64 KiB, inside the archive: refused before a record is read.
+  std::string big = PaxRecord("path", "b/" + std::string(70000, 'a'));
+  std::vector<uint8_t> tar = WithPaxRecords(big);
+  EXPECT_THAT([&] { wrp::ReadUstar(tar.data(), tar.size(), "t.tar"); },
+              wrp::testing::ThrowsError("t.tar: tar header at byte 0: pax extended header of " +
+                                        std::to_string(big.size()) + " bytes, over the limit of 65536"));
+  // 64 KiB exactly is read.
+  std::string limit = PaxRecord("path", "b/" + std::string(65536 - 14, 'a'));
+  ASSERT_EQ(limit.size(), size_t(65536));
+  tar = WithPaxRecords(limit);
+  EXPECT_EQ(wrp::ReadUstar(tar.data(), tar.size(), "t.tar").at(0).path.size(), size_t(65536 - 12));
+  // A size that runs past the archive (a huge one included): the truncation refusal, nothing allocated.
+  for (long long size : {2000LL, 077777777777LL}) {
+    std::vector<uint8_t> past;
+    AppendPaxHeader(&past, PaxRecord("path", "b/x"), 'x', size);
+    Finish(&past);
+    EXPECT_THAT([&] { wrp::ReadUstar(past.data(), past.size(), "t.tar"); },
+                wrp::testing::ThrowsError("entry ././@PaxHeader claims", "(truncated archive)"));
+  }
+}

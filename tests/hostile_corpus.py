@@ -21,6 +21,7 @@ from pathlib import Path
 from bundle_corpus import _rehash, _write_canonical
 
 from wrpkg.manifest import MAX_JSON_BYTES, MAX_JSON_DEPTH
+from wrpkg.pack import _ustar_header, write_deterministic_tar
 
 GOOD_DIR = Path(os.environ["WRP_GOOD_BUNDLE_DIR"]).resolve()
 # A CUDA bundle (PTX and SASS of several SMs), for the cases only a CUDA manifest can hold.
@@ -327,6 +328,8 @@ class Verdict:
 
 
 D = "0" * 64
+# A bundle name no ustar header can hold (Bazel target names may be this long): every path gets a pax header.
+LONG_NAME = "long_" + "n" * 195
 
 
 def without(*keys) -> Callable[[dict], None]:
@@ -431,6 +434,72 @@ def as_tar(*extra: tuple[str, str, bytes | str | None]) -> Callable[[Path], Path
                     tar.addfile(info)
         out = bundle.parent / f"{bundle.name}.tar"
         out.write_bytes(buffer.getvalue())
+        return out
+
+    return mutate
+
+
+def renamed(name: str) -> Callable[[Path], None]:
+    """The bundle under another name (golden.json's `name`: the content hash does not cover it); the
+    directory keeps its name, an archive of it (pax_tar) takes the new one."""
+    return golden_edit(set_field("name", value=name))
+
+
+def pax_record(key: bytes, value: bytes) -> bytes:
+    """One pax record, "<length> <key>=<value>\\n", its length counting the whole record."""
+    rest = len(key) + len(value) + 3
+    length = rest + 1
+    while len(str(length)) + rest != length:
+        length = len(str(length)) + rest
+    return b"%d %s=%s\n" % (length, key, value)
+
+
+def pax_header(records: bytes, typeflag: bytes = b"x", size: int | None = None) -> bytes:
+    """A pax extended header ('x', or `typeflag`) holding `records` as they are; `size` (when given) is
+    the size its header records, for one that lies."""
+    header = _ustar_header(b"././@PaxHeader", b"", 0, len(records) if size is None else size, typeflag)
+    return header + records + bytes(-len(records) % 512)
+
+
+def miscounted(record: bytes, by: int) -> bytes:
+    """A pax record whose length says `by` bytes more than it holds."""
+    length, rest = record.split(b" ", 1)
+    return b"%d %s" % (int(length) + by, rest)
+
+
+# A regular file's ustar header, empty, whose name a pax header before it replaces.
+EMPTY_FILE = _ustar_header(b"x", b"", 0o644, 0, b"0")
+
+
+def pax_tar(
+    before: str | None = None, insert: bytes | Callable[[str], bytes] = b""
+) -> Callable[[Path], Path]:
+    """The (already mutated) bundle as wrpkg.pack writes its archive (write_deterministic_tar, under
+    golden.json's name: pax headers for paths over ustar's fields), with the bytes `insert` (a function of
+    that name, or bytes) inserted before the entry `before` (a path inside the bundle: "" for its
+    directory entry; None: after the last entry)."""
+
+    def mutate(bundle: Path) -> Path:
+        name = json.loads((bundle / "golden.json").read_bytes())["name"]
+        out = bundle.parent / "archive.tar"
+        write_deterministic_tar(bundle, name, out)
+        data = out.read_bytes()
+        extra = insert(name) if callable(insert) else insert
+        if before is None and not extra:
+            return out
+        target = None if before is None else (f"{name}/{before}" if before else f"{name}/")
+        chunks, offset = [], 0
+        with tarfile.open(out) as tar:  # each entry's bytes, its pax header (if any) included
+            members = tar.getmembers()
+        for member in members:
+            end = member.offset_data + (member.size + 511) // 512 * 512
+            spelled = f"{member.name}/" if member.isdir() else member.name
+            chunks.append((spelled, data[offset:end]))
+            offset = end
+        names = [spelled for spelled, _ in chunks]
+        at = len(chunks) if target is None else names.index(target)
+        body = b"".join(c for _, c in chunks[:at]) + extra + b"".join(c for _, c in chunks[at:])
+        out.write_bytes(body + bytes(1024))
         return out
 
     return mutate
@@ -704,6 +773,72 @@ def _parity_cases() -> list[Verdict]:
         Verdict(
             "tar_golden_unknown_field", then(golden_edit(set_field("seed", value=1)), as_tar()), False, G
         ),
+        # Tars with pax headers (issue 38): wrpkg.pack gives a path that ustar's name and prefix cannot hold a
+        # pax header with only a `path` record; both readers take that and nothing else. `file` is what both
+        # messages must say.
+        Verdict("tar_pax_long_bundle_name", then(renamed(LONG_NAME), pax_tar()), True),
+        Verdict("tar_pax_path_of_a_short_name", pax_tar(M, lambda n: pax_header(pax_record(b"path", f"{n}/{M}".encode()))), True),
+        *[
+            Verdict(f"tar_pax_key_{key}", pax_tar(M, lambda n, key=key: pax_header(
+                pax_record(b"path", f"{n}/{M}".encode()) + pax_record(key.encode(), b"1"))),
+                False, f"key '{key}' is not allowed")
+            for key in ("linkpath", "size", "uid", "mtime", "hdrcharset", "comment")
+        ],
+        Verdict("tar_pax_path_twice", pax_tar(M, lambda n: pax_header(
+            pax_record(b"path", f"{n}/{M}".encode()) * 2)), False, "holds 'path' twice"),
+        Verdict("tar_pax_without_records", pax_tar(M, pax_header(b"")), False, "holds no 'path' record"),
+        Verdict("tar_pax_length_with_leading_zero", pax_tar(M, lambda n: pax_header(
+            b"0" + pax_record(b"path", f"{n}/{M}".encode()))), False, "its length has a leading zero"),
+        Verdict("tar_pax_length_with_sign", pax_tar(M, lambda n: pax_header(
+            b"+" + pax_record(b"path", f"{n}/{M}".encode()))), False, "does not start with a decimal length"),
+        Verdict("tar_pax_length_too_long", pax_tar(M, lambda n: pax_header(
+            miscounted(pax_record(b"path", f"{n}/{M}".encode()), 1))), False, "runs past the end of the header"),
+        Verdict("tar_pax_length_too_short", pax_tar(M, lambda n: pax_header(
+            miscounted(pax_record(b"path", f"{n}/{M}".encode()), -1) + b"\n")), False, "does not end with a newline"),
+        Verdict("tar_pax_record_without_equals", pax_tar(M, lambda n: pax_header(
+            pax_record(b"path", f"{n}/{M}".encode()).replace(b"=", b" "))), False, "is not <key>=<value>"),
+        Verdict("tar_pax_trailing_nul_bytes", pax_tar(M, lambda n: pax_header(
+            pax_record(b"path", f"{n}/{M}".encode()) + bytes(12))), False, "does not start with a decimal length"),
+        Verdict("tar_pax_path_with_nul", pax_tar(M, lambda n: pax_header(
+            pax_record(b"path", f"{n}/{M}\0x".encode()))), False, "its path holds a NUL byte"),
+        Verdict("tar_pax_path_with_newline", pax_tar(M, lambda n: pax_header(
+            pax_record(b"path", f"{n}/{M}\nx".encode()))), False, "its path holds a control character"),
+        Verdict("tar_pax_path_with_c1_control", pax_tar(M, lambda n: pax_header(
+            pax_record(b"path", f"{n}/{M}\x85".encode()))), False, "its path holds a control character"),
+        Verdict("tar_pax_path_latin1", pax_tar(M, lambda n: pax_header(
+            pax_record(b"path", f"{n}/\xe9{M}".encode("latin-1")))), False, "its path is not valid UTF-8"),
+        Verdict("tar_pax_path_overlong_slash", pax_tar(M, lambda n: pax_header(
+            pax_record(b"path", n.encode() + b"\xc0\xaf" + M.encode()))), False, "its path is not valid UTF-8"),
+        Verdict("tar_pax_path_surrogate", pax_tar(M, lambda n: pax_header(
+            pax_record(b"path", n.encode() + b"/\xed\xa0\x80" + M.encode()))), False, "its path is not valid UTF-8"),
+        Verdict("tar_pax_path_dotdot", pax_tar(M, lambda n: pax_header(
+            pax_record(b"path", f"{n}/../{M}".encode()))), False, "entry path"),
+        Verdict("tar_pax_path_absolute", pax_tar(M, lambda n: pax_header(
+            pax_record(b"path", f"/{n}/{M}".encode()))), False, "entry path"),
+        Verdict("tar_pax_path_empty", pax_tar(M, pax_header(pax_record(b"path", b""))), False, "entry path"),
+        Verdict("tar_pax_path_duplicates_an_entry", pax_tar(G, lambda n: pax_header(
+            pax_record(b"path", f"{n}/{M}".encode()))), False, "appears twice"),
+        Verdict("tar_pax_path_outside_the_bundle", pax_tar(M, pax_header(
+            pax_record(b"path", b"elsewhere/" + b"x" * 120)) + EMPTY_FILE), False, "lies outside"),
+        Verdict("tar_pax_utf8_path_unlisted", pax_tar(M, lambda n: pax_header(
+            pax_record(b"path", f"{n}/caf\u00e9_{'x' * 120}".encode())) + EMPTY_FILE), False, "caf\u00e9_xxx"),
+        Verdict("tar_pax_followed_by_pax", pax_tar(M, lambda n: pax_header(pax_record(b"path", b"a")) + pax_header(
+            pax_record(b"path", f"{n}/{M}".encode()))), False, "is followed by another pax header"),
+        Verdict("tar_pax_followed_by_a_symlink", pax_tar(None, lambda n: pax_header(
+            pax_record(b"path", f"{n}/link".encode())) + _ustar_header(b"link", b"", 0o777, 0, b"2")),
+            False, "is followed by an entry of tar type"),
+        Verdict("tar_pax_at_the_end", pax_tar(None, pax_header(pax_record(b"path", b"x"))),
+                False, "is followed by no entry (end of archive)"),
+        Verdict("tar_pax_global_header", pax_tar(M, pax_header(pax_record(b"path", b"x"), b"g")),
+                False, "(a pax global header)"),
+        Verdict("tar_gnu_long_name", pax_tar(M, lambda n: pax_header(f"{n}/{M}".encode() + b"\0", b"L")),
+                False, "(a GNU long name)"),
+        Verdict("tar_gnu_long_link_name", pax_tar(M, pax_header(b"x\0", b"K")), False, "(a GNU long link name)"),
+        Verdict("tar_pax_over_64_kib", pax_tar(M, lambda n: pax_header(
+            pax_record(b"comment", b"x" * 70000) + pax_record(b"path", f"{n}/{M}".encode()))),
+            False, "over the limit of 65536"),
+        Verdict("tar_pax_runs_past_the_archive", pax_tar(None, pax_header(b"", size=8**11 - 1)),
+                False, "truncated archive"),
         # CUDA manifests: PTX and SASS records.
         Verdict("cuda_good", lambda b: None, True, cuda=True),
         Verdict(

@@ -23,11 +23,9 @@ so a failure never leaves a half-written bundle.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -411,39 +409,122 @@ def _ptx_min_driver(modules: list[ModuleEntry]) -> str | None:
     return f"{major}.{minor}"
 
 
+# ustar header fields (POSIX.1-1988): name 100, prefix 155 bytes; octal numbers of 11 digits at most.
+_TAR_BLOCK = 512
+_TAR_RECORD = 20 * _TAR_BLOCK  # the archive is padded to a multiple of this, as Python's tarfile does
+_USTAR_NAME, _USTAR_PREFIX = 100, 155
+# The pax extended header's own name: what Python's tarfile (and star) write.
+PAX_HEADER_NAME = "././@PaxHeader"
+
+
+def _ustar_split(name: bytes) -> tuple[bytes, bytes] | None:
+    """(prefix, name) fields for a path, as Python's tarfile (USTAR_FORMAT) splits it: the whole path as
+    the name when it fits, else at the first '/' that leaves a prefix and a name that fit; None when no
+    split fits."""
+    if len(name) <= _USTAR_NAME:
+        return b"", name
+    parts = name.split(b"/")
+    for i in range(1, len(parts)):
+        prefix, rest = b"/".join(parts[:i]), b"/".join(parts[i:])
+        if len(prefix) <= _USTAR_PREFIX and len(rest) <= _USTAR_NAME:
+            return prefix, rest
+    return None
+
+
+def _octal_field(value: int, width: int) -> bytes:
+    return b"%0*o\0" % (width - 1, value)
+
+
+def _ustar_header(name: bytes, prefix: bytes, mode: int, size: int, typeflag: bytes) -> bytes:
+    """One ustar header block, byte for byte as Python 3.11's tarfile writes it for these fields (uid, gid
+    0, mtime TAR_MTIME, empty uname, gname and device fields, magic "ustar\\0" version "00")."""
+    header = b"".join(
+        [
+            name.ljust(_USTAR_NAME, b"\0"),
+            _octal_field(mode, 8),
+            _octal_field(0, 8),  # uid
+            _octal_field(0, 8),  # gid
+            _octal_field(size, 12),
+            _octal_field(TAR_MTIME, 12),
+            b" " * 8,  # the checksum, counted as spaces
+            typeflag,
+            bytes(100),  # linkname
+            b"ustar\x0000",
+            bytes(32 + 32 + 8 + 8),  # uname, gname, devmajor, devminor
+            prefix.ljust(_USTAR_PREFIX, b"\0"),
+        ]
+    ).ljust(_TAR_BLOCK, b"\0")
+    return header[:148] + b"%06o\0 " % sum(header) + header[156:]
+
+
+def _pax_path_header(arcname: str) -> bytes:
+    """A pax extended header (type 'x') holding only the `path` record of `arcname`, padded to blocks;
+    what Python's tarfile (PAX_FORMAT) writes for a long ASCII or UTF-8 name. The path must pass both
+    readers' pax rule (wrpkg.validity._pax_path: strict UTF-8, no control character)."""
+    try:
+        value = arcname.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BundleError(
+            f"{arcname!r}: a path too long for a ustar header is stored in a pax header, as UTF-8, "
+            "and this one is not valid UTF-8",
+            fix="rename the file",
+        ) from None
+    # wrpkg.validity.pax_path_problem's rule (not imported: the pack tool's Bazel target does not depend on
+    # wrpkg.validity); tests/test_pax_archives.py holds the two to it.
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in arcname):
+        raise BundleError(
+            f"{arcname!r}: cannot be stored in a pax header: its path holds a control character",
+            fix="rename the file",
+        )
+    rest = len(b"path") + len(value) + 3  # ' ', '=' and '\n'
+    length = rest + 1
+    while len(str(length)) + rest != length:
+        length = len(str(length)) + rest
+    record = b"%d path=%s\n" % (length, value)
+    header = _ustar_header(PAX_HEADER_NAME.encode("ascii"), b"", 0, len(record), b"x")
+    return header + record + bytes(-len(record) % _TAR_BLOCK)
+
+
 def write_deterministic_tar(bundle_dir: Path, arc_root: str, tar_path: Path) -> None:
     """A tar whose bytes depend only on the files' names and contents.
 
-    ustar format (no PAX headers, so no atime/ctime or other extended records), entries
-    sorted by path with their directories first, mtime TAR_MTIME, uid/gid 0, empty
-    user/group names, mode 0755 for directories and 0644 for files.
+    POSIX ustar, byte for byte what Python 3.11's tarfile writes with USTAR_FORMAT: entries sorted by
+    path with their directories first, mtime TAR_MTIME, uid/gid 0, empty user/group names, mode 0755 for
+    directories and 0644 for files, no extended records. A path that ustar's name and prefix fields
+    cannot hold (one component over 100 bytes, as Warp's files of Newton's modules are) is preceded by
+    a pax extended header holding only its `path` record (_pax_path_header), and the entry's own name
+    field holds the path cut to 100 bytes, non-ASCII characters as '?' (what tarfile's PAX_FORMAT writes
+    there); an archive whose paths all fit has no pax header, as before. Both readers
+    (wrpkg.validity._ustar_entries, runtime/ustar.cc) accept exactly this.
     """
     entries: list[tuple[str, Path | None]] = [(arc_root, None)]
     for rel, is_dir in relative_entries(bundle_dir):
         entries.append((f"{arc_root}/{rel}", None if is_dir else bundle_dir / rel))
     entries.sort(key=lambda entry: entry[0])
-    with (
-        open(tar_path, "wb") as raw_out,
-        tarfile.open(fileobj=raw_out, mode="w", format=tarfile.USTAR_FORMAT) as tar,
-    ):
+    with open(tar_path, "wb") as out:
+        written = 0
         for arcname, path in entries:
-            info = tarfile.TarInfo(arcname)
-            info.mtime = TAR_MTIME
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            if path is None:
-                info.type = tarfile.DIRTYPE
-                info.mode = 0o755
-                tar.addfile(info)
+            name = f"{arcname}/" if path is None else arcname  # tarfile spells a directory "a/b/"
+            data = b"" if path is None else path.read_bytes()
+            if len(data) >= 8**11:
+                raise BundleError(
+                    f"{arcname}: {len(data)} bytes, more than a ustar header can record (8 GiB)"
+                )
+            # The file system's bytes for the name, as tarfile encodes it (utf-8, surrogateescape).
+            split = _ustar_split(os.fsencode(name))
+            if split is None:
+                block = _pax_path_header(name)
+                split = (b"", name.encode("ascii", "replace")[:_USTAR_NAME])
             else:
-                data = path.read_bytes()
-                info.type = tarfile.REGTYPE
-                info.mode = 0o644
-                info.size = len(data)
-                try:
-                    tar.addfile(info, io.BytesIO(data))
-                except ValueError as exc:  # ustar cannot hold the name
-                    raise BundleError(f"{arcname}: cannot be stored in a ustar archive ({exc})") from exc
+                block = b""
+            mode, typeflag = (0o755, b"5") if path is None else (0o644, b"0")
+            block += _ustar_header(split[1], split[0], mode, len(data), typeflag)
+            out.write(block)
+            out.write(data)
+            out.write(bytes(-len(data) % _TAR_BLOCK))
+            written += len(block) + len(data) + -len(data) % _TAR_BLOCK
+        written += 2 * _TAR_BLOCK  # the end-of-archive marker
+        out.write(bytes(2 * _TAR_BLOCK + -written % _TAR_RECORD))
 
 
 def pack(

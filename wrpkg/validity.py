@@ -481,6 +481,10 @@ def read_bundle(
 
 
 _BLOCK = 512
+# The largest pax extended header read: one path record of a few hundred bytes is what the bundler writes.
+PAX_HEADER_MAX_BYTES = 65536
+# Tar types a bundle archive never holds, named in the refusal (any other is refused as "tar type 'c'").
+_TYPE_NAMES = {b"g": "a pax global header", b"L": "a GNU long name", b"K": "a GNU long link name"}
 
 
 def _octal(field: bytes) -> int | None:
@@ -493,12 +497,85 @@ def _octal(field: bytes) -> int | None:
     return int(digits, 8)
 
 
+def _shown(raw: bytes) -> str:
+    """Bytes of an archive for a message, as runtime/ustar.cc's Shown spells them: printable ASCII as it
+    is, any other byte as \\xNN."""
+    return "".join(chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02x}" for b in raw)
+
+
+def pax_path_problem(path: str) -> str | None:
+    """Why `path` (a pax path record's value, decoded as UTF-8) cannot name a bundle archive entry, or
+    None: it holds a control character (U+0000-U+001F, U+007F-U+009F). runtime/ustar.cc's rule too."""
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in path):
+        return "its path holds a control character"
+    return None
+
+
+def _pax_path(payload: bytes) -> str:
+    """The path of a pax extended header's records ("<length> <key>=<value>\\n", the length in decimal
+    without a leading zero, counting the whole record), which must be exactly one `path` record and
+    nothing else, its value strict UTF-8 without NUL or control characters. Raises ValueError with the
+    problem; runtime/ustar.cc's PaxPath, check for check."""
+    size = len(payload)
+    path = None
+    pos = 0
+    while pos < size:
+        at = f"record at byte {pos} of the header"
+        i, length = pos, 0
+        while i < size and 0x30 <= payload[i] <= 0x39:
+            if i == pos and payload[i] == 0x30:
+                raise ValueError(f"{at}: its length has a leading zero")
+            length = length * 10 + payload[i] - 0x30
+            if length > size:
+                raise ValueError(f"{at} runs past the end of the header")
+            i += 1
+        if i == pos:
+            raise ValueError(f"{at} does not start with a decimal length")
+        if i == size or payload[i] != 0x20:
+            raise ValueError(f"{at}: its length is not followed by a space")
+        if length > size - pos:
+            raise ValueError(f"{at} runs past the end of the header")
+        end = pos + length
+        if end < i + 2 or payload[end - 1] != 0x0A:
+            raise ValueError(f"{at} does not end with a newline")
+        record = payload[i + 1 : end - 1]
+        equals = record.find(b"=")
+        if equals <= 0:
+            raise ValueError(f"{at} is not <key>=<value>")
+        key, value = record[:equals], record[equals + 1 :]
+        if key != b"path":
+            raise ValueError(
+                f"key '{_shown(key)}' is not allowed (a bundle archive's pax headers carry only 'path')"
+            )
+        if path is not None:
+            raise ValueError("it holds 'path' twice")
+        if b"\0" in value:
+            raise ValueError("its path holds a NUL byte")
+        try:
+            path = value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError("its path is not valid UTF-8") from None
+        problem = pax_path_problem(path)
+        if problem is not None:
+            raise ValueError(problem)
+        pos = end
+    if path is None:
+        raise ValueError("it holds no 'path' record")
+    return path
+
+
 def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str]]:
     """Regular-file entries of a ustar archive, by path, and the directory entries' paths (without
     their trailing '/'), with runtime/ustar.cc's rules: ustar magic, header checksums, sizes inside
     the archive, regular files and directories only, each path once. Every path, a directory's too,
     must be a plain relative path (manifest.plain_relpath_problem), and a directory has no payload:
-    an extractor would otherwise create or write what no check saw."""
+    an extractor would otherwise create or write what no check saw.
+
+    A path too long for ustar's name and prefix fields comes in a pax extended header (type 'x') just
+    before its entry: exactly one `path` record (strict UTF-8, no control character), at most
+    PAX_HEADER_MAX_BYTES, followed by a regular file or directory (_pax_path). Names are the archive's
+    bytes: a ustar name decoded as UTF-8 with surrogateescape (one str for each byte string, so two
+    entries are the same path exactly when C++ sees the same bytes), a pax path as strict UTF-8."""
     fix = "rebuild the wrp_artifact target that produced this archive"
     if len(data) % _BLOCK:
         raise VerifyError(
@@ -506,6 +583,7 @@ def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str
         )
     entries: dict[str, bytes] = {}
     directories: list[str] = []
+    pax: tuple[int, str] | None = None  # (its header's offset, the path) for the entry that follows
     offset = 0
     while offset + _BLOCK <= len(data):
         header = data[offset : offset + _BLOCK]
@@ -517,20 +595,42 @@ def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str
         recorded = _octal(header[148:156])
         if recorded is None or recorded != sum(header[:148]) + 8 * ord(" ") + sum(header[156:]):
             raise VerifyError(f"{where}: header checksum mismatch", fix=fix)
-        name = header[:100].split(b"\0", 1)[0].decode("latin-1")
-        prefix = header[345:500].split(b"\0", 1)[0].decode("latin-1")
+        typeflag = header[156:157]
+        if pax is not None and typeflag not in (b"0", b"\0", b"5"):
+            following = "another pax header" if typeflag == b"x" else f"an entry of tar type {typeflag!r}"
+            raise VerifyError(
+                f"{origin}: pax extended header at byte {pax[0]} is followed by {following}, "
+                "not by the regular file or directory it names",
+                fix=fix,
+            )
+        name = header[:100].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+        prefix = header[345:500].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
         path = f"{prefix}/{name}" if prefix else name
+        if pax is not None:
+            path = pax[1]
+            pax = None
         size = _octal(header[124:136])
         if size is None:
             raise VerifyError(f"{where} ({path}): unreadable size field", fix=fix)
-        typeflag = header[156:157]
         offset += _BLOCK
         if size > len(data) - offset:
             raise VerifyError(
                 f"{origin}: entry {path} claims {size} bytes but only {len(data) - offset} remain (truncated archive)",
                 fix=fix,
             )
-        if typeflag in (b"0", b"\0"):
+        if typeflag == b"x":
+            if size > PAX_HEADER_MAX_BYTES:
+                raise VerifyError(
+                    f"{where}: pax extended header of {size} bytes, over the limit of {PAX_HEADER_MAX_BYTES}",
+                    fix=fix,
+                )
+            try:
+                pax = (offset - _BLOCK, _pax_path(data[offset : offset + size]))
+            except ValueError as exc:
+                raise VerifyError(
+                    f"{origin}: pax extended header at byte {offset - _BLOCK}: {exc}", fix=fix
+                ) from None
+        elif typeflag in (b"0", b"\0"):
             problem = plain_relpath_problem(path)
             if problem is not None:
                 raise VerifyError(f"{origin}: entry path {path!r}: {problem}", fix=fix)
@@ -550,11 +650,18 @@ def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str
                 )
             directories.append(directory)
         else:
+            what = f" ({_TYPE_NAMES[typeflag]})" if typeflag in _TYPE_NAMES else ""
             raise VerifyError(
-                f"{origin}: entry {path} has tar type {typeflag!r}; bundles hold only regular files and directories",
+                f"{origin}: entry {path} has tar type {typeflag!r}{what}; bundles hold only regular files "
+                "and directories",
                 fix=fix,
             )
         offset += (size + _BLOCK - 1) // _BLOCK * _BLOCK
+    if pax is not None:
+        raise VerifyError(
+            f"{origin}: pax extended header at byte {pax[0]} is followed by no entry (end of archive)",
+            fix=fix,
+        )
     return entries, directories
 
 

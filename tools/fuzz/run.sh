@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the runtime's libFuzzer targets with Debian's clang (ASan + UBSan; the host release's version,
 # toolchains/host_releases.tsv) and runs each one, seeded with a real bundle: its manifest.json for
-# manifest_fuzz, its <name>.tar for ustar_fuzz and bundle_fuzz, and for directory_fuzz (hostile manifest.json
-# and golden.json in a copy of the bundle directory) the two manifests joined by a NUL byte.
+# manifest_fuzz, its <name>.tar (with tools/fuzz/seeds/tar: pax headers) for ustar_fuzz and bundle_fuzz, and
+# for directory_fuzz (hostile manifest.json and golden.json in a copy of the bundle directory) the two
+# manifests joined by a NUL byte.
 #
 #   tools/fuzz/run.sh --seed-dir BUNDLE_DIR --seed-tar BUNDLE.tar --include-root-of HEADER... --link LIB...
 #     (--seconds N | --runs N) [--work DIR]
@@ -72,6 +73,8 @@ wait
 mkdir -p "$work/seeds/manifest" "$work/seeds/tar" "$work/seeds/directory"
 cp "$seed_dir/manifest.json" "$work/seeds/manifest/"
 cp "$seed_tar" "$work/seeds/tar/"
+# Archives the bundle's tar does not show: paths too long for ustar, in pax headers (tools/fuzz/seeds/tar).
+cp "$here"/seeds/tar/*.tar "$work/seeds/tar/"
 { cat "$seed_dir/manifest.json"; printf '\0'; cat "$seed_dir/golden.json"; } >"$work/seeds/directory/manifests"
 # directory_fuzz copies the bundle from here, after the cd below.
 export WRP_FUZZ_BUNDLE_DIR
