@@ -157,7 +157,6 @@ REFUSALS: list[Refusal] = [
         ("output 'forces' is not used by any operation of the captured step",),
     ),
     _retarget("refuse_adjoint.py", "the backward launch of kernel 'double'"),
-    _retarget("refuse_capture_if.py", "wp.capture_if"),
     _retarget("refuse_cluster.py", "(cluster_dim > 1)"),
     _retarget("refuse_deterministic.py", "(deterministic mode 1)"),
     _retarget("refuse_generic_in_step.py", "(Warp module 'refuse_generic_in_step' changed during step()"),

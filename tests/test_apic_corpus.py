@@ -1,8 +1,8 @@
 """A few of Warp's own APIC test programs through the retarget mode (tools/apic_corpus.py).
 
 The whole corpus runs on a GPU runner (//tests:apic_corpus_gpu_test, tagged gpu); here, within CI's
-budget, five tests' CPU variants: three whose captures retarget (a kernel launch; a mesh
-query with a mesh handle; an array allocated inside the capture) and two that must be refused (a capture_if; a sparse-matrix
+budget, five tests' CPU variants: four whose captures retarget (a kernel launch; a mesh
+query with a mesh handle; an array allocated inside the capture; a capture_if) and one that must be refused (a sparse-matrix
 operation that is not a kernel launch). A retargeted program must be a CUDA sm_90 capture
 that Warp's format accepts, with CUDA entry names and a CUDA source and cubin per module
 whose digests match its records, naming no absolute path; a refused one must name the
@@ -29,7 +29,7 @@ EXPECTED = {
     "test_apic.test_save_single_kernel.0": ("retargeted", None),
     "test_apic.test_internal_allocation.0": ("retargeted", None),
     "test_apic_mesh.test_apic_mesh_query_point.0": ("retargeted", None),
-    "test_apic.test_capture_if_cpu.0": ("refused", ("wp.capture_if", "capture_if(")),
+    "test_apic.test_capture_if_cpu.0": ("retargeted", None),
     "test_apic.test_capture_with_bsr_transpose.0": (
         "refused",
         ("operation 1 (bsr_from_triplets)", "bsr_set_from_triplets("),

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from wrpkg import wrpformat
@@ -81,8 +82,36 @@ def test_launch_forms(tmp_path):
     assert ops == {"kernel_launch": 4, "memcpy_d2d": 1, "memset": 1, "memtile": 1}
 
 
+def test_conditional_nodes_retarget_with_their_branches_launches(tmp_path):
+    """wp.capture_if and wp.capture_while (MuJoCo Warp's solver loop): the conditional records are kept
+    and every launch inside a branch becomes a CUDA launch, as the top-level ones do."""
+    out = tmp_path / "raw"
+    proc = retarget(PROGRAMS / "conditionals.py", out)
+    assert proc.returncode == 0, proc.stderr
+    wrp = wrpformat.read_wrp(out / "conditionals.wrp")
+    assert wrp.is_cuda
+    conditionals = [op for op in wrp.operations.ops if isinstance(op, wrpformat.Conditional)]
+    assert [c.kind.name for c in conditionals] == ["IF", "WHILE"]
+    branches = [
+        [op.kernel_key for op in conditionals[0].branch_a.ops],
+        [op.kernel_key for op in conditionals[0].branch_b.ops],
+        [op.kernel_key for op in conditionals[1].branch_a.ops],
+    ]
+    assert branches == [["scale"], ["scale"], ["shift", "count_down"]]
+    cuda_modules = {m.hash for m in wrp.metadata.modules}
+    nested = [op for c in conditionals for b in (c.branch_a, c.branch_b) for op in b.ops]
+    assert all(op.block_dim == 256 and op.module_hash in cuda_modules for op in nested)
+    kernels = {k.key for k in wrp.metadata.kernels}
+    assert kernels == {"scale", "shift", "count_down", "start_loop"}
+    x = np.frombuffer((out / "golden" / "x.bin").read_bytes(), dtype=np.float32)
+    expected = np.linspace(0.0, 1.0, 64, dtype=np.float32) * np.float32(2.0)
+    for _ in range(3):
+        expected = expected + np.float32(0.25)
+    np.testing.assert_array_equal(x, expected)
+    assert np.frombuffer((out / "golden" / "counter.bin").read_bytes(), dtype=np.int32).tolist() == [0]
+
+
 REFUSALS = {
-    "refuse_capture_if.py": "wp.capture_if",
     "refuse_adjoint.py": "the backward launch of kernel 'double'",
     "refuse_record_cmd.py": "recorded launch command (record_cmd=True) of 'fill'",
     "refuse_launch_command.py": "the recorded launch command (wp.Launch.launch) of 'fill'",

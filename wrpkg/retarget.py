@@ -48,7 +48,6 @@ DEFAULT_CUDA_ARCH = 90
 
 # What the retarget mode refuses, one line each (docs/retarget.md lists them too).
 REFUSED = (
-    "wp.capture_if / wp.capture_while (conditional graph nodes)",
     "backward launches (wp.launch(..., adjoint=True)) and wp.Tape.backward()",
     "recorded launch commands (wp.launch(..., record_cmd=True), wp.Launch objects)",
     "kernels with cluster_dim > 1",
@@ -75,7 +74,9 @@ class LinesNotTraced(CaptureError):
 class LaunchCall:
     """One `wp.launch`/`wp.launch_tiled` call made during the CPU capture."""
 
-    op_index: int  # index of its KERNEL_LAUNCH in the top-level operation stream
+    # Where its KERNEL_LAUNCH lies: (index,) in the top-level operation stream, or the path through
+    # conditional nodes, e.g. (3, "a", 0): the first operation of branch a of top-level operation 3.
+    path: tuple
     kernel: object  # warp Kernel (the overload, for generic kernels)
     cuda_block_dim: int
     max_blocks: int
@@ -113,6 +114,15 @@ class RetargetRecorder(LaunchRecorder):
     allocated: list = field(default_factory=list)
     # Launches that raised while recording, (kernel key, line).
     raised: list = field(default_factory=list)
+    # The conditional branches being recorded, innermost last: (path prefix, the operation count at
+    # which the branch began). APIC records a branch's operations into the main stream and moves them
+    # into the conditional when it ends, so an operation's index in its branch is counted from there.
+    _branches: list = field(default_factory=list)
+
+    def op_path(self, count: int) -> tuple:
+        """The path an operation recorded at operation count `count` will have."""
+        prefix, base = self._branches[-1] if self._branches else ((), 0)
+        return (*prefix, count - base)
 
     # --- where in the script --------------------------------------------------------------
 
@@ -207,7 +217,7 @@ class RetargetRecorder(LaunchRecorder):
             shape, size = (cpu_shape, cpu_size) if cuda_dim == cpu_dim else _bounds(cuda_dim, kernel)
             recorder.calls.append(
                 LaunchCall(
-                    before,
+                    recorder.op_path(before),
                     kernel,
                     cuda_block_dim,
                     int(max_blocks or 0),
@@ -240,21 +250,40 @@ class RetargetRecorder(LaunchRecorder):
                 f"the recorded launch command (wp.Launch.launch) of '{command.kernel.key}'", recorder._where()
             )
 
-        def conditional(name):
-            def refuse(*args, **kwargs):
-                raise recorder.refuse(f"wp.{name}", recorder._where())
+        def branch(body, path: tuple):
+            # A Graph body is Warp's to refuse under APIC ("not yet implemented"); a callable's operations
+            # are counted in its own branch.
+            if body is None or not callable(body):
+                return body
 
-            return refuse
+            def recorded(**kwargs):
+                recorder._branches.append((path, capture.operation_count))
+                try:
+                    return body(**kwargs)
+                finally:
+                    recorder._branches.pop()
+
+            return recorded
+
+        def capture_if(condition, on_true=None, on_false=None, stream=None, **kwargs):
+            at = recorder.op_path(capture.operation_count)
+            return original["capture_if"](
+                condition, branch(on_true, (*at, "a")), branch(on_false, (*at, "b")), stream, **kwargs
+            )
+
+        def capture_while(condition, while_body, stream=None, **kwargs):
+            at = recorder.op_path(capture.operation_count)
+            return original["capture_while"](condition, branch(while_body, (*at, "a")), stream, **kwargs)
 
         return [
             (ctx, "launch", launch),
             (wp, "launch", launch),
             (ctx, "launch_tiled", launch_tiled),
             (wp, "launch_tiled", launch_tiled),
-            (ctx, "capture_if", conditional("capture_if")),
-            (wp, "capture_if", conditional("capture_if")),
-            (ctx, "capture_while", conditional("capture_while")),
-            (wp, "capture_while", conditional("capture_while")),
+            (ctx, "capture_if", capture_if),
+            (wp, "capture_if", capture_if),
+            (ctx, "capture_while", capture_while),
+            (wp, "capture_while", capture_while),
             (wptypes.array, "_init_new", allocating_init_new),
             (ctx.Launch, "launch", launch_command),
         ]
@@ -401,15 +430,42 @@ def _build_cuda_module(
     return _CudaModule(module, block_dim, module_hash.hex(), record, smem)
 
 
-def check_operations(ops: list, recorder: RetargetRecorder) -> dict[int, LaunchCall]:
-    """Refuses what has no CUDA form known with certainty among the CPU capture's top-level
-    operations `ops` (a parsed .wrp's, or the op stream before anything is compiled:
-    RetargetRecorder.check_recorded); returns the launch calls by operation index.
+def launch_ops(ops: list, prefix: tuple = ()):
+    """(path, op) of every kernel launch in `ops`, inside conditional branches too (LaunchCall.path)."""
+    for index, op in enumerate(ops):
+        path = (*prefix, index)
+        if isinstance(op, wrpformat.KernelLaunch):
+            yield path, op
+        elif isinstance(op, wrpformat.Conditional):
+            yield from launch_ops(op.branch_a.ops, (*path, "a"))
+            yield from launch_ops(op.branch_b.ops, (*path, "b"))
+
+
+def _refuse_other_ops(ops: list, recorder: RetargetRecorder, top: int | None = None) -> None:
+    """Refuses operations that are neither launches, device copies, memsets, fills nor conditionals
+    (whose branches are checked the same way); `top` is the top-level operation a branch belongs to."""
+    allowed = (wrpformat.KernelLaunch, wrpformat.MemcpyD2D, wrpformat.Memset, wrpformat.Memtile)
+    for index, op in enumerate(ops):
+        at = index if top is None else top
+        if isinstance(op, wrpformat.Conditional):
+            _refuse_other_ops(op.branch_a.ops, recorder, at)
+            _refuse_other_ops(op.branch_b.ops, recorder, at)
+        elif not isinstance(op, allowed):
+            name = wrpformat.op_type_name(int(op.op_type))
+            inside = "" if top is None else f" inside the conditional node of operation {top}"
+            raise recorder.refuse(f"operation {index} ({name}){inside}", recorder.where_op(at))
+
+
+def check_operations(ops: list, recorder: RetargetRecorder) -> dict[tuple, LaunchCall]:
+    """Refuses what has no CUDA form known with certainty among the CPU capture's operations `ops`
+    (a parsed .wrp's top-level stream, or the op stream before anything is compiled:
+    RetargetRecorder.check_recorded), conditional branches included; returns the launch calls by
+    operation path (LaunchCall.path).
 
     Raises:
       RetargetError: naming the operation and the script line.
     """
-    calls = {call.op_index: call for call in recorder.calls}
+    calls = {call.path: call for call in recorder.calls}
     if recorder.raised:
         key, where = recorder.raised[0]
         raise recorder.refuse(
@@ -417,42 +473,44 @@ def check_operations(ops: list, recorder: RetargetRecorder) -> dict[int, LaunchC
             "before the launch fails)",
             where,
         )
-    allowed = (wrpformat.KernelLaunch, wrpformat.MemcpyD2D, wrpformat.Memset, wrpformat.Memtile)
+    _refuse_other_ops(ops, recorder)
     module_states: dict[int, tuple[str, LaunchCall]] = {}  # Python module -> its first CPU module hash
-    for index, op in enumerate(ops):
-        if not isinstance(op, allowed):
-            name = wrpformat.op_type_name(int(op.op_type))
-            raise recorder.refuse(f"operation {index} ({name})", recorder.where_op(index))
-        if isinstance(op, wrpformat.KernelLaunch):
-            call = calls.get(index)
-            if call is None or call.kernel.key != op.kernel_key:
-                raise recorder.refuse(
-                    f"operation {index} (launch of '{op.kernel_key}' not made through wp.launch/wp.launch_tiled)",
-                    recorder.where_op(index),
-                )
-            if (tuple(op.shape), op.size) != (call.cpu_shape, call.cpu_size) or not op.is_forward:
-                raise recorder.refuse(
-                    f"the launch of '{op.kernel_key}' (its CPU record has bounds {tuple(op.shape)}/{op.size}, "
-                    f"the call gives {call.cpu_shape}/{call.cpu_size})",
-                    call.where,
-                )
-            # A module whose content changed during the step (a generic kernel's overload, or a
-            # kernel, first built by a launch of the step) is two modules on the GPU, one per state;
-            # its CUDA modules are generated below from its final state only, so the launches made
-            # before the change would run code of another module: a silently wrong bundle.
-            first = module_states.setdefault(id(call.kernel.module), (op.module_hash, call))
-            if first[0] != op.module_hash:
-                raise recorder.refuse(
-                    f"the launch of '{op.kernel_key}' (Warp module '{call.kernel.module.name}' changed during "
-                    f"step(): it was built again after the launch of '{first[1].kernel.key}' at {first[1].where}, "
-                    "e.g. for a generic kernel's new overload, and a GPU would run the two launches from two "
-                    "modules)",
-                    call.where,
-                    fix="make the module complete before the capture: launch each overload of a generic "
-                    "kernel (and each kernel) once in build(), or declare its overloads with wp.overload; "
-                    'or capture on a GPU (capture_mode = "gpu")',
-                )
+    for path, op in launch_ops(ops):
+        call = calls.get(path)
+        if call is None or call.kernel.key != op.kernel_key:
+            raise recorder.refuse(
+                f"operation {_path_text(path)} (launch of '{op.kernel_key}' not made through "
+                "wp.launch/wp.launch_tiled)",
+                recorder.where_op(path[0]),
+            )
+        if (tuple(op.shape), op.size) != (call.cpu_shape, call.cpu_size) or not op.is_forward:
+            raise recorder.refuse(
+                f"the launch of '{op.kernel_key}' (its CPU record has bounds {tuple(op.shape)}/{op.size}, "
+                f"the call gives {call.cpu_shape}/{call.cpu_size})",
+                call.where,
+            )
+        # A module whose content changed during the step (a generic kernel's overload, or a
+        # kernel, first built by a launch of the step) is two modules on the GPU, one per state;
+        # its CUDA modules are generated below from its final state only, so the launches made
+        # before the change would run code of another module: a silently wrong bundle.
+        first = module_states.setdefault(id(call.kernel.module), (op.module_hash, call))
+        if first[0] != op.module_hash:
+            raise recorder.refuse(
+                f"the launch of '{op.kernel_key}' (Warp module '{call.kernel.module.name}' changed during "
+                f"step(): it was built again after the launch of '{first[1].kernel.key}' at {first[1].where}, "
+                "e.g. for a generic kernel's new overload, and a GPU would run the two launches from two "
+                "modules)",
+                call.where,
+                fix="make the module complete before the capture: launch each overload of a generic "
+                "kernel (and each kernel) once in build(), or declare its overloads with wp.overload; "
+                'or capture on a GPU (capture_mode = "gpu")',
+            )
     return calls
+
+
+def _path_text(path: tuple) -> str:
+    """(3, "a", 0) -> "3a0": an operation's place, conditional branches included."""
+    return "".join(str(part) for part in path)
 
 
 def retarget(
@@ -485,10 +543,8 @@ def retarget(
     modules_dir.mkdir()
     variants: dict[tuple[int, int], _CudaModule] = {}
     kernels: dict[tuple[str, str], wrpformat.KernelRecord] = {}
-    for index, op in enumerate(ops):
-        if not isinstance(op, wrpformat.KernelLaunch):
-            continue
-        call = calls[index]
+    for path, op in launch_ops(ops):
+        call = calls[path]
         kernel = call.kernel
         key = (id(kernel.module), call.cuda_block_dim)
         if key not in variants:
