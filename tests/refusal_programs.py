@@ -156,14 +156,11 @@ REFUSALS: list[Refusal] = [
         "cpu",
         ("output 'forces' is not used by any operation of the captured step",),
     ),
-    _retarget("refuse_adjoint.py", "the backward launch of kernel 'double'"),
     _retarget("refuse_cluster.py", "(cluster_dim > 1)"),
     _retarget("refuse_deterministic.py", "(deterministic mode 1)"),
     _retarget("refuse_generic_in_step.py", "(Warp module 'refuse_generic_in_step' changed during step()"),
     # build() records the launch command that step() launches.
-    _retarget("refuse_launch_command.py", "recorded launch command (wp.Launch.launch)", build_compiles=True),
     _retarget("refuse_lean_max_blocks.py", "with max_blocks and grid_stride=False"),
-    _retarget("refuse_record_cmd.py", "recorded launch command (record_cmd=True)"),
     _retarget("refuse_scan.py", "operation 0 (scan)"),
     _retarget("refuse_scan_after_launch.py", "operation 1 (scan)"),
     Refusal(

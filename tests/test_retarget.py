@@ -111,10 +111,35 @@ def test_conditional_nodes_retarget_with_their_branches_launches(tmp_path):
     assert np.frombuffer((out / "golden" / "counter.bin").read_bytes(), dtype=np.int32).tolist() == [0]
 
 
+@pytest.mark.parametrize(
+    "program, launches",
+    [
+        # (kernel, block_dim, is_forward) of each launch: the backward one runs the CUDA backward entry.
+        ("adjoint.py", [("double", 256, 1), ("double", 256, 0)]),
+        # A command made in the step, and one made in build() with block_dim 64 (the CPU command keeps 1).
+        ("record_cmd.py", [("fill", 256, 1)]),
+        ("launch_command.py", [("fill", 64, 1)]),
+    ],
+)
+def test_backward_launches_and_launch_commands_retarget(tmp_path, program, launches):
+    out = tmp_path / "raw"
+    proc = retarget(PROGRAMS / program, out)
+    assert proc.returncode == 0, proc.stderr
+    assert "computed in build()" not in proc.stderr  # a launch command made in build() runs nothing there
+    wrp = wrpformat.read_wrp(out / program.replace(".py", ".wrp"))
+    ops = [op for op in wrp.operations.ops if isinstance(op, wrpformat.KernelLaunch)]
+    assert [(op.kernel_key, op.block_dim, op.is_forward) for op in ops] == launches
+    kernels = {k.key: k for k in wrp.metadata.kernels}
+    assert all(kernels[op.kernel_key].block_dim == op.block_dim for op in ops)
+    assert all(k.backward_name.endswith("_cuda_kernel_backward") for k in kernels.values())
+    if program == "adjoint.py":
+        # y = 2x forward; the adjoint of x accumulates 2 * adj_y (ones).
+        assert np.frombuffer((out / "golden" / "adj_x.bin").read_bytes(), np.float32).tolist() == [2.0] * 4
+    else:
+        assert np.frombuffer((out / "golden" / "x.bin").read_bytes(), np.float32).tolist() == [3.0] * 4
+
+
 REFUSALS = {
-    "refuse_adjoint.py": "the backward launch of kernel 'double'",
-    "refuse_record_cmd.py": "recorded launch command (record_cmd=True) of 'fill'",
-    "refuse_launch_command.py": "the recorded launch command (wp.Launch.launch) of 'fill'",
     "refuse_scan.py": "operation 0 (scan)",
     "refuse_lean_max_blocks.py": "with max_blocks and grid_stride=False",
     "refuse_cluster.py": "(cluster_dim > 1)",

@@ -36,6 +36,10 @@ PROGRAMS = {
     REPO / "tests" / "programs_retarget" / "func_paths.py": {"identical": True, "cpu_goldens_hold": True},
     # Conditional graph nodes (capture_if, capture_while): their branches' launches retargeted in place.
     REPO / "tests" / "programs_retarget" / "conditionals.py": {"identical": True, "cpu_goldens_hold": True},
+    # Backward launches and launch commands (made in the step, and in build() with block_dim 64).
+    REPO / "tests" / "programs_retarget" / "adjoint.py": {"identical": True, "cpu_goldens_hold": True},
+    REPO / "tests" / "programs_retarget" / "record_cmd.py": {"identical": True, "cpu_goldens_hold": True},
+    REPO / "tests" / "programs_retarget" / "launch_command.py": {"identical": True, "cpu_goldens_hold": True},
     # Scratch arrays made with wp.empty: bytes nobody wrote are saved as zeros in both modes.
     CAPTURE / "scratch_arrays.py": {"identical": True, "cpu_goldens_hold": True},
     CAPTURE / "cpu_golden_caveats.py": {"identical": True, "cpu_goldens_hold": True},

@@ -48,6 +48,8 @@ class BuildLaunchWatch:
             original = getattr(ctx, name)
 
             def hooked(kernel, *args, _original=original, **kwargs):
+                if kwargs.get("record_cmd"):
+                    return _original(kernel, *args, **kwargs)  # a launch command runs nothing until launched
                 arrays = [*kwargs.get("inputs", ()), *kwargs.get("outputs", ())]
                 arrays += [a for arg in args[1:3] if isinstance(arg, (list, tuple)) for a in arg]
                 ptrs = frozenset(int(a.ptr) for a in arrays if isinstance(a, warp.array) and a.ptr)

@@ -469,7 +469,8 @@ def _capture_into(
     later = [] if device.is_cpu else None
     # What build() and the step allocate is filled with a sentinel, so bytes nobody wrote are found.
     fresh = initial_state.FreshMemory(user_dirs)
-    with fresh.installed():
+    commands = retarget.watching_launch_commands() if mode == "retarget" else contextlib.nullcontext()
+    with fresh.installed(), commands:
         spec, bindings, paths = _build_spec(wp, script, device, target, build_watch, later)
 
     if mode == "retarget":

@@ -48,8 +48,7 @@ DEFAULT_CUDA_ARCH = 90
 
 # What the retarget mode refuses, one line each (docs/retarget.md lists them too).
 REFUSED = (
-    "backward launches (wp.launch(..., adjoint=True)) and wp.Tape.backward()",
-    "recorded launch commands (wp.launch(..., record_cmd=True), wp.Launch objects)",
+    "launch commands (wp.Launch) made before build() ran",
     "kernels with cluster_dim > 1",
     "max_blocks with a grid_stride=False kernel (Warp refuses it on CUDA)",
     "modules or kernels with a deterministic mode (CUDA launches them through another path)",
@@ -70,6 +69,67 @@ class LinesNotTraced(CaptureError):
     the script's lines knows (RetargetRecorder.trace_lines): run it again with tracing."""
 
 
+# Set on a wp.Launch made while rules_warp watches (record_cmd=True): (CUDA block_dim, tiled). A CPU
+# launch command keeps the CPU's block_dim (1), not the one the script asked for.
+_COMMAND_TAG = "_wrpkg_cuda_launch"
+
+
+def _cuda_block_dim(tiled_block_dim, block_dim) -> int:
+    """The block_dim a CUDA launch runs with, for a launch_tiled's or a wp.launch's request."""
+    requested = tiled_block_dim if tiled_block_dim is not None else block_dim
+    return CUDA_DEFAULT_BLOCK_DIM if requested is None or requested <= 0 else int(requested)
+
+
+def tag_command(command, tiled_block_dim, block_dim) -> None:
+    """Notes on a launch command what its CUDA launch will be."""
+    if command is not None:
+        setattr(
+            command, _COMMAND_TAG, (_cuda_block_dim(tiled_block_dim, block_dim), tiled_block_dim is not None)
+        )
+
+
+@contextlib.contextmanager
+def watching_launch_commands():
+    """While build() runs: launch commands it makes (record_cmd=True) are tagged for a later launch()
+    in the step."""
+    import warp as wp  # noqa: PLC0415
+
+    ctx = warp_internals.context()
+    original_launch, original_tiled = ctx.launch, ctx.launch_tiled
+    tiled: list = []
+
+    def launch(kernel, dim, *args, **kwargs):
+        tiled_block_dim = tiled.pop() if tiled else None
+        result = original_launch(kernel, dim, *args, **kwargs)
+        if kwargs.get("record_cmd", args[8] if len(args) > 8 else False):
+            tag_command(
+                result, tiled_block_dim, kwargs.get("block_dim", args[10] if len(args) > 10 else None)
+            )
+        return result
+
+    def launch_tiled(*args, **kwargs):
+        tiled.append(kwargs.get("block_dim"))
+        try:
+            return original_tiled(*args, **kwargs)
+        finally:
+            tiled.clear()
+
+    patches = [
+        (ctx, "launch", launch),
+        (wp, "launch", launch),
+        (ctx, "launch_tiled", launch_tiled),
+        (wp, "launch_tiled", launch_tiled),
+    ]
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
+    try:
+        for owner, name, value in patches:
+            setattr(owner, name, value)
+        yield
+    finally:
+        for owner, name, value in reversed(saved):
+            setattr(owner, name, value)
+
+
 @dataclass
 class LaunchCall:
     """One `wp.launch`/`wp.launch_tiled` call made during the CPU capture."""
@@ -85,6 +145,7 @@ class LaunchCall:
     cpu_shape: tuple[int, int, int, int]  # what the CPU record must hold for this call
     cpu_size: int
     where: str  # "script.py:42"
+    adjoint: bool = False  # a backward launch (adjoint=True, wp.Tape.backward())
 
 
 @dataclass
@@ -172,6 +233,7 @@ class RetargetRecorder(LaunchRecorder):
             "launch_tiled": ctx.launch_tiled,
             "capture_if": ctx.capture_if,
             "capture_while": ctx.capture_while,
+            "command": ctx.Launch.launch,
         }
         recorder = self
 
@@ -180,16 +242,17 @@ class RetargetRecorder(LaunchRecorder):
         ):
             where = recorder._where()
             tiled_block_dim = recorder._tiled_block_dim.pop() if recorder._tiled_block_dim else None
-            adjoint = kw.get("adjoint", args[1] if len(args) > 1 else False)
+            adjoint = bool(kw.get("adjoint", args[1] if len(args) > 1 else False))
             record_cmd = kw.get("record_cmd", args[3] if len(args) > 3 else False)
             max_blocks = kw.get("max_blocks", args[4] if len(args) > 4 else 0)
             block_dim = kw.get("block_dim", args[5] if len(args) > 5 else None)
-            if adjoint:
-                raise recorder.refuse(f"the backward launch of kernel '{kernel.key}'", where)
             if record_cmd:
-                raise recorder.refuse(
-                    f"the recorded launch command (record_cmd=True) of '{kernel.key}'", where
+                # A launch command records nothing until its launch() (launch_command below).
+                command = original["launch"](
+                    kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, *args, **kw
                 )
+                tag_command(command, tiled_block_dim, block_dim)
+                return command
             before = capture.operation_count
             try:
                 result = original["launch"](
@@ -198,35 +261,18 @@ class RetargetRecorder(LaunchRecorder):
             except Exception:
                 recorder.raised.append((kernel.key, where))
                 raise
-            after = capture.operation_count
-            if after == before:
-                return result  # an empty launch records nothing, on CUDA as on the CPU
-            if after != before + 1:
-                raise recorder.refuse(
-                    f"the launch of '{kernel.key}' (it recorded {after - before} operations)", where
-                )
-            if kernel.is_generic:
+            if kernel.is_generic and capture.operation_count != before:
                 kernel = kernel._add_normalized_overload(kernel.infer_argument_types([*inputs, *outputs]))
-            requested = tiled_block_dim if tiled_block_dim is not None else block_dim
-            cuda_block_dim = CUDA_DEFAULT_BLOCK_DIM if requested is None or requested <= 0 else int(requested)
-            recorder._check_kernel(kernel, int(max_blocks or 0), where)
             cpu_dim, _ = ctx._normalize_launch_dim(dim)
-            # launch_tiled appended the CPU's lane count (1); CUDA runs block_dim lanes.
-            cuda_dim = (*cpu_dim[:-1], cuda_block_dim) if tiled_block_dim is not None else cpu_dim
-            cpu_shape, cpu_size = _bounds(cpu_dim, kernel)
-            shape, size = (cpu_shape, cpu_size) if cuda_dim == cpu_dim else _bounds(cuda_dim, kernel)
-            recorder.calls.append(
-                LaunchCall(
-                    recorder.op_path(before),
-                    kernel,
-                    cuda_block_dim,
-                    int(max_blocks or 0),
-                    shape,
-                    size,
-                    cpu_shape,
-                    cpu_size,
-                    where,
-                )
+            recorder._note_launch(
+                kernel,
+                cpu_dim,
+                _cuda_block_dim(tiled_block_dim, block_dim),
+                tiled_block_dim is not None,
+                int(max_blocks or 0),
+                adjoint,
+                before,
+                where,
             )
             return result
 
@@ -237,6 +283,37 @@ class RetargetRecorder(LaunchRecorder):
             finally:
                 recorder._tiled_block_dim.clear()
 
+        def launch_command(command, stream=None):
+            where = recorder._where()
+            requested = getattr(command, _COMMAND_TAG, None)
+            if requested is None:
+                raise recorder.refuse(
+                    f"the launch command (wp.Launch) of '{command.kernel.key}', made where rules_warp did not "
+                    "watch (before build() ran), so its CUDA block_dim is unknown",
+                    where,
+                    fix="make the command (wp.launch(..., record_cmd=True)) in build() or in step(), or launch "
+                    "the kernel with wp.launch in step()",
+                )
+            cuda_block_dim, tiled = requested
+            before = capture.operation_count
+            try:
+                result = original["command"](command, stream)
+            except Exception:
+                recorder.raised.append((command.kernel.key, where))
+                raise
+            cpu_dim = tuple(int(n) for n in command.bounds.shape)
+            recorder._note_launch(
+                command.kernel,
+                cpu_dim,
+                cuda_block_dim,
+                tiled,
+                int(command.max_blocks or 0),
+                bool(command.adjoint),
+                before,
+                where,
+            )
+            return result
+
         init_new = wptypes.array._init_new
 
         def allocating_init_new(arr, dtype, shape, strides, alloc_device, pinned):
@@ -244,11 +321,6 @@ class RetargetRecorder(LaunchRecorder):
             if arr.device == device:
                 recorder.allocated.append(arr)
             return result
-
-        def launch_command(command, *args, **kwargs):
-            raise recorder.refuse(
-                f"the recorded launch command (wp.Launch.launch) of '{command.kernel.key}'", recorder._where()
-            )
 
         def branch(body, path: tuple):
             # A Graph body is Warp's to refuse under APIC ("not yet implemented"); a callable's operations
@@ -339,6 +411,46 @@ class RetargetRecorder(LaunchRecorder):
             return set()
         allocated = {id(arr) for arr in self.allocated}
         return {rid for rid, _, _, base in self.capture._regions.values() if id(base) in allocated}
+
+    def _note_launch(
+        self,
+        kernel,
+        cpu_dim: tuple,
+        cuda_block_dim: int,
+        tiled: bool,
+        max_blocks: int,
+        adjoint: bool,
+        before: int,
+        where: str,
+    ) -> None:
+        """Records the LaunchCall of a launch that recorded its operation at count `before` (a
+        wp.launch, a launch_tiled's, or a launch command's)."""
+        after = self.capture.operation_count
+        if after == before:
+            return  # an empty launch records nothing, on CUDA as on the CPU
+        if after != before + 1:
+            raise self.refuse(
+                f"the launch of '{kernel.key}' (it recorded {after - before} operations)", where
+            )
+        self._check_kernel(kernel, max_blocks, where)
+        # launch_tiled appended the CPU's lane count (1); CUDA runs block_dim lanes.
+        cuda_dim = (*cpu_dim[:-1], cuda_block_dim) if tiled else cpu_dim
+        cpu_shape, cpu_size = _bounds(cpu_dim, kernel)
+        shape, size = (cpu_shape, cpu_size) if cuda_dim == cpu_dim else _bounds(cuda_dim, kernel)
+        self.calls.append(
+            LaunchCall(
+                self.op_path(before),
+                kernel,
+                cuda_block_dim,
+                max_blocks,
+                shape,
+                size,
+                cpu_shape,
+                cpu_size,
+                where,
+                adjoint,
+            )
+        )
 
     def _check_kernel(self, kernel, max_blocks: int, where: str) -> None:
         ctx = warp_internals.context()
@@ -483,7 +595,9 @@ def check_operations(ops: list, recorder: RetargetRecorder) -> dict[tuple, Launc
                 "wp.launch/wp.launch_tiled)",
                 recorder.where_op(path[0]),
             )
-        if (tuple(op.shape), op.size) != (call.cpu_shape, call.cpu_size) or not op.is_forward:
+        if (tuple(op.shape), op.size) != (call.cpu_shape, call.cpu_size) or bool(
+            op.is_forward
+        ) == call.adjoint:
             raise recorder.refuse(
                 f"the launch of '{op.kernel_key}' (its CPU record has bounds {tuple(op.shape)}/{op.size}, "
                 f"the call gives {call.cpu_shape}/{call.cpu_size})",
@@ -580,7 +694,13 @@ def retarget(
         op.block_dim = call.cuda_block_dim
         op.grid_stride = int(kernel.grid_stride)
         op.max_blocks = call.max_blocks
-        op.smem_bytes = variant.smem[forward]
+        if call.adjoint and backward not in variant.smem:
+            raise recorder.refuse(
+                f"the backward launch of '{kernel.key}' (no {backward or 'backward kernel'} in Warp's module "
+                "metadata: enable_backward is off)",
+                call.where,
+            )
+        op.smem_bytes = variant.smem[backward if call.adjoint else forward]
         op.cluster_dim = 1
 
     # What capture_save does on CUDA for memory allocated inside the capture.

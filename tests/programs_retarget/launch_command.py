@@ -1,4 +1,4 @@
-"""Refused by the retarget mode: a launch command recorded before the capture, launched in it."""
+"""A launch command made in build() (record_cmd=True, block_dim 64) and launched in the step."""
 
 import warp as wp
 
@@ -12,9 +12,9 @@ def fill(x: wp.array(dtype=float)):
 
 def build(device):
     x = wp.zeros(4, dtype=float, device=device)
-    cmd = wp.launch(fill, dim=4, inputs=[x], device=device, record_cmd=True)
+    cmd = wp.launch(fill, dim=4, inputs=[x], device=device, record_cmd=True, block_dim=64)
 
     def step():
-        cmd.launch()  # refused here
+        cmd.launch()
 
     return CaptureSpec(inputs={}, outputs={"x": x}, step=step)

@@ -1,4 +1,4 @@
-"""Refused by the retarget mode: a recorded launch command (record_cmd=True)."""
+"""A launch command made in the step (record_cmd=True) and launched there, as Newton's Kamino solver does."""
 
 import warp as wp
 
@@ -14,7 +14,7 @@ def build(device):
     x = wp.zeros(4, dtype=float, device=device)
 
     def step():
-        cmd = wp.launch(fill, dim=4, inputs=[x], device=device, record_cmd=True)  # refused here
+        cmd = wp.launch(fill, dim=4, inputs=[x], device=device, record_cmd=True)
         cmd.launch()
 
     return CaptureSpec(inputs={}, outputs={"x": x}, step=step)

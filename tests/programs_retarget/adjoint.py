@@ -1,4 +1,4 @@
-"""Refused by the retarget mode: a backward launch (adjoint=True)."""
+"""A backward launch (adjoint=True), as wp.Tape.backward() makes them: retargeted to the CUDA backward entry."""
 
 import warp as wp
 
@@ -19,7 +19,7 @@ def build(device):
 
     def step():
         wp.launch(double, dim=4, inputs=[x], outputs=[y], device=device)
-        wp.launch(  # refused here
+        wp.launch(
             double,
             dim=4,
             inputs=[x],
