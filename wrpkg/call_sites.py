@@ -24,9 +24,15 @@ def _warp_dir() -> str:
     return os.path.dirname(os.path.abspath(warp.__file__)) + os.sep
 
 
-def is_installed(filename: str) -> bool:
-    """Whether `filename` belongs to an installed package (not the user's code)."""
-    return any(marker in os.path.abspath(filename) for marker in _INSTALLED)
+def is_installed(filename: str, user_dirs: tuple[str, ...] = ()) -> bool:
+    """Whether `filename` belongs to an installed package, not the user's code: a file under a
+    site-packages or dist-packages folder, or outside both the working directory (a Bazel action's
+    execroot, which holds the workspace's sources) and `user_dirs` (the capture script's folder)."""
+    path = os.path.abspath(filename)
+    if any(marker in path for marker in _INSTALLED):
+        return True
+    roots = tuple(os.path.join(os.path.abspath(d), "") for d in (os.getcwd(), *user_dirs))
+    return not path.startswith(roots)
 
 
 @dataclass(frozen=True)

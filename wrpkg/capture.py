@@ -617,9 +617,10 @@ def _use_kernel_cache(wp, work: Path, cache_dir) -> Path | None:
 
 
 def _build_spec(wp, script: Path, device, target: str, build_watch=None, later=None):
-    """Runs the script's build(device) and loads every Warp module it brought in (its own and
-    the ones it imports), so no compile happens inside the capture; or, given a list `later` (a
-    CPU capture, whose step compiles nothing: wrpkg.deferred_compile), adds their names to it.
+    """Runs the script's build(device) and loads the Warp modules it brought in that are not an
+    installed library's (the script's own and its siblings'), so their compile errors come first; or,
+    given a list `later` (a CPU capture, whose step compiles nothing: wrpkg.deferred_compile), adds
+    their names to it.
     Returns the CaptureSpec, its bindings and the source paths relocated so far
     (`source_paths.relocate`)."""
     modules_before = set(warp_internals.context().user_modules)
@@ -640,19 +641,22 @@ def _build_spec(wp, script: Path, device, target: str, build_watch=None, later=N
     # Again for the modules build() imported.
     source_paths.relocate(wp, script.parent, paths)
     names = sorted(set(warp_internals.context().user_modules) - modules_before)
+    # An installed library's modules (Newton brings in ~140, a step launches a few) are built only where
+    # the step launches them: on CUDA by Warp during the capture (drivers of CUDA 12.3 on load modules
+    # during a graph capture; older ones make Warp load them all at capture_begin); on the CPU, compiled
+    # after the step. The script's own are built even when unused, so a broken kernel is refused first.
+    own = [name for name in names if not _is_installed_module(name, script)]
     if later is None:
-        _load_modules(wp, names, device, target)
+        _load_modules(wp, own, device, target)
     else:
-        # An installed library's modules (Newton brings in ~140) are generated only where the step
-        # launches them; the script's own are generated even when unused, so a broken kernel is refused.
-        later += [name for name in names if not _is_installed_module(name)]
+        later += own
     return spec, bindings, paths
 
 
-def _is_installed_module(name: str) -> bool:
-    """Whether the Python module behind Warp module `name` is an installed package's (site-packages)."""
-    path = getattr(sys.modules.get(name), "__file__", None) or ""
-    return any(part in ("site-packages", "dist-packages") for part in Path(path).parts)
+def _is_installed_module(name: str, script: Path) -> bool:
+    """Whether the Python module behind Warp module `name` is an installed library's (call_sites.is_installed)."""
+    path = getattr(sys.modules.get(name), "__file__", None)
+    return bool(path) and call_sites.is_installed(path, (str(script.parent),))
 
 
 def _load_modules(wp, names, device, target: str) -> None:
