@@ -12,6 +12,10 @@ from wrpkg import call_sites
 READBACK = PROGRAMS / "library_readback.py"
 
 
+def _line(text: str) -> int:
+    return next(i for i, line in enumerate(READBACK.read_text().splitlines(), 1) if text in line)
+
+
 def test_a_read_back_inside_warps_library_code_is_refused_naming_both_lines(tmp_path):
     out = tmp_path / "raw"
     proc = run_capture(READBACK, out, env_extra={"WRP_TEST_READBACK": "warp"})
@@ -19,7 +23,7 @@ def test_a_read_back_inside_warps_library_code_is_refused_naming_both_lines(tmp_
         proc,
         out,
         "step() reads an array's values on the host",
-        "at tests/programs_capture/library_readback.py:39 (cubes.surface(field, 0.0))",
+        f"at tests/programs_capture/library_readback.py:{_line('cubes.surface(')} (cubes.surface(field, 0.0))",
         "inside warp/_src/geometry/marching_cubes.py:",
     )
 
@@ -37,8 +41,32 @@ def test_a_read_back_inside_an_installed_package_names_its_line_as_the_package_s
     assert_refused(
         proc,
         out,
-        "at tests/programs_capture/library_readback.py:37 (factor = minilib.largest(x))",
+        f"at tests/programs_capture/library_readback.py:{_line('minilib.largest(')} (factor = minilib.largest(x))",
         "inside minilib/__init__.py:2 (return float(x.numpy().max()))",
+    )
+
+
+def test_a_retarget_refusal_of_a_library_sort_names_both_lines_and_the_switches(tmp_path):
+    package = tmp_path / "venv" / "lib" / "site-packages" / "minilib"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "import warp as wp\n\n\ndef sort(keys):\n"
+        "    values = wp.zeros(keys.shape[0], dtype=wp.int32, device=keys.device)\n"
+        "    wp.utils.radix_sort_pairs(keys, values, keys.shape[0] // 2)\n"
+    )
+    out = tmp_path / "raw"
+    env = {
+        "WRP_TEST_READBACK": "installed_sort",
+        "PYTHONPATH": os.pathsep.join([str(package.parent), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = run_capture(READBACK, out, device="cuda", mode="retarget", env_extra=env)
+    assert_refused(
+        proc,
+        out,
+        f"cannot retarget operation 2 (radix_sort) at library_readback.py:{_line('minilib.sort(')}, inside",
+        "inside minilib/__init__.py:6 (wp.utils.radix_sort_pairs(keys, values, keys.shape[0] // 2))",
+        'broad_phase="nxn" or "explicit"',
+        "opt.broadphase = BroadphaseType.NXN",
     )
 
 

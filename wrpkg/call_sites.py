@@ -89,7 +89,8 @@ def _shown(filename: str) -> str:
     return filename if shown.startswith("..") else shown
 
 
-def _describe_location(location: tuple[str, int]) -> str:
+def describe_location(location: tuple[str, int]) -> str:
+    """ "newton/_src/geometry/broad_phase_sap.py:823 (the code there)"."""
     filename, line = location
     code = linecache.getline(filename, line).strip()
     return f"{_shown(filename)}:{line}" + (f" ({code})" if code else "")
@@ -100,7 +101,7 @@ def describe(site: CallSite) -> str:
     made the operation; "in step()" when neither is known."""
     parts = []
     if site.user is not None:
-        parts.append(f"at {_describe_location(site.user)}")
+        parts.append(f"at {describe_location(site.user)}")
     if site.library is not None:
-        parts.append(f"inside {_describe_location(site.library)}")
+        parts.append(f"inside {describe_location(site.library)}")
     return ", ".join(parts) if parts else "in step()"

@@ -35,7 +35,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wrpkg import mathdx, warp_internals, wrpformat
+from wrpkg import call_sites, mathdx, warp_internals, wrpformat
 from wrpkg.errors import CaptureError
 from wrpkg.launch_recorder import LaunchRecorder, is_user_file, script_line
 
@@ -57,6 +57,32 @@ REFUSED = (
     "host-to-device copies, scans, sorts, reductions and other operations that are not kernel "
     "launches, memsets, fills or device copies",
     "a capture in which a launch raised",
+)
+
+
+# Warp's built-in array operations (warp.utils): APIC records them as operations whose CUDA records
+# hold CUB's temporary storage sizes, which only a CUDA run knows.
+BUILTIN_ARRAY_OPS = (
+    "radix_sort_pairs",
+    "segmented_sort_pairs",
+    "array_scan",
+    "runlength_encode",
+    "array_sum",
+    "array_inner",
+)
+_BUILTIN_OP_TYPES = {
+    wrpformat.OpType.SCAN,
+    wrpformat.OpType.REDUCTION,
+    wrpformat.OpType.SEGMENTED_SORT,
+    wrpformat.OpType.RADIX_SORT,
+    wrpformat.OpType.RUNLENGTH_ENCODE,
+}
+BUILTIN_OP_FIX = (
+    'capture this target on a GPU (capture_mode = "gpu"): CUB sizes the temporary storage of Warp\'s sorts, '
+    "scans and reductions on the device, so a CPU capture cannot write their CUDA records. Or keep the "
+    'operation out of the step: Newton\'s CollisionPipeline(model, broad_phase="nxn" or "explicit") instead '
+    "of its SAP broad phase (a radix sort); MuJoCo Warp's opt.broadphase = BroadphaseType.NXN instead of its "
+    "sweep-and-prune (a segmented sort and a scan)"
 )
 
 
@@ -179,6 +205,9 @@ class RetargetRecorder(LaunchRecorder):
     # which the branch began). APIC records a branch's operations into the main stream and moves them
     # into the conditional when it ends, so an operation's index in its branch is counted from there.
     _branches: list = field(default_factory=list)
+    # Top-level operation index -> the library line that called a Warp built-in array operation there
+    # (Newton's SAP broad phase sorts), named in its refusal beside the script's line.
+    library_sites: dict = field(default_factory=dict)
 
     def op_path(self, count: int) -> tuple:
         """The path an operation recorded at operation count `count` will have."""
@@ -347,7 +376,25 @@ class RetargetRecorder(LaunchRecorder):
             at = recorder.op_path(capture.operation_count)
             return original["capture_while"](condition, branch(while_body, (*at, "a")), stream, **kwargs)
 
-        return [
+        def builtin_op(original_op):
+            def noted(*args, **kwargs):
+                site = call_sites.here()
+                if site.library is not None and not recorder._branches:
+                    recorder.library_sites[capture.operation_count] = call_sites.describe_location(
+                        site.library
+                    )
+                return original_op(*args, **kwargs)
+
+            return noted
+
+        utils = [module for module in (getattr(wp, "utils", None), warp_internals.private("utils")) if module]
+        builtin_ops = [
+            (module, name, builtin_op(getattr(module, name)))
+            for module in utils
+            for name in BUILTIN_ARRAY_OPS
+            if callable(getattr(module, name, None))
+        ]
+        return builtin_ops + [
             (ctx, "launch", launch),
             (wp, "launch", launch),
             (ctx, "launch_tiled", launch_tiled),
@@ -565,7 +612,14 @@ def _refuse_other_ops(ops: list, recorder: RetargetRecorder, top: int | None = N
         elif not isinstance(op, allowed):
             name = wrpformat.op_type_name(int(op.op_type))
             inside = "" if top is None else f" inside the conditional node of operation {top}"
-            raise recorder.refuse(f"operation {index} ({name}){inside}", recorder.where_op(at))
+            where = recorder.where_op(at)
+            library = recorder.library_sites.get(at) if top is None else None
+            if library:
+                where += f", inside {library}"
+            builtin = op.op_type in _BUILTIN_OP_TYPES
+            raise recorder.refuse(
+                f"operation {index} ({name}){inside}", where, fix=BUILTIN_OP_FIX if builtin else None
+            )
 
 
 def check_operations(ops: list, recorder: RetargetRecorder) -> dict[tuple, LaunchCall]:

@@ -4,6 +4,8 @@ WRP_TEST_READBACK=warp: Warp's own marching cubes (wp.MarchingCubes.surface) rea
 the host, inside warp/_src/geometry/marching_cubes.py, to size its output.
 WRP_TEST_READBACK=installed: a package installed under a site-packages folder (minilib, made by the test,
 on PYTHONPATH) reads an array with .numpy() inside the step, as a physics library's broad phase might.
+WRP_TEST_READBACK=installed_sort: that package sorts with Warp's radix sort in the step, as Newton's SAP
+broad phase does (retargeted: refused naming both lines and the switches).
 """
 
 import os
@@ -28,6 +30,7 @@ def build(device):
     sphere = np.sqrt(sum(np.meshgrid(grid * grid, grid * grid, grid * grid, indexing="ij"))) - 0.5
     field = wp.array(sphere.astype(np.float32), dtype=float, device=device)
     cubes = wp.MarchingCubes(8, 8, 8)
+    keys = wp.array(np.arange(2 * N, dtype=np.int32)[::-1].copy(), dtype=wp.int32, device=device)
 
     def step():
         wp.launch(scale, dim=N, inputs=[x, 2.0], device=device)
@@ -35,6 +38,11 @@ def build(device):
             import minilib  # noqa: PLC0415 - made by the test
 
             factor = minilib.largest(x)
+        elif os.environ.get("WRP_TEST_READBACK") == "installed_sort":
+            import minilib  # noqa: PLC0415 - made by the test
+
+            minilib.sort(keys)
+            factor = 1.0
         else:
             cubes.surface(field, 0.0)
             factor = 1.0
