@@ -252,3 +252,29 @@ def test_an_empty_out_dir_made_by_bazel_is_kept_empty_on_failure(tmp_path):
     assert proc.returncode == 1
     assert list(out.iterdir()) == []
     assert [p.name for p in tmp_path.iterdir()] == ["raw"]
+
+
+@pytest.mark.parametrize("name", ["new\nline", "back\\slash", "x" * 201, ".hidden"])
+def test_a_binding_name_pack_would_refuse_is_refused_by_the_capture(tmp_path, name):
+    out = tmp_path / "raw"
+    proc = run_capture(PROGRAMS / "binding_name.py", out, env_extra={"WRP_TEST_BINDING_NAME": name})
+    assert_refused(proc, out, "must be a non-empty plain name", "rename the binding")
+    assert "Warp could not build" not in proc.stderr and "wp_" not in proc.stderr
+
+
+def test_a_long_printable_binding_name_packs(tmp_path):
+    out = tmp_path / "raw"
+    proc = run_capture(PROGRAMS / "binding_name.py", out, env_extra={"WRP_TEST_BINDING_NAME": "é" * 100})
+    assert proc.returncode == 0, proc.stderr
+    args = ["--raw-dir", str(out), "--stem", "sim", "--name", "n_wrp", "--label", "//t:n_wrp"]
+    args += [
+        "--out-dir",
+        str(tmp_path / "n_wrp"),
+        "--tar",
+        str(tmp_path / "n.tar"),
+        "--hash",
+        str(tmp_path / "n.sha256"),
+    ]
+    proc = run_python("-m", "wrpkg.pack", *args)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "n_wrp" / "golden" / ("é" * 100 + ".bin")).is_file()

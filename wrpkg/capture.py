@@ -224,6 +224,21 @@ def _require_device(wp, device: str, target: str):
     raise CaptureError(f"{target}: unknown device '{device}'", fix='use device "cpu" or "cuda"')
 
 
+# A binding names its golden file, golden/<name>.bin: one path component, well under a file system's 255.
+MAX_BINDING_NAME_BYTES = 200
+
+
+def _is_plain_binding_name(name) -> bool:
+    return (
+        isinstance(name, str)
+        and bool(name)
+        and name.isprintable()
+        and not any(c in name for c in "/\\")
+        and not name.startswith(".")
+        and len(name.encode("utf-8", "surrogatepass")) <= MAX_BINDING_NAME_BYTES
+    )
+
+
 def _check_spec(wp, spec: Any, device, target: str) -> list[Binding]:
     if not isinstance(spec, CaptureSpec):
         raise CaptureError(
@@ -241,8 +256,13 @@ def _check_spec(wp, spec: Any, device, target: str) -> list[Binding]:
         if not isinstance(arrays, dict):
             raise CaptureError(f"{target}: CaptureSpec.{kind}s must be a dict of name -> wp.array")
         for name, arr in arrays.items():
-            if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
-                raise CaptureError(f"{target}: {kind} name {name!r} must be a non-empty plain name")
+            if not _is_plain_binding_name(name):
+                # Refused here, not by pack after every compile: the name becomes golden/<name>.bin.
+                raise CaptureError(
+                    f"{target}: {kind} name {name!r} must be a non-empty plain name: printable, without '/' or "
+                    f"'\\', not starting with '.', at most {MAX_BINDING_NAME_BYTES} bytes in UTF-8",
+                    fix="rename the binding in the CaptureSpec",
+                )
             if not isinstance(arr, wp.array):
                 raise CaptureError(
                     f"{target}: {kind} '{name}' is {type(arr).__name__}, not a wp.array",
