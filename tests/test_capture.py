@@ -20,11 +20,20 @@ LABEL = "//models:sim_cpu_wrp"
 
 
 def run_capture(
-    script: Path, out_dir: Path, *, device="cpu", mode=None, stem="sim", label=LABEL, cwd=None, env_extra=None
+    script: Path,
+    out_dir: Path,
+    *,
+    device="cpu",
+    mode=None,
+    stem="sim",
+    label=LABEL,
+    cwd=None,
+    env_extra=None,
+    extra_args=(),
 ):
     """Runs `python -m wrpkg.capture` as the Bazel action does, in a fresh process."""
     args = ["--script", str(script), "--device", device, "--out-dir", str(out_dir)]
-    args += ["--stem", stem, "--label", label] + (["--mode", mode] if mode else [])
+    args += ["--stem", stem, "--label", label] + (["--mode", mode] if mode else []) + list(extra_args)
     return run_python("-m", "wrpkg.capture", *args, env_extra=env_extra, cwd=cwd or REPO)
 
 
@@ -278,3 +287,22 @@ def test_a_long_printable_binding_name_packs(tmp_path):
     proc = run_python("-m", "wrpkg.pack", *args)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "n_wrp" / "golden" / ("é" * 100 + ".bin")).is_file()
+
+
+def test_progress_lines_say_each_phase_with_its_time_and_quiet_silences_them(tmp_path):
+    proc = run_capture(SIM, tmp_path / "loud")
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("wrpkg capture [")]
+    phases = [line.split("] ", 1)[1] for line in lines]
+    assert phases[0] == "starting Warp"
+    assert (
+        "golden replay 1/2 of the saved sim.wrp" in phases
+        and "golden replay 2/2 of the saved sim.wrp" in phases
+    )
+    compiles = [p for p in phases if p.startswith("compiling CPU module ")]
+    assert [p.split(":")[0] for p in compiles] == ["compiling CPU module 1/2", "compiling CPU module 2/2"]
+    seconds = [float(line.split("[", 1)[1].split(" s]", 1)[0]) for line in lines]
+    assert seconds == sorted(seconds)
+    quiet = run_capture(SIM, tmp_path / "quiet", extra_args=["--quiet"])
+    assert quiet.returncode == 0, quiet.stderr
+    assert "wrpkg capture [" not in quiet.stderr

@@ -549,7 +549,7 @@ def _capture_into(
         crash_watch.phase(f"replay of the saved {wrp_path.name} before zeroing the bytes nobody wrote")
         as_saved = _replay_outputs(wp, wrp_path, spec, device, target)
         wrpformat.write_wrp(saved, wrp_path)
-    crash_watch.phase(f"golden replay of the saved {wrp_path.name}")
+    crash_watch.phase(f"golden replay 1/2 of the saved {wrp_path.name}")
     golden_files, golden_records, golden_outputs = _replay_golden(
         wp, wrp_path, modules_dir, work / "golden", spec, device, target
     )
@@ -743,6 +743,7 @@ def _replay_golden(wp, wrp_path: Path, modules_dir: Path, golden_dir: Path, spec
     files by name and their records."""
     saved_module_files = set(os.listdir(modules_dir)) if modules_dir.exists() else set()
     first = _replay_outputs(wp, wrp_path, spec, device, target)
+    crash_watch.phase(f"golden replay 2/2 of the saved {wrp_path.name}")
     second = _replay_outputs(wp, wrp_path, spec, device, target)
     tolerances = {
         name: as_tolerance(spec.tolerances[name]) for name in spec.outputs if name in spec.tolerances
@@ -844,6 +845,11 @@ def configure_parser(parser) -> None:
     parser.add_argument("--label", default=None, help="the Bazel target, named in errors")
     parser.add_argument("--cache-dir", default=None, help="Warp kernel cache (default: a temp dir)")
     parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress lines on stderr (each phase, with seconds since start)",
+    )
+    parser.add_argument(
         "--mode",
         default="gpu",
         choices=CAPTURE_MODES,
@@ -871,6 +877,8 @@ def configure_parser(parser) -> None:
 
 
 def run(args) -> int:
+    if args.quiet:
+        os.environ[crash_watch.PROGRESS] = "0"  # the watched child inherits it
     if not crash_watch.in_child() and not args.in_process:
         # The capture itself runs in a watched child: a native crash becomes a message.
         return crash_watch.run_watched(

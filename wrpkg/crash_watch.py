@@ -16,11 +16,15 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from wrpkg import atomic
 
 _CHILD = "WRPKG_CRASH_WATCH_DIR"
+# "0" silences the progress lines phase() prints on stderr (`wrpkg capture --quiet`).
+PROGRESS = "WRPKG_CAPTURE_PROGRESS"
+_START = time.monotonic()
 # A retarget capture traces the script's lines only when asked (the trace slows every Python call of
 # the step about twofold): a child whose refusal needs a line it did not trace exits with RETRY_TRACED,
 # and run_watched runs it again with this set (wrpkg.retarget.LinesNotTraced).
@@ -55,11 +59,16 @@ def start_child() -> None:
 
 
 def phase(text: str) -> None:
-    """Records what the watched process is doing now (no-op outside a watched child)."""
+    """Records what the capture is doing now: for the watching parent (a crash names it) and, unless
+    quiet, as a progress line on stderr with the seconds since the process started (a long capture
+    says where it is; the lines of a finished one say where its time went)."""
+    line = text.replace("\n", " ")
     folder = os.environ.get(_CHILD)
     if folder:
         with open(os.path.join(folder, "phase.txt"), "a") as f:
-            f.write(text.replace("\n", " ") + "\n")
+            f.write(line + "\n")
+    if os.environ.get(PROGRESS, "1") != "0":
+        print(f"wrpkg capture [{time.monotonic() - _START:7.1f} s] {line}", file=sys.stderr, flush=True)
 
 
 def run_watched(module: str, argv: list[str], target: str, out_dir: Path) -> int:

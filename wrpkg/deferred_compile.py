@@ -37,7 +37,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
-from wrpkg import warp_internals
+from wrpkg import crash_watch, warp_internals
 
 
 @dataclass
@@ -153,10 +153,11 @@ class DeferredCompile:
         launched_handles = {module_exec.handle for _, module_exec in self.launched.values()}
         self._drop_execs(lambda module_exec: module_exec.handle not in launched_handles)
         waiting = self._waiting_execs()
-        for job in self.compiles:
-            if not job.handle or job.handle not in launched_handles:
-                continue  # compiled for a load that failed after it, or for no launch: nothing to load
+        jobs = [job for job in self.compiles if job.handle and job.handle in launched_handles]
+        for number, job in enumerate(jobs, 1):
+            # Others were compiled for a load that failed after them, or for no launch: nothing to load.
             self.failed_module = job.handle[len("wp_") :].rpartition("_")[0]
+            crash_watch.phase(f"compiling CPU module {number}/{len(jobs)}: {self.failed_module}")
             build_dir = os.path.dirname(job.obj_path)
             os.makedirs(build_dir, exist_ok=True)
             try:
