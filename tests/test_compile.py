@@ -387,3 +387,47 @@ def test_cli_rejects_a_changed_source(tmp_path, module_record):
     with pytest.raises(CompileError, match="sha256"):
         compile_wrp(WRP, modules, "sm_90", tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_mathdx_module_made_while_the_script_runs_serves_the_capture_sm_only(tmp_path):
+    """MuJoCo Warp makes its tile Cholesky kernels while it runs: importing the script defines no such
+    module. The capture's own SM is served by its packaged cubin (Warp's build for that SM); another SM
+    is refused, naming the module and the way out."""
+    script = Path(__file__).resolve().parent / "programs_mathdx" / "tile_cholesky_made_in_build.py"
+    raw = tmp_path / "raw"
+    args = [
+        "--script",
+        str(script),
+        "--device",
+        "cuda",
+        "--mode",
+        "retarget",
+        "--out-dir",
+        str(raw),
+        "--stem",
+        "t",
+    ]
+    proc = run_python("-m", "wrpkg.capture", *args, "--quiet", timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    compile_args = [
+        "--wrp",
+        str(raw / "t.wrp"),
+        "--modules-dir",
+        str(raw / "t_modules"),
+        "--script",
+        str(script),
+    ]
+    proc = run_python(
+        "-m", "wrpkg.compile", *compile_args, "--arch", "sm_90", "--out-dir", str(tmp_path / "sm_90")
+    )
+    assert proc.returncode == 0, proc.stderr
+    entry = json.loads((tmp_path / "sm_90" / "compile.json").read_text())["modules"][0]
+    (packaged,) = [p for p in (raw / "t_modules").iterdir() if p.suffix == ".cubin"]
+    assert entry["sha256"] == hashlib.sha256(packaged.read_bytes()).hexdigest()
+    proc = run_python(
+        "-m", "wrpkg.compile", *compile_args, "--arch", "sm_80", "--out-dir", str(tmp_path / "sm_80")
+    )
+    assert proc.returncode == 1
+    assert "defines no Warp module 'make_kernel__locals__cholesky" in proc.stderr
+    assert "list only the capture's sm_90 in archs" in proc.stderr
+    assert not (tmp_path / "sm_80").exists()

@@ -231,8 +231,9 @@ def _compile_linked(
                 f"modules through Warp's own compile, which builds sm_N without suffix, not {arch.name}",
                 fix=f"list sm_{arch.sm} instead of {arch.name} in archs",
             )
-    if script is None:
-        for module in linked:
+
+    def serve_from_capture(modules) -> None:
+        for module in modules:
             name = output_filename(module.hash, arch)
             if not _is_capture_target(module, arch):
                 raise CompileError(
@@ -247,13 +248,24 @@ def _compile_linked(
                 raise CompileError(f"{label}: {module.binary_filename} differs from its digest in {wrp_path}")
             outputs[name] = data
             entries.append(_linked_entry(module, arch, name, data, [], from_capture=True))
+
+    if script is None:
+        serve_from_capture(linked)
         return entries
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.mathdx-", dir=out_dir.parent))
     try:
-        built = _rebuild_linked(script, wrp, linked, arch.sm, work, label)
+        # A module the script makes only when it runs (MuJoCo Warp's tile Cholesky kernels, made in its
+        # step) cannot be rebuilt from an import: for the capture's own SM its packaged cubin is Warp's build.
+        capture_sm = {m.hash for m in linked if _is_capture_target(m, arch)}
+        built = _rebuild_linked(
+            script, wrp, linked, arch.sm, work, label, from_capture_if_undefined=capture_sm
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    serve_from_capture([m for m in linked if m.hash not in built])
     for module in linked:
+        if module.hash not in built:
+            continue
         build = built[module.hash]
         name = output_filename(module.hash, arch)
         outputs[name] = build.data
@@ -358,13 +370,22 @@ class LinkedBuild:
 
 
 def _rebuild_linked(
-    script: Path, wrp: object, records: list, sm: int, work: Path, label: str
+    script: Path,
+    wrp: object,
+    records: list,
+    sm: int,
+    work: Path,
+    label: str,
+    from_capture_if_undefined=frozenset(),
 ) -> dict[str, LinkedBuild]:
     """Rebuilds each linked (MathDx) module of `records` for `sm` with Warp (see the module doc):
     imports the capture script as the capture did, finds each module by name and the block_dim
     its kernels were launched with, checks its hash, compiles it for `sm` (Module._compile: the
     generated source for that SM, libmathdx LTO-IR, NVRTC, nvJitLink), and checks each launched
     kernel's static shared memory on that SM against the recorded launches'.
+
+    Modules in `from_capture_if_undefined` that the import does not define are left out of the result
+    (the caller serves them from the capture).
 
     Raises CompileError naming the module (and kernel) where the rebuild cannot be the captured module.
     """
@@ -383,6 +404,8 @@ def _rebuild_linked(
         kernels = [k for k in wrp.metadata.kernels if k.module_hash == record.hash]
         block_dims = sorted({k.block_dim for k in kernels})
         module = user_modules.get(record.name)
+        if module is None and record.hash in from_capture_if_undefined:
+            continue  # the caller serves it from the capture (its packaged cubin is for this SM)
         if module is None or len(block_dims) != 1:
             raise CompileError(
                 f"{label}: {what} links MathDx LTO-IR, which Warp builds per SM from the Python module; "
@@ -391,7 +414,9 @@ def _rebuild_linked(
                     if module is None
                     else f"its kernels were launched with block_dims {block_dims}, expected one"
                 ),
-                fix="build it from the capture script that made the capture (kernels defined at import)",
+                fix="define the kernel at import (a library that makes it while it runs, as MuJoCo Warp's tile "
+                f"Cholesky does, cannot be rebuilt per SM), or list only the capture's sm_{record.target_arch} in "
+                "archs: its packaged cubin serves that SM",
             )
         block_dim = block_dims[0]
         found = module.get_module_hash(block_dim).hex()
