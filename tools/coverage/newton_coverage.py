@@ -22,8 +22,10 @@ The generic adapters:
   `if __name__ == "__main__":` block are run up to the parse, which is intercepted; without one,
   `newton.examples.create_parser()`'s), with `Example.capture` replaced by `self.graph = None`
   (and a `wp.ScopedCapture` inside `Example.__init__` run as plain code, no graph);
-  the step is `simulate()` (`step()` where there is none); the bindings are the non-empty
-  `wp.array`s of `state_0` and `state_1`, as `state_0.body_q`, ..., in place (inout).
+  the step is `simulate()` (`step()` where there is none, or it takes arguments); the bindings are
+  the non-empty `wp.array`s of `state_0` and `state_1`, as `state_0.body_q`, ..., in place (inout)
+  (without those, of the Example's other `newton.State` attributes, and of the first and last
+  of a list of them, as `states[0].particle_q`).
 - MuJoCo Warp: `mujoco.MjModel.from_xml_path`, `mjw.put_model`, `mjw.put_data`, step
   `mjw.step(m, d)` once, `m.opt.graph_conditional = False` (as models/mjwarp/mjw_pendula.py:
   otherwise the solver loop is a `wp.capture_while` on a GPU); inputs `qpos`, `qvel`, `act`,
@@ -75,6 +77,7 @@ NEWTON_ADAPTER = '''"""Generic coverage adapter for {module} (tools/coverage/new
 import argparse
 import ast
 import importlib
+import inspect
 import json
 from pathlib import Path
 
@@ -181,13 +184,25 @@ def build(device):
         wp.ScopedCapture = scoped_capture
     if getattr(example, "graph", None) is not None:
         raise RuntimeError("coverage adapter: Example captured a CUDA graph outside Example.capture")
-    run = getattr(example, "simulate", None) or example.step
+    run = getattr(example, "simulate", None)
+    if run is None or any(
+        p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        for p in inspect.signature(run).parameters.values()
+    ):
+        print("coverage adapter: the step is Example.step() (no simulate() without arguments)")
+        run = example.step
     arrays = {{}}
     bases = set()
-    for state_name in ("state_0", "state_1"):
-        state = getattr(example, state_name, None)
-        if state is None:
-            continue
+    states = [(name, getattr(example, name, None)) for name in ("state_0", "state_1")]
+    states = [(name, state) for name, state in states if isinstance(state, newton.State)]
+    if not states:
+        # e.g. the diffsim examples: a list of states, one per substep
+        for attr, value in sorted(vars(example).items()):
+            if isinstance(value, newton.State):
+                states.append((attr, value))
+            elif isinstance(value, (list, tuple)) and value and all(isinstance(v, newton.State) for v in value):
+                states += [(f"{{attr}}[0]", value[0]), (f"{{attr}}[{{len(value) - 1}}]", value[-1])]
+    for state_name, state in states:
         for attr, value in sorted(vars(state).items()):
             name = f"{{state_name}}.{{attr}}"
             if not isinstance(value, wp.array) or value.size == 0 or name in EXCLUDE:
@@ -200,7 +215,7 @@ def build(device):
             bases.add(key)
             arrays[name] = value
     if not arrays:
-        raise RuntimeError("coverage adapter: no non-empty wp.array on example.state_0 / state_1")
+        raise RuntimeError("coverage adapter: no non-empty wp.array on a newton.State of the Example")
 
     def step():
         with wp.ScopedDevice(device):
@@ -422,10 +437,11 @@ def reason(output: str) -> tuple[str, str]:
 def _verdict(status: str, output: str, seconds: float, stage: str) -> dict:
     result = {"verdict": status, "seconds": round(seconds, 1)}
     if status == "timeout":
+        result["tail"] = "\n".join(output.splitlines()[-40:])  # the phase it was in
         return result
     if status != "ok":
         first, detail = reason(output)
-        adapter = "coverage adapter" in output or (
+        adapter = "coverage adapter:" in f"{first} {detail}" or (
             "build(" in first and ("ModuleNotFoundError" in detail or "ImportError" in detail)
         )
         result["verdict"] = "adapter failure" if adapter and stage != "pack" else "refused"
