@@ -54,7 +54,8 @@ def test_an_accepted_capture_compiles_after_its_step(tmp_path):
     result = probe(accepted, tmp_path / "raw")
     assert result["error"] is None
     assert [c["compiler"] for c in result["compiles"]] == ["build_cpu"]
-    assert result["compiles"][0]["phase"].startswith("checking what the step recorded, then compiling")
+    # After the step: the deferred compile names each module it compiles (wrpkg.deferred_compile).
+    assert result["compiles"][0]["phase"].startswith("compiling CPU module 1/1: stale_pointer")
 
 
 ABANDONED = """
