@@ -72,6 +72,8 @@ ELSEWHERE = {
     "(many minutes): run by hand",
     "python tools/bench/retarget_bench.py": "captures models/cloth.py and steps of 1k to 100k launches in both "
     "modes, fresh kernel caches (many minutes): run by hand",
+    "python3 tools/bench/kernel_cache_bench.py": "cold Bazel builds of one and six Newton targets (tens of "
+    "minutes on 2 cores): run by hand; its numbers are in docs/benchmarks.md",
     "python tools/bench/refusal_bench.py": "times each refused program of tests/refusal_programs.py with fresh "
     "kernel caches (minutes): run by hand; //tests:refusal_before_compile_test holds what it measures (no compile "
     "before the refusal)",

@@ -42,6 +42,7 @@ from wrpkg import (
     crash_watch,
     golden_caveats,
     initial_state,
+    kernel_cache,
     mathdx,
     warp_internals,
     wrpformat,
@@ -53,16 +54,9 @@ from wrpkg.interface import INTERFACE_SCHEMA
 from wrpkg.launch_recorder import LaunchRecorder
 from wrpkg.stale_pointers import check_launches, relocation_note, relocations
 from wrpkg.step_guard import StepRefusal
-from wrpkg.warp_init import init_warp
 
 CAPTURE_MODES = ("gpu", "retarget", "auto")
 CAPTURE_INFO_SCHEMA = "rules_warp.capture/1"
-
-# Warp 1.19's default CPU flags start with -march=native: the .o would use the build host's
-# ISA extensions (and not run on an older CPU), and its file name carries a hash of the
-# host's CPU features, so the bundle's content hash would depend on the machine. A generic
-# target with Warp's other default flags makes CPU bundles portable and reproducible.
-PORTABLE_CPU_COMPILER_FLAGS = "-mllvm=-inline-threshold=9000 -mllvm=-inline-cold-callsite-threshold=3000 -mllvm=-slp-recursion-max-depth=4"
 
 
 @dataclass
@@ -170,7 +164,7 @@ def _script_traceback(exc: BaseException, script: Path) -> str:
     return "".join(traceback.format_exception(type(exc), exc, tb))
 
 
-def _import_script(script: Path, target: str):
+def import_script(script: Path, target: str):
     """Imports the script under its file stem, with its folder first on sys.path.
 
     That is how `python script.py` resolves the script's own sibling imports; the stable
@@ -381,6 +375,7 @@ def capture(
     cuda_arch: int | None = None,
     trace_lines: bool = True,
     relocate_uint64_mesh_ids: bool = True,
+    seed_caches: list[str | os.PathLike] = (),
 ) -> CaptureResult:
     """Runs the capture script and writes the raw capture directory (see the module doc).
 
@@ -402,6 +397,8 @@ def capture(
       relocate_uint64_mesh_ids: record a `wp.uint64` launch parameter that holds exactly a
         live mesh id as a `wp.handle` relocation, as Warp saves a handle; False refuses it
         (`--no-relocate-uint64-mesh-ids`).
+      seed_caches: kernel caches made by `wrpkg.kernel_cache` (read only) that the capture's own
+        cache starts from, so it compiles only what they lack; no effect on what it writes.
 
     Returns:
       A CaptureResult: the paths written and the interface and provenance recorded.
@@ -446,6 +443,7 @@ def capture(
             cuda_arch,
             trace_lines,
             relocate_uint64_mesh_ids,
+            seed_caches,
         )
         atomic.publish_dir(tmp_dir, out_dir)
     result.out_dir = out_dir
@@ -466,12 +464,16 @@ def _capture_into(
     cuda_arch,
     trace_lines,
     relocate_uint64_mesh_ids=True,
+    seed_caches=(),
 ) -> CaptureResult:
     import warp as wp  # noqa: PLC0415 - only the tools that need Warp import it
 
     from wrpkg import retarget, source_paths  # noqa: PLC0415 - imports Warp
 
-    cache = _use_kernel_cache(wp, work, cache_dir)
+    cache = kernel_cache.use_kernel_cache(wp, work, cache_dir)
+    if seed_caches:
+        crash_watch.phase(f"seeding the kernel cache from {len(seed_caches)} wrp_kernel_cache folder(s)")
+        kernel_cache.seed(seed_caches, target)
     if mode == "auto":
         mode = "gpu" if wp.get_cuda_device_count() > 0 else "retarget"
     if mode == "retarget":
@@ -616,26 +618,6 @@ def _capture_into(
     return CaptureResult(work, wrp_path, golden_files, interface, info)
 
 
-def _use_kernel_cache(wp, work: Path, cache_dir) -> Path | None:
-    """Points Warp's kernel cache at `cache_dir`, or at a temp dir inside the work dir (never
-    $HOME), which it returns for removal before publishing."""
-    own_cache = cache_dir is None
-    cache = work / ".kernel_cache" if own_cache else Path(cache_dir)
-    cache.mkdir(parents=True, exist_ok=True)
-    # Warp's greeting and per-module load lines are noise in a build log.
-    wp.config.log_level = wp.LOG_WARNING
-    wp.config.cpu_compiler_flags = PORTABLE_CPU_COMPILER_FLAGS
-    if warp_internals.context().runtime is None:
-        wp.config.kernel_cache_dir = str(cache)
-        init_warp(wp)
-    else:
-        warp_internals.private("build").init_kernel_cache(str(cache))
-    from wrpkg import source_paths  # noqa: PLC0415 - imports Warp
-
-    source_paths.install_stable_header_paths()
-    return cache if own_cache else None
-
-
 def _build_spec(wp, script: Path, device, target: str, build_watch=None, later=None):
     """Runs the script's build(device) and loads the Warp modules it brought in that are not an
     installed library's (the script's own and its siblings'), so their compile errors come first; or,
@@ -646,7 +628,7 @@ def _build_spec(wp, script: Path, device, target: str, build_watch=None, later=N
     modules_before = set(warp_internals.context().user_modules)
     from wrpkg import source_paths  # noqa: PLC0415 - imports Warp
 
-    module = _import_script(script, target)
+    module = import_script(script, target)
     # Before any code is generated, so Warp writes machine-independent source paths itself.
     paths = source_paths.relocate(wp, script.parent)
     try:
@@ -845,6 +827,12 @@ def configure_parser(parser) -> None:
     parser.add_argument("--label", default=None, help="the Bazel target, named in errors")
     parser.add_argument("--cache-dir", default=None, help="Warp kernel cache (default: a temp dir)")
     parser.add_argument(
+        "--seed-cache",
+        action="append",
+        default=None,
+        help="a kernel cache made by wrpkg.kernel_cache that the capture's own starts from (repeatable)",
+    )
+    parser.add_argument(
         "--quiet",
         action="store_true",
         help="no progress lines on stderr (each phase, with seconds since start)",
@@ -901,6 +889,7 @@ def run(args) -> int:
             cuda_arch=args.cuda_arch,
             trace_lines=crash_watch.trace_lines(),
             relocate_uint64_mesh_ids=not args.no_relocate_uint64_mesh_ids,
+            seed_caches=args.seed_cache or (),
         )
     except retarget.LinesNotTraced:
         return crash_watch.RETRY_TRACED  # the watching parent runs it again, tracing
@@ -917,7 +906,11 @@ def _argv(args) -> list[str]:
         if value is None or value is False:
             continue
         flag = "--" + dest.replace("_", "-")
-        argv += [flag] if value is True else [flag, str(value)]
+        if value is True:
+            argv.append(flag)
+        else:
+            for item in value if isinstance(value, list) else [value]:
+                argv += [flag, str(item)]
     return argv
 
 

@@ -15,6 +15,10 @@ from wrpkg.errors import WrpError
 SUBCOMMANDS = {
     "inspect": ("wrpkg.inspection", "summarize a .wrp file or bundle"),
     "capture": ("wrpkg.capture", "run a capture script and save its graph, golden outputs and capture.json"),
+    "kernel-cache": (
+        "wrpkg.kernel_cache",
+        "compile a library's Warp modules once, as the cache captures start from",
+    ),
     "compile": ("wrpkg.compile", "compile captured CUDA modules for one SM or PTX"),
     "pack": ("wrpkg.pack", "pack a canonical, content-hashed, multi-architecture bundle"),
     "verify": ("wrpkg.verify", "check every bundle file against its manifest"),

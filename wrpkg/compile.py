@@ -392,10 +392,13 @@ def _rebuild_linked(
     import warp as wp  # noqa: PLC0415 - only a compile with MathDx modules needs Warp
 
     from wrpkg import capture as capture_tool  # noqa: PLC0415 - imports the script as the capture does
-    from wrpkg import source_paths  # noqa: PLC0415
+    from wrpkg import (
+        kernel_cache,  # noqa: PLC0415 - imports Warp
+        source_paths,  # noqa: PLC0415
+    )
 
-    capture_tool._use_kernel_cache(wp, work, work / "kernel_cache")
-    capture_tool._import_script(Path(script), label)
+    kernel_cache.use_kernel_cache(wp, work, work / "kernel_cache")
+    capture_tool.import_script(Path(script), label)
     source_paths.relocate(wp, Path(script).parent)
     user_modules = warp_internals.context().user_modules
     built: dict[str, LinkedBuild] = {}

@@ -58,6 +58,10 @@ def start_child() -> None:
     faulthandler.enable(file=_report, all_threads=False)
 
 
+# The tool named on progress lines (wrpkg.kernel_cache sets its own).
+tool_name = "capture"
+
+
 def phase(text: str) -> None:
     """Records what the capture is doing now: for the watching parent (a crash names it) and, unless
     quiet, as a progress line on stderr with the seconds since the process started (a long capture
@@ -68,7 +72,7 @@ def phase(text: str) -> None:
         with open(os.path.join(folder, "phase.txt"), "a") as f:
             f.write(line + "\n")
     if os.environ.get(PROGRESS, "1") != "0":
-        print(f"wrpkg capture [{time.monotonic() - _START:7.1f} s] {line}", file=sys.stderr, flush=True)
+        print(f"wrpkg {tool_name} [{time.monotonic() - _START:7.1f} s] {line}", file=sys.stderr, flush=True)
 
 
 def run_watched(module: str, argv: list[str], target: str, out_dir: Path) -> int:

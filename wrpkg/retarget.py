@@ -31,11 +31,10 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wrpkg import call_sites, mathdx, warp_internals, wrpformat
+from wrpkg import call_sites, kernel_cache, mathdx, warp_internals, wrpformat
 from wrpkg.errors import CaptureError
 from wrpkg.launch_recorder import LaunchRecorder, is_user_file, script_line
 
@@ -553,31 +552,28 @@ def _build_cuda_module(
 
     options = module.resolve_options(wp.config, block_dim=block_dim)
     module_hash = module.get_module_hash(block_dim)
-    build_dir = Path(tempfile.mkdtemp(prefix="retarget-", dir=modules_dir.parent))
+    # Compiled once per kernel cache (a seeded one: once per toolchain), not once per capture.
+    build_dir = kernel_cache.compile_cuda_variant(module, block_dim, arch, options)
+    binary_name = module._get_compile_output_name(None, arch, "", False, block_dim=block_dim)
+    binary_path = build_dir / binary_name
+    if not binary_path.is_file():
+        raise recorder.refuse(f"module '{module.name}' (Warp wrote no {binary_name})", where)
+    artifact = module._snapshot_cuda_compile_artifact(str(binary_path), arch, options)
     try:
-        module._compile(None, str(build_dir), output_arch=arch, use_ptx=False, options=options)
-        binary_name = module._get_compile_output_name(None, arch, "", False, block_dim=block_dim)
-        binary_path = build_dir / binary_name
-        if not binary_path.is_file():
-            raise recorder.refuse(f"module '{module.name}' (Warp wrote no {binary_name})", where)
-        artifact = module._snapshot_cuda_compile_artifact(str(binary_path), arch, options)
-        try:
-            # Warp's _apic_prepare_cuda_source; a MathDx module keeps its linked cubin (wrpkg.mathdx).
-            prepared = mathdx.prepare_cuda_module(
-                {"cuda_compile_artifact": artifact, "module_exec": _FakeModuleExec(arch)}
-            )
-        except ValueError as exc:
-            raise recorder.refuse(
-                f"module '{module.name}' ({exc}; {mathdx.kernel_places([module.name])})", where
-            ) from exc
-        meta_path = build_dir / module._get_meta_name(block_dim=block_dim)
-        smem = {k[: -len("_smem_bytes")]: int(v) for k, v in json.loads(meta_path.read_text()).items()}
-        binary = binary_path.read_bytes()
-        (modules_dir / binary_name).write_bytes(binary)
-        if prepared.source_data is not None:
-            (modules_dir / prepared.source_filename).write_bytes(prepared.source_data)
-    finally:
-        shutil.rmtree(build_dir, ignore_errors=True)
+        # Warp's _apic_prepare_cuda_source; a MathDx module keeps its linked cubin (wrpkg.mathdx).
+        prepared = mathdx.prepare_cuda_module(
+            {"cuda_compile_artifact": artifact, "module_exec": _FakeModuleExec(arch)}
+        )
+    except ValueError as exc:
+        raise recorder.refuse(
+            f"module '{module.name}' ({exc}; {mathdx.kernel_places([module.name])})", where
+        ) from exc
+    meta_path = build_dir / module._get_meta_name(block_dim=block_dim)
+    smem = {k[: -len("_smem_bytes")]: int(v) for k, v in json.loads(meta_path.read_text()).items()}
+    binary = binary_path.read_bytes()
+    (modules_dir / binary_name).write_bytes(binary)
+    if prepared.source_data is not None:
+        (modules_dir / prepared.source_filename).write_bytes(prepared.source_data)
     record = mathdx.module_record(
         prepared,
         module_hash=module_hash.hex(),

@@ -183,6 +183,19 @@ def _absolute_left(text: str, needles: list[str]) -> str | None:
     return next((needle for needle in needles if needle in text), None)
 
 
+def stable_text(text: str, paths: dict[str, str]) -> tuple[str, str | None]:
+    """Generated code with the absolute paths of `paths` rewritten to their stable form, and the
+    first machine-specific path still in it (None: none), as canonicalize_sources decides."""
+    new_text = _rewrite(text, paths)
+    return new_text, _absolute_left(new_text, _machine_paths(paths))
+
+
+def binary_machine_path(data: bytes, paths: dict[str, str], cpu_object: bool) -> str | None:
+    """The first machine-specific path a module binary embeds (None: none), as canonicalize_sources decides."""
+    needles = _machine_paths(paths) + (_warp_native_dirs() if cpu_object else [])
+    return next((needle for needle in needles if needle.encode() in data), None)
+
+
 def canonicalize_sources(
     wrp: wrpformat.WrpFile,
     modules_dir: str | os.PathLike,
@@ -205,7 +218,6 @@ def canonicalize_sources(
       CaptureError: a source or module binary still names a machine-specific path.
     """
     modules_dir = Path(modules_dir)
-    needles = _machine_paths(paths)
     rewritten = []
     for module in wrp.metadata.modules:
         if module.source_filename:
@@ -217,8 +229,7 @@ def canonicalize_sources(
                 raise CaptureError(
                     f"{target}: {source} (module {module.name}) is not UTF-8 text: {exc}"
                 ) from exc
-            new_text = _rewrite(text, paths)
-            left = _absolute_left(new_text, needles)
+            new_text, left = stable_text(text, paths)
             if left is not None:
                 raise CaptureError(
                     f"{target}: the generated source {source.name} of module {module.name} still names the "
@@ -235,14 +246,13 @@ def canonicalize_sources(
             binary = (modules_dir / module.binary_filename).read_bytes()
             # A CPU object's header paths are Warp's own spelling (install_stable_header_paths); CUDA
             # binaries are compiled again per SM (wrpkg.compile) against the pinned headers.
-            cpu_object = module.binary_filename.endswith(".o")
-            for needle in needles + (_warp_native_dirs() if cpu_object else []):
-                if needle.encode() in binary:
-                    raise CaptureError(
-                        f"{target}: the binary {module.binary_filename} of module {module.name} embeds the "
-                        f"machine-specific path {needle!r} (line information from code generated before "
-                        "rules_warp could make its source paths relative)",
-                        fix="capture without lineinfo/debug mode for this module, or load it only after "
-                        "build() returns",
-                    )
+            needle = binary_machine_path(binary, paths, cpu_object=module.binary_filename.endswith(".o"))
+            if needle is not None:
+                raise CaptureError(
+                    f"{target}: the binary {module.binary_filename} of module {module.name} embeds the "
+                    f"machine-specific path {needle!r} (line information from code generated before "
+                    "rules_warp could make its source paths relative)",
+                    fix="capture without lineinfo/debug mode for this module, or load it only after "
+                    "build() returns",
+                )
     return rewritten

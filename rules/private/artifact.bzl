@@ -8,7 +8,7 @@ load(":compile.bzl", "declare_compiles")
 load(":flags.bzl", "ArchListInfo", "CaptureModeInfo")
 load(":golden.bzl", "GOLDEN_EXEC_GROUP", "wrp_test_bundle")
 load(":pools.bzl", "CAPTURE_EXEC_GROUP", "gpu_exec_properties")
-load(":providers.bzl", "WrpInfo")
+load(":providers.bzl", "WrpInfo", "WrpKernelCacheInfo")
 load(":python.bzl", "WRPKG_PYTHON_TOOLCHAIN", "WRPKG_TOOL_ATTRS")
 load(":test.bzl", "wrp_replay_test")
 
@@ -84,6 +84,11 @@ _ATTRS.update({
         default = "cuda",
         values = ["cuda", "cpu"],
         doc = "Where the capture runs. cuda needs a GPU runner (--config=gpu); cpu runs anywhere.",
+    ),
+    "kernel_cache": attr.label(
+        providers = [WrpKernelCacheInfo],
+        doc = "A wrp_kernel_cache whose compiled kernels the capture starts from (it compiles only what " +
+              "the cache lacks); changes no byte of the bundle.",
     ),
     "keep_source": attr.bool(
         default = True,

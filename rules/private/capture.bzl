@@ -2,6 +2,7 @@
 
 load(":flags.bzl", "CaptureModeInfo")
 load(":pools.bzl", "CAPTURE_EXEC_GROUP")
+load(":providers.bzl", "WrpKernelCacheInfo")
 load(":python.bzl", "run_wrpkg")
 
 def recorded_capture(ctx, stem):
@@ -72,6 +73,14 @@ def declare_capture(ctx, stem):
     # A wp.uint64 parameter holding a live wp.Mesh id: recorded as a wp.handle, or refused.
     if not ctx.attr.relocate_uint64_mesh_ids:
         options.append("--no-relocate-uint64-mesh-ids")
+    seeds = []
+    if ctx.attr.kernel_cache:
+        cache = ctx.attr.kernel_cache[WrpKernelCacheInfo]
+
+        # A retargeted capture also compiles for its cuda_arch; a GPU capture uses Warp's own CUDA cache.
+        seeds = [cache.cpu_dir] + ([cache.cuda_dir] if cache.cuda_dir and mode == "retarget" else [])
+        for seed in seeds:
+            options += ["--seed-cache", seed.path]
     run_wrpkg(
         ctx,
         tool = "capture",
@@ -87,7 +96,7 @@ def declare_capture(ctx, stem):
             "--label",
             str(ctx.label),
         ] + options,
-        inputs = [ctx.file.capture],
+        inputs = [ctx.file.capture] + seeds,
         outputs = [raw],
         extra_files = script_deps,
         mnemonic = {"gpu": "WrpCaptureCuda", "retarget": "WrpCaptureRetarget"}.get(mode, "WrpCapture"),

@@ -16,6 +16,16 @@ WrpInfo = provider(
     },
 )
 
+WrpKernelCacheInfo = provider(
+    doc = "Warp kernels of some packages compiled once (what wrp_kernel_cache produces); captures start from it.",
+    fields = {
+        "cpu_dir": "Tree artifact: Warp's kernel cache with the CPU objects (<warp version>/ inside) and kernel_cache.json.",
+        "cuda_dir": "Tree artifact: likewise with the retargeted CUDA compiles for cuda_arch, or None.",
+        "packages": "The Python packages whose Warp modules it holds.",
+        "cuda_arch": "The SM its retargeted CUDA compiles are for, or None (CPU only).",
+    },
+)
+
 _NVRTC_FIELDS = {
     "cuda_version": "CUDA release of this NVRTC (the nvidia-cuda-nvrtc wheel's version), e.g. 13.0.88.",
     "supported_archs": "SASS architectures this NVRTC can target (sm_75, ...): its nvrtcGetSupportedArchs().",

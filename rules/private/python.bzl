@@ -2,7 +2,7 @@
 
 # The wrpkg tools that actions run; each action takes only its tool's Python sources
 # (the py_library's transitive sources), so editing another module re-runs no action.
-_WRPKG_TOOLS = ["capture", "compile", "pack", "regolden"]
+_WRPKG_TOOLS = ["capture", "compile", "kernel_cache", "pack", "regolden"]
 
 # Attributes every rule that runs a wrpkg tool carries.
 WRPKG_TOOL_ATTRS = {

@@ -33,16 +33,24 @@ def _capture(script: Path, out: Path, mode: str, cache_dir: Path, timeout: float
         proc = subprocess.run(
             cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout, check=False
         )
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as exc:
+        partial = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
         return {
             "ok": False,
             "seconds": round(time.monotonic() - start, 1),
             "error": f"timeout after {timeout} s",
+            "phases": _phases(partial),
         }
     record = {"ok": proc.returncode == 0, "seconds": round(time.monotonic() - start, 1)}
+    record["phases"] = _phases(proc.stderr)
     if proc.returncode != 0:
         record["error"] = proc.stderr.strip()[-1500:]
     return record
+
+
+def _phases(stderr: str) -> list[str]:
+    """The capture's progress lines (wrpkg.crash_watch.phase): where its time went, or where it hung."""
+    return [line for line in stderr.splitlines() if line.startswith("wrpkg capture [")][-60:]
 
 
 def _replay_against_native(retargeted: Path, native: Path, stem: str) -> dict:
