@@ -4,6 +4,7 @@ only what it lacks, and write the same bytes as captures that compiled everythin
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import re
@@ -39,6 +40,18 @@ def integrate(x: wp.array(dtype=float), v: wp.array(dtype=float), dt: float):
 @wp.kernel
 def never_launched(x: wp.array(dtype=float)):
     x[wp.tid()] = 0.0
+
+
+def make_damping(factor: float):
+    # A factory's kernel: its Warp module is named after it, not after this file.
+    @wp.kernel(module="unique")
+    def damp(v: wp.array(dtype=float)):
+        v[wp.tid()] = v[wp.tid()] * factor
+
+    return damp
+
+
+damp_half = make_damping(0.5)  # made at import, never launched by the step
 
 
 class Solver:
@@ -133,13 +146,16 @@ def test_the_cache_holds_every_module_of_the_package(seed):
     root, cpu, cuda = seed
     for manifest in cpu, cuda:
         assert manifest["packages"] == ["kc_physics"]
-        assert [entry["module"] for entry in manifest["compiled"]] == ["kc_physics.solver"]
+        # The package's module, and its factory's (found by the file its kernel comes from).
+        modules = sorted(entry["module"] for entry in manifest["compiled"])
+        assert modules[0] == "kc_physics.solver" and modules[1].startswith("make_damping__locals__damp_"), (
+            modules
+        )
         assert manifest["not_compiled"] == []
     assert (cpu["cpu"], cpu["cuda_arch"], cuda["cpu"], cuda["cuda_arch"]) == (True, None, False, 90)
     cpu_dir, cuda_dir = root / "kernels_cpu" / cpu["warp"], root / "kernels_sm90" / cuda["warp"]
-    assert [p.name for p in cpu_dir.iterdir()] == [
-        f"wp_kc_physics.solver_{cpu['compiled'][0]['cpu_hash'][:7]}"
-    ]
+    solver = next(e for e in cpu["compiled"] if e["module"] == "kc_physics.solver")
+    assert f"wp_kc_physics.solver_{solver['cpu_hash'][:7]}" in [p.name for p in cpu_dir.iterdir()]
     assert [p.name for p in cuda_dir.iterdir()] == ["wrpkg_retarget"]
     assert list((cuda_dir / "wrpkg_retarget").glob("wp_kc_physics.solver_*.sm90/*.sm90.cubin"))
     # Warp's per-process build folders are not cache content; nothing names this machine's paths.
@@ -157,8 +173,10 @@ def test_a_seeded_capture_compiles_nothing_and_writes_the_same_bytes(program, se
         seeds += ["--seed-cache", str(seed[0] / "kernels_sm90")]
     seeded_log = _capture(program, tmp_path / "seeded", *extra, *seeds)
     fresh_log = _capture(program, tmp_path / "fresh", *extra)
-    # The capture without a seed compiles the library's module; the seeded one finds it.
-    assert "compiling CPU module" in fresh_log and "compiling CPU module" not in seeded_log
+    # The capture without a seed compiles the library's launched module, and only that one (not its
+    # factory's, which the step does not launch); the seeded one finds it.
+    assert "compiling CPU module 1/1: kc_physics.solver" in fresh_log, fresh_log
+    assert "compiling CPU module" not in seeded_log
     if mode == "retarget":
         assert "compiling CUDA module kc_physics.solver" in fresh_log
         assert "compiling CUDA module" not in seeded_log
@@ -216,3 +234,31 @@ def test_paths_left_in_generated_code_are_made_stable_or_the_module_is_left_out(
     assert not left_out.exists()
     assert [d["folder"] for d in dropped] == [f"{kernel_cache.RETARGET_DIR}/wp_lib.b_7654321.sm90"]
     assert str(tmp_path) in dropped[0]["reason"]
+
+
+def test_a_factory_module_is_known_by_the_file_of_its_kernel(program, monkeypatch):
+    """A library factory's module (Newton's narrow_phase_primitive_write_contact_False_False_False)
+    is named after its kernel: where it comes from is its kernel's file. Taken by its name, it was
+    the capture's own and a GPU capture compiled it before the step, launched or not (a Newton
+    pendulum's capture on an H200 ran past 470 s)."""
+    import warp as wp
+
+    from wrpkg import call_sites, warp_internals
+
+    monkeypatch.syspath_prepend(str(program / "site"))
+    monkeypatch.chdir(program)
+    wp.init()
+    solver = importlib.import_module("kc_physics.solver")
+    factory = solver.damp_half.module
+    assert factory.name.startswith("make_damping__locals__damp_")
+    library_file = str(program / "site" / "kc_physics" / "solver.py")
+    assert call_sites.module_source_files(factory) == {library_file}
+    assert call_sites.module_source_files(warp_internals.context().user_modules["kc_physics.solver"]) == {
+        library_file
+    }
+    assert (
+        call_sites.is_installed(library_file, (str(program),)) is False
+    )  # inside the working directory here
+    (program / "workspace").mkdir(exist_ok=True)
+    monkeypatch.chdir(program / "workspace")  # a Bazel action's execroot, outside the library's folder
+    assert call_sites.is_installed(library_file, (str(program / "workspace"),)) is True

@@ -35,6 +35,23 @@ def is_installed(filename: str, user_dirs: tuple[str, ...] = ()) -> bool:
     return not path.startswith(roots)
 
 
+def module_source_files(module) -> set[str]:
+    """The Python files a Warp module's kernels and functions are defined in (absolute, as Python
+    compiled them: a relocated Adjoint's filename no longer is). A factory's module is named after
+    its kernel (Newton's narrow_phase_primitive_write_contact_False_False_False), not after a
+    Python module, so its name says nothing of where it comes from; with no kernel or function,
+    the file of the Python module of the same name."""
+    files = {
+        code.co_filename
+        for obj in [*module.kernels.values(), *module.functions.values()]
+        if (code := getattr(getattr(obj, "func", None), "__code__", None)) is not None
+    }
+    if not files:
+        path = getattr(sys.modules.get(module.name), "__file__", None)
+        files = {path} if path else set()
+    return files
+
+
 @dataclass(frozen=True)
 class CallSite:
     user: tuple[str, int] | None  # (file, line) of the user's code that led to the operation

@@ -647,7 +647,8 @@ def _build_spec(wp, script: Path, device, target: str, build_watch=None, later=N
     # the step launches them: on CUDA by Warp during the capture (drivers of CUDA 12.3 on load modules
     # during a graph capture; older ones make Warp load them all at capture_begin); on the CPU, compiled
     # after the step. The script's own are built even when unused, so a broken kernel is refused first.
-    own = [name for name in names if not _is_installed_module(name, script)]
+    modules = warp_internals.context().user_modules
+    own = [name for name in names if not _is_installed_module(modules[name], script)]
     if later is None:
         _load_modules(wp, own, device, target)
     else:
@@ -655,10 +656,11 @@ def _build_spec(wp, script: Path, device, target: str, build_watch=None, later=N
     return spec, bindings, paths
 
 
-def _is_installed_module(name: str, script: Path) -> bool:
-    """Whether the Python module behind Warp module `name` is an installed library's (call_sites.is_installed)."""
-    path = getattr(sys.modules.get(name), "__file__", None)
-    return bool(path) and call_sites.is_installed(path, (str(script.parent),))
+def _is_installed_module(module, script: Path) -> bool:
+    """Whether Warp module `module` is an installed library's: every file it comes from is
+    (call_sites.module_source_files, call_sites.is_installed)."""
+    files = call_sites.module_source_files(module)
+    return bool(files) and all(call_sites.is_installed(path, (str(script.parent),)) for path in files)
 
 
 def _load_modules(wp, names, device, target: str) -> None:

@@ -35,7 +35,7 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from wrpkg import atomic, crash_watch, warp_internals
+from wrpkg import atomic, call_sites, crash_watch, warp_internals
 from wrpkg.errors import WrpError
 from wrpkg.warp_init import init_warp
 
@@ -256,10 +256,17 @@ def _build_into(packages: list[str], work: Path, cuda_arch: int | None, with_cpu
         skipped_imports += _import_all(package, target)[1]
     # Before any code is generated, as a capture does: the same module sources, the same objects.
     paths = source_paths.relocate(wp, None)
+    # A package's modules by name, and the modules its factories made at import (named after
+    # their kernel), by the files their kernels come from.
+    package_dirs = [os.path.join(os.path.dirname(sys.modules[p].__file__), "") for p in packages]
     modules = [
         m
         for name, m in sorted(warp_internals.context().user_modules.items())
-        if name not in before and any(name == p or name.startswith(p + ".") for p in packages)
+        if name not in before
+        and (
+            any(name == p or name.startswith(p + ".") for p in packages)
+            or any(f.startswith(tuple(package_dirs)) for f in call_sites.module_source_files(m))
+        )
     ]
     cpu = wp.get_device("cpu")
     compiled, failed = [], []
