@@ -161,15 +161,8 @@ REFUSALS: list[Refusal] = [
     _retarget("refuse_generic_in_step.py", "(Warp module 'refuse_generic_in_step' changed during step()"),
     # build() records the launch command that step() launches.
     _retarget("refuse_lean_max_blocks.py", "with max_blocks and grid_stride=False"),
-    _retarget("refuse_scan.py", "operation 0 (scan)"),
-    _retarget("refuse_scan_after_launch.py", "operation 1 (scan)"),
-    Refusal(
-        "refuse_builtin_ops radix_sort_pairs/retarget",
-        RETARGET / "refuse_builtin_ops.py",
-        "retarget",
-        ("operation 0 (radix_sort)", refused_line(RETARGET / "refuse_builtin_ops.py")),
-        env={"WRP_TEST_BUILTIN_OP": "radix_sort_pairs"},
-    ),
+    _retarget("refuse_bsr.py", "operation 0 (bsr_from_triplets)", build_compiles=True),
+    _retarget("refuse_bsr_after_launch.py", "operation 1 (bsr_from_triplets)", build_compiles=True),
 ]
 
 

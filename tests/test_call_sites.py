@@ -46,27 +46,33 @@ def test_a_read_back_inside_an_installed_package_names_its_line_as_the_package_s
     )
 
 
-def test_a_retarget_refusal_of_a_library_sort_names_both_lines_and_the_switches(tmp_path):
+def test_a_retarget_refusal_of_a_library_operation_names_both_lines(tmp_path):
+    """An operation a library made through warp.sparse (a BSR update, which retarget refuses) names
+    the script's line and the library's, as a Newton or MuJoCo Warp call would."""
     package = tmp_path / "venv" / "lib" / "site-packages" / "minilib"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text(
-        "import warp as wp\n\n\ndef sort(keys):\n"
-        "    values = wp.zeros(keys.shape[0], dtype=wp.int32, device=keys.device)\n"
-        "    wp.utils.radix_sort_pairs(keys, values, keys.shape[0] // 2)\n"
+        "import numpy as np\nimport warp as wp\nimport warp.sparse as sparse\n\n\n"
+        "class Triplets:\n"
+        "    def __init__(self, device):\n"
+        "        index = wp.array(np.arange(3, dtype=np.int32), dtype=wp.int32, device=device)\n"
+        "        self.args = (index, index, wp.ones(3, dtype=float, device=device))\n"
+        "        self.matrix = sparse.bsr_zeros(3, 3, block_type=float, device=device)\n"
+        "        sparse.bsr_set_from_triplets(self.matrix, *self.args)\n\n"
+        "    def rebuild(self):\n"
+        "        sparse.bsr_set_from_triplets(self.matrix, *self.args)\n"
     )
     out = tmp_path / "raw"
     env = {
-        "WRP_TEST_READBACK": "installed_sort",
+        "WRP_TEST_READBACK": "installed_sparse",
         "PYTHONPATH": os.pathsep.join([str(package.parent), os.environ.get("PYTHONPATH", "")]),
     }
     proc = run_capture(READBACK, out, device="cuda", mode="retarget", env_extra=env)
     assert_refused(
         proc,
         out,
-        f"cannot retarget operation 2 (radix_sort) at library_readback.py:{_line('minilib.sort(')}, inside",
-        "inside minilib/__init__.py:6 (wp.utils.radix_sort_pairs(keys, values, keys.shape[0] // 2))",
-        'broad_phase="nxn" or "explicit"',
-        "opt.broadphase = BroadphaseType.NXN",
+        f"cannot retarget operation 1 (bsr_from_triplets) at library_readback.py:{_line('triplets.rebuild(')}, inside",
+        "inside minilib/__init__.py:14 (sparse.bsr_set_from_triplets(self.matrix, *self.args))",
     )
 
 

@@ -4,6 +4,7 @@ every refused operation fails naming the operation and the script line, leaving 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -140,7 +141,7 @@ def test_backward_launches_and_launch_commands_retarget(tmp_path, program, launc
 
 
 REFUSALS = {
-    "refuse_scan.py": "operation 0 (scan)",
+    "refuse_bsr.py": "operation 0 (bsr_from_triplets)",
     "refuse_lean_max_blocks.py": "with max_blocks and grid_stride=False",
     "refuse_cluster.py": "(cluster_dim > 1)",
     "refuse_deterministic.py": "(deterministic mode 1)",
@@ -176,22 +177,51 @@ def test_auto_retargets_without_a_gpu(tmp_path):
     assert '"mode": "retarget"' in (out / "capture.json").read_text()
 
 
-@pytest.mark.parametrize(
-    "op, recorded",
-    [
-        ("radix_sort_pairs", "radix_sort"),
-        ("segmented_sort_pairs", "segmented_sort"),
-        ("runlength_encode", "runlength_encode"),
-        ("array_sum", "reduction"),
-        ("array_inner", "reduction"),
-    ],
-)
-def test_warps_builtin_array_operations_are_refused_naming_them(tmp_path, op, recorded):
-    """APIC records these as opaque operations whose CUDA parameters only a CUDA run knows."""
-    script = PROGRAMS / "refuse_builtin_ops.py"
-    line = next(i for i, text in enumerate(script.read_text().splitlines(), 1) if f"wp.utils.{op}(" in text)
-    out = tmp_path / "raw"
-    proc = retarget(script, out, env_extra={"WRP_TEST_BUILTIN_OP": op})
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert f"cannot retarget operation 0 ({recorded}) at refuse_builtin_ops.py:{line} to CUDA" in proc.stderr
-    assert not out.exists()
+BUILTIN_NUMPY = {
+    # op: (output, dtype, NumPy's answer for tests/programs_retarget/builtin_ops.py's inputs)
+    "radix_sort_pairs": ("keys", np.int32, np.sort(np.arange(32, 16, -1) % 7, kind="stable")),
+    "segmented_sort_pairs": (
+        "keys",
+        np.int32,
+        np.concatenate([np.sort(np.arange(32, 0, -1)[a:b] % 7) for a, b in ((0, 4), (4, 8), (8, 16))]),
+    ),
+    "runlength_encode": ("count", np.int32, [1 + np.count_nonzero(np.diff(np.arange(32, 16, -1) % 7))]),
+    "array_sum": ("total", np.float32, [np.linspace(0, 1, 16, dtype=np.float32).sum()]),
+    "array_inner": ("total", np.float32, [np.dot(*[np.linspace(0, 1, 16, dtype=np.float32)] * 2)]),
+    "array_scan": ("scanned", np.float32, np.cumsum(np.linspace(0, 1, 16, dtype=np.float32))),
+    "array_scan_int": ("prefix", np.int32, np.concatenate([[0], np.cumsum(np.arange(32, 1, -1) % 7)])),
+}
+
+
+@pytest.mark.parametrize("op", sorted(BUILTIN_NUMPY))
+def test_warps_builtin_array_operations_are_kept_as_recorded(tmp_path, op):
+    """APIC records a warp.utils sort, scan or reduction as the same operation on both devices (the
+    CUDA loader sizes CUB's temporary storage): the retargeted .wrp holds the CPU capture's record
+    byte for byte, and the goldens are NumPy's answer. Float sums and scans are named as caveats of
+    the CPU goldens (CUB adds in another order); on an H200 each equals its native capture
+    (test_retarget_gpu.py)."""
+    script = PROGRAMS / "builtin_ops.py"
+    env = {"WRP_TEST_BUILTIN_OP": op}
+    cuda, cpu = tmp_path / "cuda", tmp_path / "cpu"
+    assert retarget(script, cuda, env_extra=env).returncode == 0
+    proc = retarget(script, cpu, device="cpu", mode="gpu", env_extra=env)
+    assert proc.returncode == 0, proc.stderr
+    records = [
+        [(o.op_type, o.payload) for o in wrpformat.read_wrp(d / "builtin_ops.wrp").operations.ops]
+        for d in (cuda, cpu)
+    ]
+    assert records[0] == records[1] and len(records[0]) == 1
+    output, dtype, want = BUILTIN_NUMPY[op]
+    want = np.asarray(want, dtype=dtype)
+    got = np.frombuffer((cuda / "golden" / f"{output}.bin").read_bytes(), dtype=dtype)[: want.size]
+    assert np.allclose(got, want, rtol=1e-6, atol=0) if dtype == np.float32 else np.array_equal(got, want)
+    caveats = json.loads((cuda / "capture.json").read_text()).get("cpu_golden_caveats", [])
+    line = next(
+        i
+        for i, t in enumerate(script.read_text().splitlines(), 1)
+        if f"wp.utils.{op.removesuffix('_int')}(" in t
+    )
+    floats = op in ("array_sum", "array_inner", "array_scan")
+    assert [(c["operation"], f"builtin_ops.py:{line}" in c["where"]) for c in caveats] == (
+        [(op, True)] if floats else []
+    ), caveats

@@ -579,7 +579,9 @@ def _capture_into(
         if computed:
             info["initial_state_from_build_kernels"] = computed
             print(build_launches.note(target, computed), file=sys.stderr)
-        caveats = golden_caveats.launch_caveats(recorder.calls)
+        caveats = golden_caveats.launch_caveats(recorder.calls) + golden_caveats.operation_caveats(
+            recorder.builtin_calls
+        )
         if caveats:
             info["cpu_golden_caveats"] = caveats
             print(golden_caveats.note(target, caveats), file=sys.stderr)

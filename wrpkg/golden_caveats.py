@@ -8,6 +8,8 @@ tolerance covers); for two kinds the CPU computes something else altogether:
   cooperative tile code (scans, compaction, reductions across the block) takes another path;
 - atomics: the order in which threads meet an atomic is the CPU loop's, not the GPU
   scheduler's, so sums round differently and a slot handed out by atomic_add goes elsewhere.
+Warp's floating-point reductions and scans (warp.utils) are the third: CUB adds in a tree, the
+CPU in a loop, so their sums round differently.
 The capture names them (capture.json `cpu_golden_caveats`, and a note), so the bundle's gpu
 replay tests use goldens made on a GPU (//rules:gpu_goldens, wrpkg.regolden).
 """
@@ -71,6 +73,37 @@ def launch_caveats(calls) -> list[dict]:
     return [record for record in found.values() if record["reasons"]]
 
 
+# warp.utils operations whose CPU result rounds differently from CUB's (wrpkg.retarget.BUILTIN_ARRAY_OPS).
+_FLOAT_SUMS = {
+    "array_sum": "a reduction",
+    "array_inner": "a reduction",
+    "array_scan": "a scan",
+}
+
+
+def operation_caveats(builtin_calls) -> list[dict]:
+    """The caveats of a retargeted step's warp.utils operations (wrpkg.retarget.BuiltinCall), one
+    record per operation and line: floating-point reductions and scans.
+
+    Returns:
+      Records {"operation", "where", "reasons"} for capture.json.
+    """
+    found: dict[tuple[str, str], dict] = {}
+    for call in builtin_calls:
+        kind = _FLOAT_SUMS.get(call.name)
+        if kind is None or not call.dtype.startswith("float"):
+            continue
+        found.setdefault(
+            (call.name, call.where),
+            {
+                "operation": call.name,
+                "where": call.where,
+                "reasons": [f"{kind} of {call.dtype}: CUB adds in a tree, the CPU in a loop"],
+            },
+        )
+    return list(found.values())
+
+
 def note(target: str, caveats: list[dict]) -> str:
     """The capture log's note on launch_caveats."""
     lines = [
@@ -78,7 +111,10 @@ def note(target: str, caveats: list[dict]) -> str:
         "(the gpu replay tests compare with goldens made on a GPU under --config=gpu: //rules:gpu_goldens):"
     ]
     for record in caveats:
-        lines.append(
-            f"  {record['kernel']} (block_dim {record['block_dim']}, {record['where']}): {'; '.join(record['reasons'])}"
+        what = (
+            f"{record['kernel']} (block_dim {record['block_dim']}, {record['where']})"
+            if "kernel" in record
+            else f"wp.utils.{record['operation']} ({record['where']})"
         )
+        lines.append(f"  {what}: {'; '.join(record['reasons'])}")
     return "\n".join(lines)

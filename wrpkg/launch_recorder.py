@@ -45,13 +45,15 @@ _USER_FILE: dict[tuple[tuple[str, ...], str], bool] = {}
 
 def is_user_file(user_dirs: tuple[str, ...], filename: str) -> bool:
     """Whether `filename` lies in one of `user_dirs`, in either spelling (Bazel's sandbox reaches the
-    script through a symlink)."""
+    script through a symlink). Code made with exec() ("<string>", Warp's generated functions) is no
+    file: never the user's, though its relative name would resolve into the working directory."""
     key = (user_dirs, filename)
     known = _USER_FILE.get(key)
     if known is None:
-        known = _USER_FILE[key] = os.path.abspath(filename).startswith(user_dirs) or os.path.realpath(
-            filename
-        ).startswith(user_dirs)
+        known = _USER_FILE[key] = not filename.startswith("<") and (
+            os.path.abspath(filename).startswith(user_dirs)
+            or os.path.realpath(filename).startswith(user_dirs)
+        )
     return known
 
 

@@ -53,14 +53,16 @@ REFUSED = (
     "modules or kernels with a deterministic mode (CUDA launches them through another path)",
     "modules whose CUDA source cannot be retained (strip_hash, extra CUDA include dirs, LLVM CUDA); "
     "MathDx modules keep their linked cubin instead (wrpkg.mathdx)",
-    "host-to-device copies, scans, sorts, reductions and other operations that are not kernel "
-    "launches, memsets, fills or device copies",
+    "host-to-device copies, BVH and hash grid updates, sparse-matrix (BSR) operations and other "
+    "operations that are not kernel launches, memsets, fills, device copies, conditional nodes or "
+    "Warp's built-in sorts, scans and reductions",
     "a capture in which a launch raised",
 )
 
 
-# Warp's built-in array operations (warp.utils): APIC records them as operations whose CUDA records
-# hold CUB's temporary storage sizes, which only a CUDA run knows.
+# Warp's built-in array operations (warp.utils). APIC records each as one operation holding its
+# arrays' regions and sizes, the same record on both devices (apic_types.h; the CUDA loader calls
+# the CUB entry point, which sizes its temporary storage at load): they are kept as recorded.
 BUILTIN_ARRAY_OPS = (
     "radix_sort_pairs",
     "segmented_sort_pairs",
@@ -69,19 +71,14 @@ BUILTIN_ARRAY_OPS = (
     "array_sum",
     "array_inner",
 )
-_BUILTIN_OP_TYPES = {
-    wrpformat.OpType.SCAN,
-    wrpformat.OpType.REDUCTION,
-    wrpformat.OpType.SEGMENTED_SORT,
-    wrpformat.OpType.RADIX_SORT,
-    wrpformat.OpType.RUNLENGTH_ENCODE,
-}
-BUILTIN_OP_FIX = (
-    'capture this target on a GPU (capture_mode = "gpu"): CUB sizes the temporary storage of Warp\'s sorts, '
-    "scans and reductions on the device, so a CPU capture cannot write their CUDA records. Or keep the "
-    'operation out of the step: Newton\'s CollisionPipeline(model, broad_phase="nxn" or "explicit") instead '
-    "of its SAP broad phase (a radix sort); MuJoCo Warp's opt.broadphase = BroadphaseType.NXN instead of its "
-    "sweep-and-prune (a segmented sort and a scan)"
+BUILTIN_OP_TYPES = frozenset(
+    {
+        wrpformat.OpType.SCAN,
+        wrpformat.OpType.REDUCTION,
+        wrpformat.OpType.SEGMENTED_SORT,
+        wrpformat.OpType.RADIX_SORT,
+        wrpformat.OpType.RUNLENGTH_ENCODE,
+    }
 )
 
 
@@ -174,6 +171,24 @@ class LaunchCall:
 
 
 @dataclass
+class BuiltinCall:
+    """One call of a warp.utils array operation (BUILTIN_ARRAY_OPS) made during the CPU capture."""
+
+    name: str  # "array_sum"
+    dtype: str  # its first array's scalar type, "float32"
+    where: str  # "at models/x.py:12 (...), inside newton/...:823 (...)" (call_sites.describe)
+
+
+@dataclass
+class LibrarySite:
+    """Top-level operations [start, end) were recorded by a Warp library call made at `library`."""
+
+    start: int
+    end: int
+    library: str  # "newton/_src/geometry/broad_phase_sap.py:823 (...)" (call_sites.describe_location)
+
+
+@dataclass
 class _LineMark:
     op_count: int
     where: str
@@ -204,9 +219,11 @@ class RetargetRecorder(LaunchRecorder):
     # which the branch began). APIC records a branch's operations into the main stream and moves them
     # into the conditional when it ends, so an operation's index in its branch is counted from there.
     _branches: list = field(default_factory=list)
-    # Top-level operation index -> the library line that called a Warp built-in array operation there
-    # (Newton's SAP broad phase sorts), named in its refusal beside the script's line.
-    library_sites: dict = field(default_factory=dict)
+    builtin_calls: list[BuiltinCall] = field(default_factory=list)
+    # The library lines that called warp.utils and warp.sparse operations in the step (Newton's SAP
+    # broad phase sorts), named beside the script's line where an operation they recorded is refused.
+    library_sites: list[LibrarySite] = field(default_factory=list)
+    _library_depth: int = 0
 
     def op_path(self, count: int) -> tuple:
         """The path an operation recorded at operation count `count` will have."""
@@ -375,22 +392,47 @@ class RetargetRecorder(LaunchRecorder):
             at = recorder.op_path(capture.operation_count)
             return original["capture_while"](condition, branch(while_body, (*at, "a")), stream, **kwargs)
 
-        def builtin_op(original_op):
+        def library_op(name, original_op):
+            """A Warp library call that records operations other than launches: the library line that
+            made it is kept for every operation it records (LibrarySite), and warp.utils calls are noted
+            (BuiltinCall)."""
+
             def noted(*args, **kwargs):
+                if recorder._library_depth:
+                    return original_op(*args, **kwargs)
                 site = call_sites.here()
-                if site.library is not None and not recorder._branches:
-                    recorder.library_sites[capture.operation_count] = call_sites.describe_location(
-                        site.library
-                    )
-                return original_op(*args, **kwargs)
+                if name in BUILTIN_ARRAY_OPS:
+                    first = args[0] if args else next(iter(kwargs.values()), None)
+                    dtype = getattr(getattr(first, "dtype", None), "__name__", "?")
+                    recorder.builtin_calls.append(BuiltinCall(name, dtype, call_sites.describe(site)))
+                start = capture.operation_count
+                recorder._library_depth += 1
+                try:
+                    return original_op(*args, **kwargs)
+                finally:
+                    recorder._library_depth -= 1
+                    if site.library is not None and not recorder._branches:
+                        recorder.library_sites.append(
+                            LibrarySite(
+                                start, capture.operation_count, call_sites.describe_location(site.library)
+                            )
+                        )
 
             return noted
 
         utils = [module for module in (getattr(wp, "utils", None), warp_internals.private("utils")) if module]
+        # warp.sparse only where the script imported it: importing it here would add its modules to
+        # those the capture generates after the step.
+        sparse = [
+            module
+            for module in (sys.modules.get("warp.sparse"), sys.modules.get("warp._src.sparse"))
+            if module
+        ]
         builtin_ops = [
-            (module, name, builtin_op(getattr(module, name)))
-            for module in utils
-            for name in BUILTIN_ARRAY_OPS
+            (module, name, library_op(name, getattr(module, name)))
+            for module, names in [(m, BUILTIN_ARRAY_OPS) for m in utils]
+            + [(m, [n for n in dir(m) if n.startswith("bsr_")]) for m in sparse]
+            for name in names
             if callable(getattr(module, name, None))
         ]
         return builtin_ops + [
@@ -601,6 +643,8 @@ def _refuse_other_ops(ops: list, recorder: RetargetRecorder, top: int | None = N
     (whose branches are checked the same way); `top` is the top-level operation a branch belongs to."""
     allowed = (wrpformat.KernelLaunch, wrpformat.MemcpyD2D, wrpformat.Memset, wrpformat.Memtile)
     for index, op in enumerate(ops):
+        if op.op_type in BUILTIN_OP_TYPES:
+            continue
         at = index if top is None else top
         if isinstance(op, wrpformat.Conditional):
             _refuse_other_ops(op.branch_a.ops, recorder, at)
@@ -609,13 +653,10 @@ def _refuse_other_ops(ops: list, recorder: RetargetRecorder, top: int | None = N
             name = wrpformat.op_type_name(int(op.op_type))
             inside = "" if top is None else f" inside the conditional node of operation {top}"
             where = recorder.where_op(at)
-            library = recorder.library_sites.get(at) if top is None else None
+            library = next((s.library for s in recorder.library_sites if s.start <= at < s.end), None)
             if library:
                 where += f", inside {library}"
-            builtin = op.op_type in _BUILTIN_OP_TYPES
-            raise recorder.refuse(
-                f"operation {index} ({name}){inside}", where, fix=BUILTIN_OP_FIX if builtin else None
-            )
+            raise recorder.refuse(f"operation {index} ({name}){inside}", where)
 
 
 def check_operations(ops: list, recorder: RetargetRecorder) -> dict[tuple, LaunchCall]:

@@ -22,7 +22,8 @@ XPBD_ITERATIONS = 2
 XPBD_CONTACT_RELAXATION = 0.8
 
 
-def build(device):
+def build(device, broad_phase=None):
+    """The pyramid on `device`; `broad_phase` is CollisionPipeline's (None: its default)."""
     builder = newton.ModelBuilder()
     builder.add_shape_plane(xform=wp.transform_identity(), width=0.0, length=0.0)
     for level in range(PYRAMID_SIZE):
@@ -42,7 +43,7 @@ def build(device):
     builder.add_shape_sphere(ball, radius=BALL_RADIUS)
     model = builder.finalize(device=device)
 
-    pipeline = newton.CollisionPipeline(model)
+    pipeline = newton.CollisionPipeline(model, broad_phase=broad_phase)
     solver = newton.solvers.SolverXPBD(
         model, iterations=XPBD_ITERATIONS, rigid_contact_relaxation=XPBD_CONTACT_RELAXATION
     )

@@ -4,8 +4,8 @@ WRP_TEST_READBACK=warp: Warp's own marching cubes (wp.MarchingCubes.surface) rea
 the host, inside warp/_src/geometry/marching_cubes.py, to size its output.
 WRP_TEST_READBACK=installed: a package installed under a site-packages folder (minilib, made by the test,
 on PYTHONPATH) reads an array with .numpy() inside the step, as a physics library's broad phase might.
-WRP_TEST_READBACK=installed_sort: that package sorts with Warp's radix sort in the step, as Newton's SAP
-broad phase does (retargeted: refused naming both lines and the switches).
+WRP_TEST_READBACK=installed_sparse: that package rebuilds a warp.sparse matrix from triplets in the step
+(retargeted: the BSR operation is refused naming both lines).
 """
 
 import os
@@ -30,7 +30,10 @@ def build(device):
     sphere = np.sqrt(sum(np.meshgrid(grid * grid, grid * grid, grid * grid, indexing="ij"))) - 0.5
     field = wp.array(sphere.astype(np.float32), dtype=float, device=device)
     cubes = wp.MarchingCubes(8, 8, 8)
-    keys = wp.array(np.arange(2 * N, dtype=np.int32)[::-1].copy(), dtype=wp.int32, device=device)
+    if os.environ.get("WRP_TEST_READBACK") == "installed_sparse":
+        import minilib  # noqa: PLC0415 - made by the test
+
+        triplets = minilib.Triplets(device)
 
     def step():
         wp.launch(scale, dim=N, inputs=[x, 2.0], device=device)
@@ -38,10 +41,8 @@ def build(device):
             import minilib  # noqa: PLC0415 - made by the test
 
             factor = minilib.largest(x)
-        elif os.environ.get("WRP_TEST_READBACK") == "installed_sort":
-            import minilib  # noqa: PLC0415 - made by the test
-
-            minilib.sort(keys)
+        elif os.environ.get("WRP_TEST_READBACK") == "installed_sparse":
+            triplets.rebuild()
             factor = 1.0
         else:
             cubes.surface(field, 0.0)

@@ -1,7 +1,7 @@
-"""Refused by the retarget mode, each naming the operation and its line: Warp's built-in array
-operations that APIC records as opaque operations (not kernel launches), whose CUDA records hold
-parameters only a CUDA run knows (temporary storage sizes, CUB's choices). WRP_TEST_BUILTIN_OP
-picks one: radix_sort_pairs, segmented_sort_pairs, runlength_encode, array_sum, array_inner."""
+"""Warp's built-in array operations (warp.utils) in the step: APIC records each as one operation,
+the same record on the CPU and on CUDA, so a retargeted capture keeps it as recorded.
+WRP_TEST_BUILTIN_OP picks one: radix_sort_pairs, segmented_sort_pairs, runlength_encode, array_sum,
+array_inner, array_scan (inclusive, float32), array_scan_int (exclusive, int32)."""
 
 import os
 
@@ -21,20 +21,26 @@ def build(device):
     out = wp.zeros(N, dtype=wp.int32, device=device)
     count = wp.zeros(1, dtype=wp.int32, device=device)
     total = wp.zeros(1, dtype=float, device=device)
+    scanned = wp.zeros(N, dtype=float, device=device)
+    prefix = wp.zeros(2 * N, dtype=wp.int32, device=device)
     starts = wp.array(np.array([0, 4, 8], dtype=np.int32), dtype=wp.int32, device=device)
     ends = wp.array(np.array([4, 8, 16], dtype=np.int32), dtype=wp.int32, device=device)
 
     def step():
         if OP == "radix_sort_pairs":
-            wp.utils.radix_sort_pairs(keys, values, N)  # refused here
+            wp.utils.radix_sort_pairs(keys, values, N)
         elif OP == "segmented_sort_pairs":
-            wp.utils.segmented_sort_pairs(keys, values, N, starts, ends)  # refused here
+            wp.utils.segmented_sort_pairs(keys, values, N, starts, ends)
         elif OP == "runlength_encode":
-            wp.utils.runlength_encode(keys, out, out, count, value_count=N)  # refused here
+            wp.utils.runlength_encode(keys, out, out, count, value_count=N)
         elif OP == "array_sum":
-            wp.utils.array_sum(floats, out=total)  # refused here
+            wp.utils.array_sum(floats, out=total)
         elif OP == "array_inner":
-            wp.utils.array_inner(floats, floats, out=total)  # refused here
+            wp.utils.array_inner(floats, floats, out=total)
+        elif OP == "array_scan":
+            wp.utils.array_scan(floats, scanned, inclusive=True)
+        elif OP == "array_scan_int":
+            wp.utils.array_scan(keys, prefix, inclusive=False)
 
     used = {
         "radix_sort_pairs": ({"keys": keys, "values": values}, {"keys": keys, "values": values}),
@@ -45,6 +51,8 @@ def build(device):
         "runlength_encode": ({"keys": keys}, {"out": out, "count": count}),
         "array_sum": ({"floats": floats}, {"total": total}),
         "array_inner": ({"floats": floats}, {"total": total}),
+        "array_scan": ({"floats": floats}, {"scanned": scanned}),
+        "array_scan_int": ({"keys": keys}, {"prefix": prefix}),
     }
     inputs, outputs = used[OP]
     return CaptureSpec(inputs=inputs, outputs=outputs, step=step)
