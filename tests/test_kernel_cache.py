@@ -87,6 +87,9 @@ def program(tmp_path_factory):
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "solver.py").write_text(LIBRARY)
+    # Test modules beside the code (MuJoCo Warp's collision_driver_test.py) are not the library's.
+    for name in ("solver_test.py", "test_solver.py"):
+        (package / name).write_text("raise RuntimeError('a test module was imported')\n")
     (root / "falling.py").write_text(SCRIPT)
     return root
 
@@ -152,6 +155,7 @@ def test_the_cache_holds_every_module_of_the_package(seed):
             modules
         )
         assert manifest["not_compiled"] == []
+        assert manifest["not_imported"] == []  # the test modules were not imported
     assert (cpu["cpu"], cpu["cuda_arch"], cuda["cpu"], cuda["cuda_arch"]) == (True, None, False, 90)
     cpu_dir, cuda_dir = root / "kernels_cpu" / cpu["warp"], root / "kernels_sm90" / cuda["warp"]
     solver = next(e for e in cpu["compiled"] if e["module"] == "kc_physics.solver")

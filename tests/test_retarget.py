@@ -39,6 +39,26 @@ def test_sim_retarget_is_the_h200_capture(tmp_path):
     assert compare_captures(out, RECORDED_SIM, "sim") == []
     interface = (out / "interface.json").read_text()
     assert '"golden_device": "cpu"' in interface and '"device": "cuda"' in interface
+    assert "cpu_device_branches" not in json.loads((out / "capture.json").read_text())
+
+
+def test_a_branch_on_the_device_is_named(tmp_path):
+    """A retargeted capture runs the script's CPU branch: the line that asked which device it runs
+    on is named (capture.json cpu_device_branches, and a note saying a GPU capture may differ);
+    models/sim.py asks nothing (test_sim_retarget_is_the_h200_capture)."""
+    script = PROGRAMS / "device_branch.py"
+    line = next(i for i, text in enumerate(script.read_text().splitlines(), 1) if "# asks here" in text)
+    out = tmp_path / "raw"
+    proc = retarget(script, out)
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads((out / "capture.json").read_text())
+    assert info["cpu_device_branches"] == [
+        f"tests/programs_retarget/device_branch.py:{line} "
+        "(block_dim = 1 if wp.get_device(device).is_cpu else 128  # asks here)"
+    ]
+    assert "code asked which device it runs on" in proc.stderr and 'capture_mode = "gpu"' in proc.stderr
+    launch = next(op for op in wrpformat.read_wrp(out / "device_branch.wrp").operations.ops)
+    assert launch.block_dim == 1  # the CPU branch's, retargeted as asked
 
 
 def test_launch_forms(tmp_path):

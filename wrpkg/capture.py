@@ -40,6 +40,7 @@ from wrpkg import (
     build_launches,
     call_sites,
     crash_watch,
+    device_branches,
     golden_caveats,
     initial_state,
     kernel_cache,
@@ -492,7 +493,9 @@ def _capture_into(
     # What build() and the step allocate is filled with a sentinel, so bytes nobody wrote are found.
     fresh = initial_state.FreshMemory(user_dirs)
     commands = retarget.watching_launch_commands() if mode == "retarget" else contextlib.nullcontext()
-    with fresh.installed(), commands:
+    branches = device_branches.DeviceBranchWatch() if mode == "retarget" else None
+    asking = branches.watching() if branches else contextlib.nullcontext()
+    with fresh.installed(), commands, asking:
         spec, bindings, paths = _build_spec(wp, script, device, target, build_watch, later)
 
     if mode == "retarget":
@@ -504,7 +507,7 @@ def _capture_into(
     recorder.defer_compiles = later is not None
     crash_watch.phase(f"step() under capture on {device.alias}")
     try:
-        with fresh.installed():
+        with fresh.installed(), branches.watching() if branches else contextlib.nullcontext():
             graph = _record_step(wp, spec, device, script, target, recorder)
         crash_watch.phase("checking what the step recorded, then compiling its modules and build()'s")
         with recorder.deferring():  # their code is generated (a broken kernel refused) before any compile
@@ -585,6 +588,9 @@ def _capture_into(
         if caveats:
             info["cpu_golden_caveats"] = caveats
             print(golden_caveats.note(target, caveats), file=sys.stderr)
+        if branches.sites:
+            info["cpu_device_branches"] = branches.records()
+            print(device_branches.note(target, info["cpu_device_branches"]), file=sys.stderr)
     else:
         info = _versions(wp, device)
     interface = {

@@ -43,8 +43,14 @@ KERNEL_CACHE_SCHEMA = "rules_warp.kernel_cache/1"
 RETARGET_DIR = "wrpkg_retarget"
 MANIFEST = "kernel_cache.json"
 
-# Submodules whose import runs a program or needs what a step never imports.
+# Submodules whose import runs a program or needs what a step never imports: test folders and
+# test modules (MuJoCo Warp's collision_driver_test.py sits beside the code it tests).
 _SKIPPED_PARTS = {"tests", "test", "examples", "viewer", "__main__"}
+
+
+def _is_skipped(name: str) -> bool:
+    parts = name.split(".")[1:]
+    return bool(_SKIPPED_PARTS & set(parts)) or parts[-1].endswith("_test") or parts[-1].startswith("test_")
 
 
 class KernelCacheError(WrpError):
@@ -202,7 +208,7 @@ def _import_all(package: str, target: str) -> tuple[list[str], list[dict]]:
     for info in pkgutil.walk_packages(
         getattr(root, "__path__", []), package + ".", onerror=lambda _name: None
     ):
-        if _SKIPPED_PARTS & set(info.name.split(".")[1:]):
+        if _is_skipped(info.name):
             continue
         try:
             importlib.import_module(info.name)

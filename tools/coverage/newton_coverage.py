@@ -12,7 +12,7 @@ and runs, each in a fresh process with a timeout and one shared Warp kernel cach
 It writes docs/coverage/newton_mjwarp.md (the table) and docs/coverage/newton_mjwarp.json (the
 raw results, rewritten after each program: a partial run is a partial table, `--resume` goes on).
 
-    PYTHONPATH=. python tools/coverage/newton_coverage.py [--only SUBSTR] [--resume] \
+    PYTHONPATH=. python tools/coverage/newton_coverage.py [--only SUBSTR [--rerun]] [--resume] \
         [--timeout 600] [--jobs 1] [--cache-dir DIR] [--gpu-results FILE] [--table-only]
 
 The generic adapters:
@@ -592,6 +592,10 @@ def write_table(data: dict, table: Path, gpu: dict, programs: list[dict]) -> Non
         f"Date: {data['date']}. Versions: warp-lang {v.get('warp-lang')}, newton {v.get('newton')}, "
         f"mujoco_warp {v.get('mujoco-warp')}, mujoco {v.get('mujoco')}. Machine: {data['machine']}.",
         "",
+        *[
+            f"Run again on {rerun['date']} (`{rerun['command']}`): {', '.join(rerun['programs'])}.\n"
+            for rerun in data.get("reruns", [])
+        ],
         f"Programs listed: {data['listed']}; done: {len(rows)} ({len(ran)} run, "
         f"{len(rows) - len(ran)} not run: they need a download or USD); not reached yet: {len(pending)}. "
         f"Of those run: CPU capture ok {count('cpu')}, retarget ok {count('retarget')}, "
@@ -649,6 +653,11 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--only", action="append", default=[], help="run programs whose name contains this")
     parser.add_argument("--resume", action="store_true", help="skip programs already in the JSON")
+    parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="run the --only programs again, keeping every other program's results in the JSON",
+    )
     parser.add_argument("--jobs", type=int, default=1, help="programs run at once (default 1)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per command (default 600)")
     parser.add_argument(
@@ -682,22 +691,34 @@ def main(argv=None) -> int:
         gpu = json.loads(args.gpu_results.read_text()).get("programs", {})
     json_path = args.table.with_suffix(".json")
     data = {"programs": {}}
-    if (args.resume or args.table_only) and json_path.exists():
+    if (args.resume or args.rerun or args.table_only) and json_path.exists():
         data = json.loads(json_path.read_text())
     if args.table_only:
         write_table(data, args.table, gpu, programs)
         return 0
-    data.update(
-        {
-            "command": "PYTHONPATH=. python tools/coverage/newton_coverage.py "
-            + shlex.join(argv if argv is not None else sys.argv[1:]),
-            "date": datetime.date.today().isoformat(),
-            "versions": versions(),
-            "machine": f"{os.cpu_count()} CPU cores, no GPU (nice -n 19)",
-            "listed": len(programs),
-        }
+    command = "PYTHONPATH=. python tools/coverage/newton_coverage.py " + shlex.join(
+        argv if argv is not None else sys.argv[1:]
     )
     selected = [p for p in programs if not args.only or any(s in p["program"] for s in args.only)]
+    if args.rerun and "command" in data:
+        # The table stays the first run's, with the programs run again named under its header.
+        data.setdefault("reruns", []).append(
+            {
+                "date": datetime.date.today().isoformat(),
+                "command": command,
+                "programs": [p["program"] for p in selected if p["runnable"]],
+            }
+        )
+    else:
+        data.update(
+            {
+                "command": command,
+                "date": datetime.date.today().isoformat(),
+                "versions": versions(),
+                "machine": f"{os.cpu_count()} CPU cores, no GPU (nice -n 19)",
+                "listed": len(programs),
+            }
+        )
     lock = threading.Lock()
 
     def one(p):
@@ -714,7 +735,7 @@ def main(argv=None) -> int:
         )
         print(f"{p['program']}: {summary or 'not run: ' + p['needs_assets']}", flush=True)
 
-    todo = [p for p in selected if not (args.resume and p["program"] in data["programs"])]
+    todo = [p for p in selected if args.rerun or not (args.resume and p["program"] in data["programs"])]
     print(f"{len(todo)} programs to run ({len(selected)} selected, {len(programs)} listed)", flush=True)
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for future in [pool.submit(one, p) for p in todo]:
