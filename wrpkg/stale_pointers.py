@@ -66,6 +66,9 @@ def _describe(obj, kind: str) -> str:
 def _live_objects(wp, extra: list) -> list[_LiveObject]:
     """Ids of live meshes, BVHs, hash grids and volumes, and data ranges of live arrays."""
     kinds = [(wp.Mesh, "wp.Mesh"), (wp.Bvh, "wp.Bvh"), (wp.HashGrid, "wp.HashGrid"), (wp.Volume, "wp.Volume")]
+    # One isinstance per object of the heap (a Newton program has ~10^5): the kinds are sorted out
+    # only for the few that are any of them.
+    wanted = (*(cls for cls, _ in kinds), wp.array)
     found: list[_LiveObject] = []
     seen: set[int] = set()
 
@@ -79,18 +82,17 @@ def _live_objects(wp, extra: list) -> list[_LiveObject]:
                 if obj_id:
                     found.append(_LiveObject(kind, obj_id, obj_id + 1, _describe(obj, kind)))
                 return
-        if isinstance(obj, wp.array) and getattr(obj, "ptr", None):
+        if getattr(obj, "ptr", None):
             # The whole allocation, on any device: a pointer into the middle of it is just as stale.
             size = int(
                 getattr(obj, "capacity", 0) or obj.size * warp_internals.types().type_size_in_bytes(obj.dtype)
             )
             found.append(_LiveObject(_ARRAY, int(obj.ptr), int(obj.ptr) + max(size, 1)))
 
-    for obj in extra:
-        consider(obj)
-    for obj in gc.get_objects():
-        with contextlib.suppress(Exception):  # objects half torn down can raise on attribute access
-            consider(obj)
+    for obj in [*extra, *gc.get_objects()]:
+        if isinstance(obj, wanted):
+            with contextlib.suppress(Exception):  # objects half torn down can raise on attribute access
+                consider(obj)
     return found
 
 
