@@ -169,6 +169,13 @@ def test_the_cache_holds_every_module_of_the_package(seed):
             assert str(root).encode() not in path.read_bytes(), path
 
 
+def test_an_excluded_module_is_left_to_the_captures(program, tmp_path):
+    """wrp_kernel_cache(exclude=...): modules matching a glob are not compiled, and are listed."""
+    manifest = _make_cache(program, tmp_path / "kernels_cpu", "--exclude", "make_damping__locals__*")
+    assert [e["module"] for e in manifest["compiled"]] == ["kc_physics.solver"]
+    assert len(manifest["excluded"]) == 1 and manifest["excluded"][0].startswith("make_damping__locals__damp_")
+
+
 @pytest.mark.parametrize("mode", ["cpu", "retarget"])
 def test_a_seeded_capture_compiles_nothing_and_writes_the_same_bytes(program, seed, tmp_path, mode):
     extra = ["--device", "cpu"] if mode == "cpu" else ["--device", "cuda", "--mode", "retarget"]

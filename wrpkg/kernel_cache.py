@@ -25,6 +25,7 @@ module once too.
 
 from __future__ import annotations
 
+import fnmatch
 import importlib
 import json
 import os
@@ -224,11 +225,13 @@ def build(
     cuda_arch: int | None = None,
     label: str | None = None,
     with_cpu: bool = True,
+    exclude: tuple[str, ...] = (),
 ) -> dict:
     """Compiles every Warp module that `packages` define into a new kernel cache at `out_dir`
     (replaced as a whole, or left as it was): for the CPU unless `with_cpu` is False, and for
     sm_<cuda_arch> as a retargeted capture compiles (wrp_kernel_cache runs the two as two actions,
-    so that CPU captures need not wait for NVRTC). Returns the manifest it wrote."""
+    so that CPU captures need not wait for NVRTC). Modules whose name matches a glob of `exclude`
+    are left to the captures. Returns the manifest it wrote."""
     target = label or "wrpkg.kernel_cache"
     if not packages:
         raise KernelCacheError(f"{target}: no package named", fix="name at least one, e.g. --package newton")
@@ -244,12 +247,19 @@ def build(
         f"{out_dir} was left as it was",
         "run it again",
     ) as tmp_dir:
-        manifest = _build_into(packages, Path(tmp_dir), cuda_arch, with_cpu, target)
+        manifest = _build_into(packages, Path(tmp_dir), cuda_arch, with_cpu, target, tuple(exclude))
         atomic.publish_dir(tmp_dir, out_dir)
     return manifest
 
 
-def _build_into(packages: list[str], work: Path, cuda_arch: int | None, with_cpu: bool, target: str) -> dict:
+def _build_into(
+    packages: list[str],
+    work: Path,
+    cuda_arch: int | None,
+    with_cpu: bool,
+    target: str,
+    exclude: tuple[str, ...],
+) -> dict:
     import warp as wp  # noqa: PLC0415
 
     from wrpkg import source_paths  # noqa: PLC0415 - imports Warp
@@ -274,6 +284,8 @@ def _build_into(packages: list[str], work: Path, cuda_arch: int | None, with_cpu
             or any(f.startswith(tuple(package_dirs)) for f in call_sites.module_source_files(m))
         )
     ]
+    excluded = sorted(m.name for m in modules if any(fnmatch.fnmatchcase(m.name, g) for g in exclude))
+    modules = [m for m in modules if m.name not in excluded]
     cpu = wp.get_device("cpu")
     compiled, failed = [], []
     for number, module in enumerate(modules, 1):
@@ -312,6 +324,7 @@ def _build_into(packages: list[str], work: Path, cuda_arch: int | None, with_cpu
         "cpu_compiler_flags": wp.config.cpu_compiler_flags,
         "compiled": compiled,
         "not_compiled": failed,
+        "excluded": excluded,
         "not_kept": dropped,
         "not_imported": skipped_imports,
     }
@@ -340,13 +353,21 @@ def configure_parser(parser) -> None:
         help="also compile each module for this SM, as a retargeted capture",
     )
     parser.add_argument("--no-cpu", action="store_true", help="compile only for --cuda-arch, not for the CPU")
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        help="a glob of Warp module names to leave to the captures (a module no capture uses that is slow to build)",
+    )
     parser.add_argument("--label", default=None, help="the Bazel target, named in errors")
 
 
 def run(args) -> int:
     crash_watch.tool_name = "kernel_cache"
     crash_watch.phase("starting Warp")
-    build(args.package, args.out_dir, args.cuda_arch, args.label, with_cpu=not args.no_cpu)
+    build(
+        args.package, args.out_dir, args.cuda_arch, args.label, with_cpu=not args.no_cpu, exclude=args.exclude
+    )
     return 0
 
 

@@ -8,6 +8,8 @@ def _compile_cache(ctx, name, options, what):
     arguments = ["--out-dir", cache.path, "--label", str(ctx.label)] + options
     for package in ctx.attr.packages:
         arguments += ["--package", package]
+    for pattern in ctx.attr.exclude:
+        arguments += ["--exclude", pattern]
     run_wrpkg(
         ctx,
         tool = "kernel_cache",
@@ -59,6 +61,11 @@ which lists what was compiled and what was left to the captures).""",
         ),
         deps = attr.label_list(
             doc = "py_library targets providing packages that the pinned venv does not.",
+        ),
+        exclude = attr.string_list(
+            doc = "Globs of Warp module names not to compile here (kernel_cache.json lists them under " +
+                  "`excluded`): modules no capture of yours launches that are slow to build. A capture " +
+                  "that does launch one compiles it itself.",
         ),
         cuda_arch = attr.int(
             default = 0,
