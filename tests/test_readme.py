@@ -74,6 +74,8 @@ ELSEWHERE = {
     "modes, fresh kernel caches (many minutes): run by hand",
     "python3 tools/bench/kernel_cache_bench.py": "cold Bazel builds of one and six Newton targets (tens of "
     "minutes on 2 cores): run by hand; its numbers are in docs/benchmarks.md",
+    "python tools/bench/capture_overhead_bench.py [--mode cpu|retarget|gpu]": "captures each model with wrpkg and "
+    "with plain Warp, three rounds (minutes): run by hand; its numbers are in docs/benchmarks.md",
     "python tools/bench/refusal_bench.py": "times each refused program of tests/refusal_programs.py with fresh "
     "kernel caches (minutes): run by hand; //tests:refusal_before_compile_test holds what it measures (no compile "
     "before the refusal)",
