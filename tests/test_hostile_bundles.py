@@ -180,6 +180,35 @@ def test_unlistable_directory_is_refused_not_skipped(tmp_path, monkeypatch, caps
     assert "Traceback" not in err and len(err.splitlines()) == 2
 
 
+def _nest(parent: Path, depth: int) -> list[int]:
+    """`depth` folders "d" inside each other under `parent`, made through directory descriptors (the
+    whole path is longer than PATH_MAX); returns the descriptors, outermost first."""
+    fds = [os.open(parent, os.O_RDONLY)]
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fds[-1])
+        fds.append(os.open("d", os.O_RDONLY, dir_fd=fds[-1]))
+    return fds
+
+
+def test_a_directory_nested_1200_deep_is_refused_in_one_line(tmp_path, capsys):
+    """Issue 40: a tree deeper than Python's recursion limit raised RecursionError from the walk
+    (os.walk recurses) in verify, Bundle.open and load_bundle; it is refused as a directory."""
+    bundle = copy_good(tmp_path)
+    fds = _nest(bundle / "golden", 1200)
+    try:
+        assert cli.main(["verify", str(bundle)]) == 1
+        err = capsys.readouterr().err
+        assert "cannot list this directory of the bundle (nested deeper than 64 directories)" in err, err
+        assert "Traceback" not in err and len(err.splitlines()) == 2
+        with pytest.raises(VerifyError, match="nested deeper than 64 directories"):
+            verify_bundle(bundle)
+    finally:
+        for parent, child in zip(reversed(fds[:-1]), reversed(fds[1:]), strict=True):
+            os.close(child)
+            os.rmdir("d", dir_fd=parent)
+        os.close(fds[0])
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root lists a mode-000 directory")
 def test_unreadable_directory_as_a_user(tmp_path):
     bundle = copy_good(tmp_path)

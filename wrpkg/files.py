@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from pathlib import Path
@@ -20,8 +21,9 @@ def sha256_file(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
-def _raise(error: OSError) -> None:
-    raise error
+# A bundle's deepest entry is two folders down (<stem>_modules/..., golden/...); a tree much deeper is
+# hostile, and is refused before it costs a walk (os.walk recurses: 1,000 levels raise RecursionError).
+MAX_DEPTH = 64
 
 
 def relative_entries(root: str | os.PathLike) -> list[tuple[str, bool]]:
@@ -29,17 +31,24 @@ def relative_entries(root: str | os.PathLike) -> list[tuple[str, bool]]:
 
     Symlinks are not followed: a link to a directory is listed as a non-directory entry, so
     a check that refuses anything but regular files sees it. A directory that cannot be listed
-    raises its OSError (os.walk would skip it silently, and hide what it holds)."""
+    raises its OSError (os.walk would skip it silently, and hide what it holds), and so does one
+    nested deeper than MAX_DEPTH below `root`."""
     root = Path(root)
     found = []
-    for dirpath, dirnames, filenames in os.walk(root, onerror=_raise):
-        dirnames.sort()
-        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
-        for name in dirnames:
-            is_link = os.path.islink(os.path.join(dirpath, name))
-            found.append((name if rel_dir == "." else f"{rel_dir}/{name}", not is_link))
-        for name in filenames:
-            found.append((name if rel_dir == "." else f"{rel_dir}/{name}", False))
+    pending = [("", 0)]
+    while pending:
+        rel_dir, depth = pending.pop()
+        directory = root / rel_dir if rel_dir else root
+        if depth > MAX_DEPTH:
+            raise OSError(errno.ELOOP, f"nested deeper than {MAX_DEPTH} directories", str(directory))
+        with os.scandir(directory) as listing:
+            entries = list(listing)
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            is_dir = entry.is_dir(follow_symlinks=False)
+            found.append((rel, is_dir))
+            if is_dir:
+                pending.append((rel, depth + 1))
     return sorted(found)
 
 
