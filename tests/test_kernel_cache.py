@@ -173,7 +173,9 @@ def test_an_excluded_module_is_left_to_the_captures(program, tmp_path):
     """wrp_kernel_cache(exclude=...): modules matching a glob are not compiled, and are listed."""
     manifest = _make_cache(program, tmp_path / "kernels_cpu", "--exclude", "make_damping__locals__*")
     assert [e["module"] for e in manifest["compiled"]] == ["kc_physics.solver"]
-    assert len(manifest["excluded"]) == 1 and manifest["excluded"][0].startswith("make_damping__locals__damp_")
+    assert len(manifest["excluded"]) == 1 and manifest["excluded"][0].startswith(
+        "make_damping__locals__damp_"
+    )
 
 
 @pytest.mark.parametrize("mode", ["cpu", "retarget"])

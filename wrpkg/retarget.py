@@ -31,6 +31,7 @@ import json
 import os
 import shutil
 import sys
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -425,15 +426,17 @@ class RetargetRecorder(LaunchRecorder):
         # those the capture generates after the step.
         sparse = [
             module
-            for module in (sys.modules.get("warp.sparse"), sys.modules.get("warp._src.sparse"))
+            for module in (sys.modules.get("warp.sparse"), warp_internals.loaded_private("sparse"))
             if module
         ]
+        # Python functions only: a @wp.func (bsr_row_index) is Warp's to resolve in kernels, not a call
+        # to watch.
         builtin_ops = [
             (module, name, library_op(name, getattr(module, name)))
             for module, names in [(m, BUILTIN_ARRAY_OPS) for m in utils]
             + [(m, [n for n in dir(m) if n.startswith("bsr_")]) for m in sparse]
             for name in names
-            if callable(getattr(module, name, None))
+            if isinstance(getattr(module, name, None), types.FunctionType)
         ]
         return builtin_ops + [
             (ctx, "launch", launch),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import sys
 
 CHECKED_WARP_VERSION = "1.19.0"
 
@@ -103,6 +104,12 @@ def private(module: str):
     """`warp._src.<module>`, e.g. private("context"). Cached: a retarget capture asks several times a
     launch, and import_module takes the import lock each time."""
     return importlib.import_module(f"warp._src.{module}")
+
+
+def loaded_private(module: str):
+    """`warp._src.<module>` if something imported it already, else None (importing it would define
+    its Warp modules in this process)."""
+    return sys.modules.get(f"warp._src.{module}")
 
 
 def context():
