@@ -45,6 +45,12 @@ PROGRAMS = {
     CAPTURE / "cpu_golden_caveats.py": {"identical": True, "cpu_goldens_hold": True},
     CAPTURE / "view_binding.py": {"identical": True, "cpu_goldens_hold": True},
     CAPTURE / "atomic_sum.py": {"identical": True, "cpu_goldens_hold": True},
+    # Strided and indexed copies and fills, lowered to kernel launches (wrpkg.copy_lowering).
+    CAPTURE / "strided_copies.py": {"identical": True, "cpu_goldens_hold": True},
+    # A wp.HashGrid rebuilt and queried in the step (wrpkg.hash_grid_lowering).
+    CAPTURE / "hash_grid_step.py": {"identical": True, "cpu_goldens_hold": True},
+    # Two wp.Volumes sampled by id, relocated to their NanoVDB buffers.
+    CAPTURE / "volume_step.py": {"identical": True, "cpu_goldens_hold": True},
     # Mesh queries round differently on the GPU (2.4e-7) and declare no tolerance.
     CAPTURE / "mesh_id_uint64.py": {"identical": True, "cpu_goldens_hold": False},
     # Initial state computed by a kernel in build(): the GPU rounds it differently, so the

@@ -6,6 +6,7 @@ addresses baked into a raw capture differ), with Warp's kernel cache in a temp f
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -223,3 +224,26 @@ def fuzz_chunk(args) -> dict:
         "slowest_s": slowest,
         "cpu_s": time.process_time() - cpu_start,
     }
+
+
+# Runs a capture program's step directly (no capture: Warp's own operations) on the CPU and
+# prints each output's bytes as hex, in JSON.
+_DIRECT_RUN = """
+import importlib.util, json, sys
+import warp as wp
+wp.config.quiet = True
+spec = importlib.util.spec_from_file_location("program", sys.argv[1])
+program = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(program)
+capture = program.build("cpu")
+capture.step()
+wp.synchronize()
+print(json.dumps({name: arr.numpy().tobytes().hex() for name, arr in capture.outputs.items()}))
+"""
+
+
+def direct_step_outputs(script: Path, env_extra: dict[str, str] | None = None) -> dict[str, bytes]:
+    """The outputs of `script`'s step run once by Warp without a capture, by name."""
+    proc = run_python("-c", _DIRECT_RUN, str(script), env_extra=env_extra)
+    assert proc.returncode == 0, proc.stderr
+    return {name: bytes.fromhex(data) for name, data in json.loads(proc.stdout.splitlines()[-1]).items()}

@@ -32,9 +32,10 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 
-from wrpkg import warp_internals, wrpformat
+from wrpkg import copy_lowering, warp_internals, wrpformat
 from wrpkg.deferred_compile import DeferredCompile
 from wrpkg.errors import CaptureError
+from wrpkg.hash_grid_lowering import HashGridLowering
 from wrpkg.step_guard import StepGuard, StepRefusal
 
 # (user_dirs, code filename) -> whether the file is the capture script's. A retarget capture asks
@@ -153,6 +154,36 @@ class LaunchRecorder:
     # uses the graph (capture_save, capture_launch) or a kernel launched in the step.
     defer_compiles: bool = False
     deferred: DeferredCompile | None = None  # set by recording() when it defers
+    # Hash grids built in the step (wrpkg.hash_grid_lowering); kept with their arrays until the
+    # recorder goes.
+    hash_grids: HashGridLowering | None = None
+    # Live wp.Volume ids -> their NanoVDB buffers as arrays (found once, when a launch first passes
+    # a number that may be one); the ids recorded as relocations to them.
+    volumes: dict[int, object] | None = None
+    relocated_volume_ids: set[int] = field(default_factory=set)
+
+    def volume_buffer(self, value: int):
+        """The buffer array of the live wp.Volume whose id is `value`, or None.
+
+        A volume's id is the address of its NanoVDB buffer, which holds offsets only
+        (warp/native/volume.cpp, wp_volume_create_host: `id = (uint64_t)volume.buffer`): saved as
+        a region of the capture and the id relocated to it, it loads on any device as it is."""
+        if self.volumes is None:
+            import gc  # noqa: PLC0415
+
+            import warp  # noqa: PLC0415
+
+            self.volumes = {}
+            for obj in gc.get_objects():
+                if isinstance(obj, warp.Volume) and getattr(obj, "id", 0):
+                    self.volumes[int(obj.id)] = obj
+        volume = self.volumes.get(value)
+        if volume is None:
+            return None
+        if not isinstance(volume, warp_internals.types().array):
+            volume = self.volumes[value] = volume.array()
+        self.relocated_volume_ids.add(value)
+        return volume
 
     @contextlib.contextmanager
     def recording(self, device):
@@ -160,13 +191,20 @@ class LaunchRecorder:
 
         self.capture = ctx._get_apic_capture_for_device(device)
         self.guard = StepGuard(self.target, capture_is_cuda=device.is_cuda)
-        patches = self._packing_patches() + self._patches(device) + self.guard.patches()
-        if device.is_cpu and self.defer_compiles:
-            # APIC records a CPU launch without running it: its module is compiled after the step.
-            self.deferred = DeferredCompile(self.target)
-            patches += self.deferred.patches() + self._build_error_patches(device)
-        with _patched(patches), self._tracing():
-            yield self
+        # Lowered copies and fills go in first: the guard's hooks wrap them (a host array in a
+        # CUDA capture is refused before anything is lowered).
+        self.hash_grids = HashGridLowering()
+        try:
+            with _patched(copy_lowering.patches() + self.hash_grids.patches()):
+                patches = self._packing_patches() + self._patches(device) + self.guard.patches()
+                if device.is_cpu and self.defer_compiles:
+                    # APIC records a CPU launch without running it: its module is compiled after the step.
+                    self.deferred = DeferredCompile(self.target)
+                    patches += self.deferred.patches() + self._build_error_patches(device)
+                with _patched(patches), self._tracing():
+                    yield self
+        finally:
+            self.hash_grids.restore()
 
     @contextlib.contextmanager
     def deferring(self):
@@ -316,6 +354,23 @@ class LaunchRecorder:
                 return 0
             return value if is_mesh(value) else 0
 
+        def relocated_array(arg, original_value, packed_value):
+            """The array a wp.uint64 or wp.handle parameter is recorded as the address of: the header
+            of a hash grid built in the step, or the buffer of a live wp.Volume; None for others."""
+            if arg.type is not uint64_t and arg.type is not handle_t:
+                return None
+            try:
+                value = int(original_value)
+            except (TypeError, ValueError):
+                return None
+            if not value or ctypes.sizeof(packed_value) != 8:
+                return None
+            if recorder.hash_grids is not None:
+                header = recorder.hash_grids.header_for(value)
+                if header is not None:
+                    return header
+            return recorder.volume_buffer(value)
+
         def pack_param_record(
             self, rec, arg, original_value, packed_value, value_data_buf, relocs_buf, adjoint=False
         ):
@@ -324,7 +379,12 @@ class LaunchRecorder:
             if isinstance(ptr, int) and ptr:
                 recorder.array_ptrs.add(ptr)
             packed_arg = arg
-            if arg.type is uint64_t and recorder.relocate_uint64_mesh_ids and as_handle:
+            relocated_to = relocated_array(arg, original_value, packed_value)
+            if relocated_to is not None:
+                # Packed as the plain number it is, then relocated to the header array.
+                packed_arg = copy.copy(arg)
+                packed_arg.type = uint64_t
+            elif arg.type is uint64_t and recorder.relocate_uint64_mesh_ids and as_handle:
                 launch = as_handle[-1]
                 if adjoint:
                     # As a wp.handle parameter's adjoint record is walked as a handle too.
@@ -347,6 +407,12 @@ class LaunchRecorder:
             original_pack(
                 self, rec, packed_arg, original_value, packed_value, value_data_buf, relocs_buf, adjoint
             )
+            if relocated_to is not None:
+                region_id, region_offset = self.track_array(relocated_to)
+                relocs_buf.append(
+                    self._make_reloc(0, int(wrpformat.RelocKind.DATA_PTR), region_id, region_offset)
+                )
+                rec.num_relocs += 1
             start, size = rec.value_offset, rec.value_size
             relocated = frozenset(int(r.value_byte_offset) for r in relocs_buf[first_reloc:])
             recorder.params.append(

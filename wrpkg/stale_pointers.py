@@ -9,9 +9,11 @@ each 8-byte slot that APIC did not relocate with the ids and data ranges of the 
 objects alive in the capture.
 
 Warp 1.19's APIC relocates the handles of wp.Mesh only ("the save path only registers
-meshes", warp/_src/apic/capture.py): a wp.Bvh, wp.HashGrid or wp.Volume id cannot be saved
-in any form, so such an id is refused in a relocated `wp.handle` slot too, and its fix
-says what does work for that kind of object.
+meshes", warp/_src/apic/capture.py). The launch recorder goes further for a wp.Volume id and
+the id of a wp.HashGrid built in the step, each passed as a parameter of its own: it records
+them as array addresses (the volume's buffer, the grid's header; wrpkg.hash_grid_lowering).
+Any other wp.Bvh, wp.HashGrid or wp.Volume id is refused, in a relocated `wp.handle` slot too,
+and its fix says what does work for that kind of object.
 
 A `wp.uint64` parameter holding exactly a live wp.Mesh id is not refused unless the capture
 turns that off: the launch recorder has APIC record it as a `wp.handle` relocation
@@ -38,10 +40,11 @@ _ARRAY = "wp.array data"
 _UNSAVABLE = {
     "wp.Bvh": "for a BVH over triangles, build a wp.Mesh of them and use mesh_query_* (a wp.Mesh id "
     "passed as wp.handle is saved and relocated); otherwise keep the BVH queries out of step()",
-    "wp.HashGrid": "keep the hash-grid queries out of step(), or find neighbours with arrays only inside "
-    "the step (e.g. a uniform grid binned by a kernel and sorted with wp.utils.radix_sort_pairs)",
-    "wp.Volume": "pass the voxel data as a wp.array3d and sample it in the kernel (trilinear interpolation "
-    "by hand) instead of volume_sample_*, or keep the volume queries out of step()",
+    "wp.HashGrid": "build the grid inside step() (grid.build(points, radius) there is recorded, and its id "
+    "relocated: wrpkg.hash_grid_lowering), or keep the hash-grid queries out of step()",
+    "wp.Volume": "pass the volume's id itself to the kernel (a wp.uint64 or wp.handle parameter holding "
+    "volume.id is recorded as the address of its buffer), not inside a struct; or keep the volume queries "
+    "out of step()",
 }
 
 
@@ -123,9 +126,10 @@ def check_launches(wp, recorder: LaunchRecorder, extra: list, target: str) -> No
             if value == 0:
                 continue
             if offset in packed.relocated:
-                # A relocated handle slot is saved as a mesh: right for a mesh only.
+                # A relocated handle slot is saved as a mesh: right for a mesh only; a volume's id the
+                # recorder relocated to its buffer is an address, saved as one.
                 hit = by_id.get(value)
-                if hit is None or hit.kind == "wp.Mesh":
+                if hit is None or hit.kind == "wp.Mesh" or value in recorder.relocated_volume_ids:
                     continue
             else:
                 hit = by_id.get(value) or in_array(value)
@@ -137,6 +141,14 @@ def check_launches(wp, recorder: LaunchRecorder, extra: list, target: str) -> No
             if packed.site is not None:
                 where += f", launched {step_guard.describe_site(packed.site)}"
             side = "adjoint of " if packed.adjoint else ""
+            if hit.kind == "wp.Volume":
+                raise CaptureError(
+                    f"{target}: kernel '{packed.kernel}', {side}{where}, holds the id of a live wp.Volume "
+                    f"(0x{value:x}) inside a struct. The capture records a volume id passed as a parameter of "
+                    "its own as the address of the volume's buffer; inside a struct field it would be saved "
+                    "verbatim (a crash at replay).",
+                    fix=_UNSAVABLE[hit.kind],
+                )
             if hit.kind in _UNSAVABLE:
                 raise CaptureError(
                     f"{target}: kernel '{packed.kernel}', {side}{where}, holds the id of a live {hit.kind} "

@@ -68,6 +68,10 @@ ASSUMPTIONS = (
     ("apic.capture", "APICapture._hash_to_str", None),
     ("apic.capture", "APICapture._collect_metadata", ("self", "kernel", "module_exec")),
     ("context", "ModuleExec.get_kernel_mangled_name", ("self", "kernel")),
+    # A hash grid built in the step (wrpkg.hash_grid_lowering): its id relocated to an array.
+    ("apic.capture", "APICapture.track_array", ("self", "arr")),
+    ("apic.capture", "APICapture._make_reloc", ("value_byte_offset", "kind", "region_id", "region_offset")),
+    ("types", "HashGrid.build", ("self", "points", "radius", "groups")),
     (
         "apic.capture",
         "APICapture._pack_param_record",

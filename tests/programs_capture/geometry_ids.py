@@ -3,7 +3,9 @@ cannot save (it relocates wp.Mesh handles only). WRP_TEST_GEOMETRY_MODE picks:
   hashgrid_uint64  the hash grid id as wp.uint64, the type Warp's own API uses (default)
   hashgrid_handle  the same as wp.handle: APIC would save it as a mesh
   bvh_handle       a wp.Bvh id as wp.handle
-  volume_uint64    a wp.Volume id as wp.uint64
+  volume_uint64    a wp.Volume id as wp.uint64: captured, relocated to the volume's buffer
+                   (tests/programs_capture/volume_step.py is the full check)
+  volume_struct    a wp.Volume id in a wp.uint64 field of a struct: refused
 """
 
 import os
@@ -46,6 +48,17 @@ def sample(volume: ID_TYPE, points: wp.array(dtype=wp.vec3), out: wp.array(dtype
     out[i] = wp.volume_sample_f(wp.uint64(volume), points[i], wp.Volume.LINEAR)
 
 
+@wp.struct
+class VolumeRef:
+    volume: wp.uint64
+
+
+@wp.kernel
+def sample_struct(ref: VolumeRef, points: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = wp.volume_sample_f(ref.volume, points[i], wp.Volume.LINEAR)
+
+
 def build(device):
     rng = np.random.default_rng(5)
     points = wp.array(rng.uniform(0, 1, (N, 3)).astype(np.float32), dtype=wp.vec3, device=device)
@@ -59,10 +72,21 @@ def build(device):
         obj = wp.Bvh(points, points)
         kernel, out = overlaps, counts
     else:
-        obj = wp.Volume.load_from_numpy(np.ones((4, 4, 4), dtype=np.float32), bg_value=0.0, device=device)
-        kernel, out = sample, values
+        # Voxel values that vary, so that a sample tells the voxels apart.
+        voxels = np.arange(64, dtype=np.float32).reshape(4, 4, 4) * np.float32(0.25)
+        obj = wp.Volume.load_from_numpy(voxels, bg_value=-1.0, device=device)
+        kernel, out = (sample_struct if MODE == "volume_struct" else sample), values
+    arg = obj.id
+    if MODE == "volume_struct":
+        arg = VolumeRef()
+        arg.volume = obj.id
+    # The volume's samples are in index space: points spread over its 4 voxels a side.
+    points_in_volume = wp.array(
+        rng.uniform(-0.5, 4.5, (N, 3)).astype(np.float32), dtype=wp.vec3, device=device
+    )
+    query_points = points_in_volume if MODE.startswith("volume") else points
 
     def step():
-        wp.launch(kernel, dim=N, inputs=[obj.id, points, out], device=device)
+        wp.launch(kernel, dim=N, inputs=[arg, query_points, out], device=device)
 
-    return CaptureSpec(inputs={"points": points}, outputs={"out": out}, step=step, keep_alive=[obj])
+    return CaptureSpec(inputs={"points": query_points}, outputs={"out": out}, step=step, keep_alive=[obj])

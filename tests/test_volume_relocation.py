@@ -1,0 +1,43 @@
+"""wp.Volume ids passed to a step's kernels (wp.uint64 or wp.handle) are recorded as the
+address of the volume's NanoVDB buffer, saved with the capture: on the CPU and retargeted to
+CUDA, the replay equals the step run directly by Warp, byte for byte. The C++ replay of the
+CPU bundle is //tests:volume_cpu_wrp_replay_test; a volume id inside a struct stays refused
+(test_step_refusals.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_capture import PROGRAMS, run_capture
+from wrp_testing import direct_step_outputs
+
+from wrpkg import wrpformat
+
+LABEL = "//tests:volume_wrp"
+SCRIPT = PROGRAMS / "volume_step.py"
+
+
+@pytest.fixture(scope="module")
+def direct_outputs():
+    return direct_step_outputs(SCRIPT)
+
+
+@pytest.mark.parametrize("capture_mode", ["cpu", "retarget"])
+def test_volumes_sampled_in_the_step_replay_what_the_step_did(tmp_path, direct_outputs, capture_mode):
+    out = tmp_path / "raw"
+    device, mode = ("cpu", None) if capture_mode == "cpu" else ("cuda", "retarget")
+    proc = run_capture(SCRIPT, out, device=device, mode=mode, label=LABEL, stem="volume")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.stem for p in (out / "golden").glob("*.bin")) == sorted(direct_outputs)
+    for name, data in direct_outputs.items():
+        assert (out / "golden" / f"{name}.bin").read_bytes() == data, name
+    # Not the background everywhere: the samples read the saved voxels.
+    values = np.frombuffer(direct_outputs["values"], dtype=np.float32)
+    flows = np.frombuffer(direct_outputs["flows"], dtype=np.float32)
+    assert np.count_nonzero(values != -2.0) > 10 and np.count_nonzero(flows) > 10
+    wrp = wrpformat.read_wrp(out / "volume.wrp")
+    (launch,) = [op for op in wrp.operations.ops if op.op_type == wrpformat.OpType.KERNEL_LAUNCH]
+    # Both ids relocated as addresses (DATA_PTR), neither as a mesh handle.
+    first_two = [r for r in launch.relocs if r.value_byte_offset == 0][:2]
+    assert [r.kind for r in first_two] == [wrpformat.RelocKind.DATA_PTR] * 2
+    assert all(r.kind != wrpformat.RelocKind.HANDLE for r in launch.relocs)
