@@ -85,6 +85,11 @@ REFUSALS: list[Refusal] = [
         env={"WRP_TEST_READBACK_MODE": "numpy"},
     ),
     *_both(
+        "mesh_refit",
+        CAPTURE / "mesh_refit.py",
+        ("updates a BVH (Mesh.refit())", "mesh_refit.py:", "mesh.refit()"),
+    ),
+    *_both(
         "generic_two_overloads",
         CAPTURE / "generic_two_overloads.py",
         (
@@ -107,7 +112,7 @@ REFUSALS: list[Refusal] = [
             ("hashgrid_uint64", "neighbours", "grid", "wp.HashGrid", False),
             ("bvh_handle", "overlaps", "bvh", "wp.Bvh", False),
             # build() makes a wp.Volume from an array: Warp launches a kernel of its own (warp.utils).
-            ("volume_uint64", "sample", "volume", "wp.Volume", True),
+            ("volume_struct", "sample_struct", "ref", "wp.Volume", True),
         )
     ],
     _stale(

@@ -195,3 +195,26 @@ def test_what_warps_apic_cannot_record_is_refused_as_such_naming_the_line(tmp_pa
         "NVIDIA/warp#1675",
     )
     assert "fix the error in the capture script" not in proc.stderr
+
+
+@pytest.mark.parametrize("capture_mode", CAPTURE_MODES)
+@pytest.mark.parametrize(
+    "mode, what, line",
+    [
+        ("refit", "Mesh.refit()", "mesh.refit()"),
+        ("points", "assigning Mesh.points", "mesh.points = moved"),
+        ("bvh", "Bvh.refit()", "bvh.refit()"),
+    ],
+)
+def test_a_mesh_refit_in_the_step_is_refused_naming_the_line(tmp_path, capture_mode, mode, what, line):
+    # Before the guard the CPU capture replayed a distance of 2.449 where the step gave 2.0.
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "mesh_refit.py", out, "WRP_TEST_MESH_UPDATE", mode, capture_mode)
+    assert_refused(
+        proc,
+        out,
+        LABEL,
+        f"updates a BVH ({what}",
+        f"({line})",
+        "refit or rebuild in build()",
+    )

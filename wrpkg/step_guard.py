@@ -1,6 +1,6 @@
 """Refuse, while a capture's step records, what the saved graph would not replay as it ran.
 
-APIC saves the operations Warp records. Three ordinary patterns run fine in the step and
+APIC saves the operations Warp records. Four ordinary patterns run fine in the step and
 leave a graph that does something else when it is replayed with other inputs:
 
 - a nested graph (`wp.capture_launch(g)` of a graph captured in build()): on the CPU its
@@ -10,6 +10,10 @@ leave a graph that does something else when it is replayed with other inputs:
 - a host read-back (`x.numpy()`, `x.list()`, `np.asarray(x)`): the value read is the one of
   this run, and whatever Python computes from it is frozen into the graph as a constant. A
   CUDA capture refuses the device-to-host copy; a CPU or retargeted capture would not.
+- a wp.Mesh or wp.Bvh refitted in the step (`mesh.refit()`, a new `mesh.points`,
+  `bvh.refit()`): Warp refits in native code APIC does not record, and the loaded graph queries
+  the mesh as built from its points at load (seen on the CPU: a distance of 2.449 replayed where
+  the step computed 2.0).
 - host memory in a CUDA capture (a `device="cpu"` array in `wp.copy`, or filled, zeroed or
   assigned in the step): APIC records regions of the capture device only.
 
@@ -64,6 +68,7 @@ class StepGuard:
         warp_dir = os.path.dirname(os.path.abspath(warp.__file__)) + os.sep
         patches = self._graph_launch_patches(ctx.runtime.core, warp_dir)
         patches += self._read_back_patches(warp, warp_dir)
+        patches += self._geometry_update_patches(warp)
         if self.capture_is_cuda:
             patches += self._host_memory_patches(warp, warp_dir)
         return patches
@@ -160,6 +165,46 @@ class StepGuard:
                 # NumPy reads it from C (np.asarray, ufuncs): the nearest Python frame is the caller.
                 getter = reading(interface.fget, "NumPy's __array_interface__, e.g. np.asarray(array)")
                 patches.append((cls, "__array_interface__", property(getter)))
+        return patches
+
+    def _geometry_update_patches(self, warp):
+        """Mesh.refit(), a new Mesh.points, Bvh.refit()/rebuild() in the step: Warp does them in native
+        code that APIC does not record (a CPU capture runs a mesh refit once, on the points of before
+        the step's launches; a CUDA capture's kernels for it are not in the byte stream). The saved
+        graph would query the mesh as the load builds it, from its points then: silently not what
+        the step did. (A CPU capture records a Bvh refit, and capture_save refuses it: the same
+        verdict for every mode here.)"""
+        guard = self
+
+        def refuse(what: str) -> None:
+            where = call_sites.describe(call_sites.here())
+            raise guard._refuse(
+                f"step() updates a BVH ({what}) {where}. Warp does that in native code that its APIC does not "
+                "record: the saved graph would query the mesh or BVH as built at load, not as the step "
+                "updated it.",
+                fix="refit or rebuild in build() or between replays, not in step(); for geometry that moves "
+                "every step, query it with arrays inside the step (for points, a wp.HashGrid built in the step "
+                "is recorded) (NVIDIA/warp#1675 tracks what APIC cannot record)",
+            )
+
+        def updating(what: str):
+            def method(self, *args, **kwargs):
+                refuse(what)
+
+            return method
+
+        patches = []
+        for cls, names in ((warp.Mesh, ("refit",)), (warp.Bvh, ("refit", "rebuild"))):
+            patches += [
+                (cls, name, updating(f"{cls.__name__}.{name}()")) for name in names if name in vars(cls)
+            ]
+        points = vars(warp.Mesh).get("points")
+        if isinstance(points, property) and points.fset is not None:
+
+            def set_points(self, value):
+                refuse("assigning Mesh.points, which refits")
+
+            patches.append((warp.Mesh, "points", property(points.fget, set_points)))
         return patches
 
     def _host_memory_patches(self, warp, warp_dir: str):
