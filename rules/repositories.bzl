@@ -102,8 +102,8 @@ def rules_warp_dependencies(
         python_interpreter = "python3"):
     """Declares the repositories rules_warp needs (skips any the WORKSPACE already has).
 
-    The venvs (pip, hash-locked) and @wrp_nlohmann_json (a .deb of Debian's pool, by
-    sha256) are the only repositories that download; with --repo_env=WRP_WHEELHOUSE=/abs/dir
+    The venvs (pip, hash-locked) and the runtime's C++ libraries (.debs of Debian's pool, by
+    sha256: third_party/debian/repositories.bzl) are the only repositories that download; with --repo_env=WRP_WHEELHOUSE=/abs/dir
     they take their files from that directory instead.
 
     Args:

@@ -95,6 +95,7 @@ ELSEWHERE = {
     "tools/check_incremental.sh": "two builds with execution logs (minutes): run by hand",
     "tools/check_reproducible.sh": "two clean output bases (10+ minutes): run by hand",
     "tools/format.sh": "//tests/lint:lint_test fails when it would change a file",
+    "python3 tools/docs/gen_rules_doc.py": "//tests:rules_doc_test fails when docs/rules.md is not what it writes",
     "toolchains/python/lock.sh": "needs a package index: run by hand when a pin changes",
     "tools/fill_wheelhouse.sh /srv/wheelhouse": "needs a package index: run by hand (test_wheelhouse_script_reads_the_locks)",
     "bazel build --repo_env=WRP_WHEELHOUSE=/srv/wheelhouse //models:sim_cpu_wrp": "needs a filled wheelhouse: "
