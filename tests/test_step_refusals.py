@@ -207,6 +207,7 @@ def test_what_warps_apic_cannot_record_is_refused_as_such_naming_the_line(tmp_pa
     ],
 )
 def test_a_mesh_refit_in_the_step_is_refused_naming_the_line(tmp_path, capture_mode, mode, what, line):
+    """Also a mesh created in the step (below)."""
     # Before the guard the CPU capture replayed a distance of 2.449 where the step gave 2.0.
     out = tmp_path / "raw"
     proc = capture(PROGRAMS / "mesh_refit.py", out, "WRP_TEST_MESH_UPDATE", mode, capture_mode)
@@ -217,4 +218,13 @@ def test_a_mesh_refit_in_the_step_is_refused_naming_the_line(tmp_path, capture_m
         f"updates a BVH ({what}",
         f"({line})",
         "refit or rebuild in build()",
+    )
+
+
+@pytest.mark.parametrize("capture_mode", CAPTURE_MODES)
+def test_a_mesh_created_in_the_step_is_refused_naming_the_line(tmp_path, capture_mode):
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "mesh_refit.py", out, "WRP_TEST_MESH_UPDATE", "create", capture_mode)
+    assert_refused(
+        proc, out, LABEL, "step() creates a wp.Mesh", "(made = wp.Mesh(", "create the wp.Mesh in build()"
     )

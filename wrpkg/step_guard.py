@@ -10,10 +10,10 @@ leave a graph that does something else when it is replayed with other inputs:
 - a host read-back (`x.numpy()`, `x.list()`, `np.asarray(x)`): the value read is the one of
   this run, and whatever Python computes from it is frozen into the graph as a constant. A
   CUDA capture refuses the device-to-host copy; a CPU or retargeted capture would not.
-- a wp.Mesh or wp.Bvh refitted in the step (`mesh.refit()`, a new `mesh.points`,
-  `bvh.refit()`): Warp refits in native code APIC does not record, and the loaded graph queries
-  the mesh as built from its points at load (seen on the CPU: a distance of 2.449 replayed where
-  the step computed 2.0).
+- a wp.Mesh, wp.Bvh or wp.Volume created in the step, or a mesh or BVH refitted there
+  (`mesh.refit()`, a new `mesh.points`, `bvh.refit()`): Warp builds and refits in native code
+  APIC does not record, and the loaded graph queries the mesh as built from its points at load
+  (seen on the CPU: a distance of 2.449 replayed where the step computed 2.0).
 - host memory in a CUDA capture (a `device="cpu"` array in `wp.copy`, or filled, zeroed or
   assigned in the step): APIC records regions of the capture device only.
 
@@ -193,7 +193,21 @@ class StepGuard:
 
             return method
 
-        patches = []
+        def creating(cls):
+            def init(self, *args, **kwargs):
+                where = call_sites.describe(call_sites.here())
+                raise guard._refuse(
+                    f"step() creates a wp.{cls.__name__} {where}. Warp builds it in native code that its APIC "
+                    "does not record, from the arrays as they are when step() runs: the saved graph would "
+                    "query it as built from the data of the load, not from what the step computed (seen on "
+                    "the CPU: a distance of 2.449 replayed where the step gave 2.0).",
+                    fix=f"create the wp.{cls.__name__} in build() and pass it to the step; geometry computed by "
+                    "the step is queried with arrays (for points, a wp.HashGrid built in the step is recorded)",
+                )
+
+            return init
+
+        patches = [(cls, "__init__", creating(cls)) for cls in (warp.Mesh, warp.Bvh, warp.Volume)]
         for cls, names in ((warp.Mesh, ("refit",)), (warp.Bvh, ("refit", "rebuild"))):
             patches += [
                 (cls, name, updating(f"{cls.__name__}.{name}()")) for name in names if name in vars(cls)

@@ -1,8 +1,9 @@
 """A step that moves a wp.Mesh's points and refits it before querying: Warp refits in native
 code its APIC does not record, so the saved graph would query the mesh as the load builds it
 (seen on the CPU: a distance of 2.449 replayed where the step gave 2.0). Refused.
-WRP_TEST_MESH_UPDATE picks `refit` (default), `points` (assigning Mesh.points, which refits) or
-`bvh` (a wp.Bvh over the same corners refitted)."""
+WRP_TEST_MESH_UPDATE picks `refit` (default), `points` (assigning Mesh.points, which refits),
+`bvh` (a wp.Bvh over the same corners refitted) or `create` (a new wp.Mesh of the moved points,
+made in the step: the same replay of 2.449 where the step gave 2.0)."""
 
 import os
 
@@ -44,8 +45,12 @@ def build(device):
             mesh.refit()
         elif MODE == "points":
             mesh.points = moved
-        else:
+        elif MODE == "bvh":
             bvh.refit()
+        else:
+            made = wp.Mesh(points=mesh.points, indices=mesh.indices)
+            wp.launch(distance, dim=2, inputs=[made.id, queries, out], device=device)
+            return
         wp.launch(distance, dim=2, inputs=[mesh.id, queries, out], device=device)
 
     return CaptureSpec(
