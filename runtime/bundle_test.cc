@@ -526,6 +526,32 @@ TEST(BundleTest, SiblingHashIsFoundForEverySpellingOfTheDirectory) {
   fs::remove_all(dir.parent_path());
 }
 
+// Issue 40: a symlink to a bundle is held to the hash pinned beside the link, where the user pointed, as well
+// as to the one beside the resolved directory (before, only the latter counted: a link pinned with the good
+// bundle's hash that was turned to a tampered bundle carrying its own hash file, or none, loaded).
+TEST(BundleTest, HashPinnedBesideASymlinkToTheBundleIsChecked) {
+  const wrp::Bundle clean = wrp::Bundle::OpenDirectory(BundleDir());
+  const fs::path dir = CopyBundle("pinned_link");  // no hash file beside it
+  const fs::path link = dir.parent_path() / "deployed";
+  fs::create_directory_symlink(dir, link);
+  const fs::path pinned = link.string() + ".sha256";
+  std::ofstream(pinned) << std::string(64, 'a') << "  deployed/manifest.json\n";
+  for (const std::string& spelling : {link.string(), link.string() + "/", link.string() + "/."}) {
+    EXPECT_THAT([&] { wrp::Bundle::OpenDirectory(spelling); },
+                wrp::testing::ThrowsError("manifest.json: sha256 is",
+                                          "but the build recorded " + std::string(64, 'a') + " (pinned in " +
+                                              pinned.string() + ")"));
+  }
+  // The pinned hash is the bundle's: it opens through the link, and the directory's own hash file counts too.
+  std::ofstream(pinned, std::ios::trunc) << clean.content_hash() << "\n";
+  EXPECT_EQ(wrp::Bundle::OpenDirectory(link.string()).content_hash(), clean.content_hash());
+  std::ofstream(dir.string() + ".sha256") << std::string(64, 'b') << "\n";
+  EXPECT_THAT([&] { wrp::Bundle::OpenDirectory(link.string()); },
+              wrp::testing::ThrowsError("but the build recorded " + std::string(64, 'b') + " (pinned in " +
+                                        dir.string() + ".sha256)"));
+  fs::remove_all(dir.parent_path());
+}
+
 // A directory that cannot be listed could hold an unlisted file: it is a refusal naming it, not the end of
 // the walk (libstdc++'s recursive_directory_iterator ended silently there).
 TEST(BundleTest, UnlistableSubdirectoryIsRefused) {

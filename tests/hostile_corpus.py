@@ -141,6 +141,51 @@ def nested(depth: int) -> bytes:
     return b"[" * depth + b"]" * depth
 
 
+def rewrite_listed(rel: str, edit: Callable[[bytes], bytes], chunk_bytes: int | None = None) -> Callable:
+    """Rewrites a listed file and its manifest entry to match (size, sha256, chunk digests): a bundle
+    whose integrity holds, judged by what it contains. `chunk_bytes` re-chunks every file."""
+
+    def mutate(bundle: Path) -> None:
+        path = bundle / rel
+        path.write_bytes(edit(path.read_bytes()))
+        raw = json.loads((bundle / "manifest.json").read_bytes())
+        if chunk_bytes is not None:
+            raw["chunk_bytes"] = chunk_bytes
+        size = raw["chunk_bytes"]
+        for entry in raw["files"]:
+            data = (bundle / entry["path"]).read_bytes()
+            entry["size"], entry["sha256"] = len(data), hashlib.sha256(data).hexdigest()
+            entry["chunk_sha256"] = (
+                [hashlib.sha256(data[at : at + size]).hexdigest() for at in range(0, len(data), size)]
+                if len(data) > size
+                else []
+            )
+        _write_canonical(bundle / "manifest.json", raw)
+        _rehash(bundle)
+
+    return mutate
+
+
+def drop_hash_file(bundle: Path) -> None:
+    (bundle.parent / f"{bundle.name}.sha256").unlink()
+
+
+def behind_symlink(*mutations: Callable[[Path], None]) -> Callable[[Path], None]:
+    """The bundle moved to elsewhere/<name>, `mutations` applied there (a manifest edit rehashes the hash
+    file beside it), and <name> made a symlink to it: <name>.sha256, pinned beside the link where the user
+    points, keeps the good bundle's hash."""
+
+    def mutate(bundle: Path) -> None:
+        moved = bundle.parent / "elsewhere" / bundle.name
+        moved.parent.mkdir()
+        bundle.rename(moved)
+        for m in mutations:
+            m(moved)
+        os.symlink(moved, bundle, target_is_directory=True)
+
+    return mutate
+
+
 def edit_then_verify_as(spelling: str) -> Callable[[Path], None]:
     """The manifest is edited without redoing its hash; the case is verified as `spelling`."""
 
@@ -305,6 +350,12 @@ CASES = [
             "differs from the expected"),
     Hostile("edited_manifest_as_dot_inside", edit_then_verify_as("."), "manifest.json",
             "differs from the expected"),
+    # Issue 40: a symlink to a bundle meets the hash pinned beside the link, not only the target's own.
+    Hostile("symlink_to_a_rehashed_bundle", behind_symlink(rewrite_listed(WRP, lambda d: d, chunk_bytes=4096)),
+            f"{NAME}.sha256", "differs from the expected"),
+    Hostile("symlink_to_a_bundle_without_hash_file",
+            behind_symlink(rewrite_listed(WRP, lambda d: d, chunk_bytes=4096), drop_hash_file),
+            f"{NAME}.sha256", "differs from the expected"),
 ]  # fmt: skip
 
 
@@ -342,31 +393,6 @@ def without(*keys) -> Callable[[dict], None]:
     return edit
 
 
-def rewrite_listed(rel: str, edit: Callable[[bytes], bytes], chunk_bytes: int | None = None) -> Callable:
-    """Rewrites a listed file and its manifest entry to match (size, sha256, chunk digests): a bundle
-    whose integrity holds, judged by what it contains. `chunk_bytes` re-chunks every file."""
-
-    def mutate(bundle: Path) -> None:
-        path = bundle / rel
-        path.write_bytes(edit(path.read_bytes()))
-        raw = json.loads((bundle / "manifest.json").read_bytes())
-        if chunk_bytes is not None:
-            raw["chunk_bytes"] = chunk_bytes
-        size = raw["chunk_bytes"]
-        for entry in raw["files"]:
-            data = (bundle / entry["path"]).read_bytes()
-            entry["size"], entry["sha256"] = len(data), hashlib.sha256(data).hexdigest()
-            entry["chunk_sha256"] = (
-                [hashlib.sha256(data[at : at + size]).hexdigest() for at in range(0, len(data), size)]
-                if len(data) > size
-                else []
-            )
-        _write_canonical(bundle / "manifest.json", raw)
-        _rehash(bundle)
-
-    return mutate
-
-
 def then(*mutations: Callable[[Path], Path | None]) -> Callable[[Path], Path | None]:
     """The mutations in turn; what the last returns (as_tar's archive) is what is judged."""
 
@@ -389,10 +415,6 @@ def reformatted(file_name: str, **dumps) -> Callable[[Path], None]:
             _rehash(bundle)
 
     return mutate
-
-
-def drop_hash_file(bundle: Path) -> None:
-    (bundle.parent / f"{bundle.name}.sha256").unlink()
 
 
 def write_hash_file(text: str) -> Callable[[Path], None]:
@@ -542,6 +564,8 @@ def _parity_cases() -> list[Verdict]:
         Verdict("golden_on_one_line", reformatted(G), True),
         Verdict("rechunked_at_4096_bytes", rewrite_listed(WRP, lambda d: d, chunk_bytes=4096), True),
         Verdict("capture_json_missing", lambda b: (b / "capture.json").unlink(), True),
+        Verdict("symlink_to_the_bundle_pinned_beside_the_link", behind_symlink(), True),
+        Verdict("symlink_to_the_bundle_pinned_beside_both", behind_symlink(_rehash), True),
         Verdict("tar_good", as_tar(), True),
         Verdict("tar_golden_reindented", then(reformatted(G, indent=2), as_tar()), True),
         # Without a content hash, the bytes must be the canonical form wrpkg writes.

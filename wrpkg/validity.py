@@ -14,7 +14,8 @@ descriptor, their size checked against the manifest, or against MAX_JSON_BYTES (
 manifest.json, golden.json and `<dir>.sha256`, before a byte is read. Both manifests are JSON
 in the strict profile (manifest.strict_json_loads) and every path they name is a plain
 relative path, refused before any file is read. The sibling `<dir>.sha256` is looked up
-beside the resolved directory, so `DIR/.` and `.` inside DIR meet DIR's hash.
+beside the name given and beside the resolved directory (hash_file_candidates), so `DIR/.` and
+`.` inside DIR meet DIR's hash, and a symlink to a bundle meets the hash pinned beside the link.
 
 golden.json is not covered by the content hash, by design: it holds test data (golden outputs,
 their tolerances, the target's name and label), not deployed bytes, and keeping it out lets a
@@ -342,6 +343,25 @@ def read_hash_file(path: str | os.PathLike) -> str:
     return token
 
 
+def hash_file_candidates(bundle_dir: str | os.PathLike) -> list[Path]:
+    """Where a `<dir>.sha256` pins the bundle reached as `bundle_dir`: beside the name the user
+    gave (a symlink to the bundle included: the hash pinned beside the link must hold, else a
+    link to a tampered bundle would carry the tampered bundle's own hash file, or none) and
+    beside the resolved directory (`DIR/.`, `DIR/` and `.` run inside DIR all name DIR, and each
+    must meet DIR's hash file). Both, without repeats; runtime/bundle.cc's HashFileCandidates."""
+    parts = os.fspath(bundle_dir).split("/")
+    while len(parts) > 1 and parts[-1] in ("", "."):
+        parts.pop()
+    candidates = []
+    if parts[-1] not in ("", ".", ".."):
+        head = "/".join(parts[:-1]) or ("/" if len(parts) > 1 else ".")
+        candidates.append(Path(os.path.realpath(head)) / f"{parts[-1]}.sha256")
+    resolved = Path(os.path.realpath(bundle_dir))
+    if resolved != resolved.parent:
+        candidates.append(resolved.parent / f"{resolved.name}.sha256")
+    return list(dict.fromkeys(candidates))
+
+
 def read_manifest(bundle_dir: str | os.PathLike, expected_hash: str | None = None) -> Manifest:
     """The bundle's manifest, checked against its content hash: `expected_hash`, or else the
     `<dir>.sha256` file next to the bundle directory when there is one (the layout the bundle
@@ -372,20 +392,20 @@ def read_manifest_and_hash(
             f"{bundle_dir}: not a directory", fix="pass a bundle directory (e.g. bazel-bin/<pkg>/<name>)"
         )
     data = read_json_file(manifest_path, "the manifest", rebuild_fix(None))
-    # Beside the resolved directory: `DIR/.`, `DIR/` and `.` run inside DIR all name DIR, and
-    # each must meet DIR's hash file (else an edited manifest passes as a bundle without one).
-    # Anything there counts, not only a regular file: a FIFO or a dangling link must not turn
-    # the check off; read_hash_file refuses it.
-    resolved = Path(os.path.realpath(bundle_dir))
-    sibling = resolved.parent / f"{resolved.name}.sha256"
-    if expected_hash is None and os.path.lexists(sibling):
-        expected_hash = read_hash_file(sibling)
     content_hash = content_hash_of_bytes(data)
-    if expected_hash is not None and content_hash != expected_hash:
-        raise VerifyError(
-            f"{manifest_path}: content hash {content_hash} differs from the expected {expected_hash}",
-            fix=rebuild_fix(None) + "; the manifest was changed after the build",
-        )
+    pinned = [(None, expected_hash)] if expected_hash is not None else []
+    if expected_hash is None:
+        # Anything there counts, not only a regular file: a FIFO or a dangling link must not turn
+        # the check off; read_hash_file refuses it.
+        pinned = [(p, read_hash_file(p)) for p in hash_file_candidates(bundle_dir) if os.path.lexists(p)]
+        expected_hash = pinned[0][1] if pinned else None
+    for where, pinned_hash in pinned:
+        if content_hash != pinned_hash:
+            raise VerifyError(
+                f"{manifest_path}: content hash {content_hash} differs from the expected {pinned_hash}"
+                + (f" (pinned in {where})" if where is not None else ""),
+                fix=rebuild_fix(None) + "; the manifest was changed after the build",
+            )
     manifest = from_json_bytes(data, manifest_path, canonical_check=expected_hash is None)
     golden_path = bundle_dir / GOLDEN_NAME
     golden_bytes = read_json_file(
