@@ -788,6 +788,13 @@ def _parity_cases() -> list[Verdict]:
         Verdict("tar_symlink_entry", as_tar(("symlink", f"{NAME}/link", "/etc/passwd")), False, "link"),
         Verdict("tar_hardlink_entry", as_tar(("hardlink", f"{NAME}/link", f"{NAME}/{WRP}")), False, "link"),
         Verdict("tar_dot_component", as_tar(("file", f"{NAME}/./notes.txt", b"x")), False, "notes.txt"),
+        # Issue 40: each entry once, a directory's too (docs/bundles.md), and never a file's path.
+        Verdict("tar_directory_entry_twice", as_tar(("dir", f"{NAME}/golden", None)), False,
+                f"entry {NAME}/golden/ appears twice"),
+        Verdict("tar_bundle_directory_entry_twice", as_tar(("dir", NAME, None)), False,
+                f"entry {NAME}/ appears twice"),
+        Verdict("tar_directory_entry_where_a_file_is", as_tar(("dir", f"{NAME}/{WRP}", None)), False,
+                f"entry {NAME}/{WRP}/ appears twice"),
         Verdict(
             "tar_unknown_manifest_field",
             then(manifest_edit(set_field("notes", value="x")), as_tar()),

@@ -588,8 +588,9 @@ def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str
     """Regular-file entries of a ustar archive, by path, and the directory entries' paths (without
     their trailing '/'), with runtime/ustar.cc's rules: ustar magic, header checksums, sizes inside
     the archive, regular files and directories only, each path once. Every path, a directory's too,
-    must be a plain relative path (manifest.plain_relpath_problem), and a directory has no payload:
-    an extractor would otherwise create or write what no check saw.
+    must be a plain relative path (manifest.plain_relpath_problem), each path once (a directory's too,
+    and none at a file's path), and a directory has no payload: an extractor would otherwise create or
+    write what no check saw.
 
     A path too long for ustar's name and prefix fields comes in a pax extended header (type 'x') just
     before its entry: exactly one `path` record (strict UTF-8, no control character), at most
@@ -603,6 +604,7 @@ def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str
         )
     entries: dict[str, bytes] = {}
     directories: list[str] = []
+    seen_directories: set[str] = set()
     pax: tuple[int, str] | None = None  # (its header's offset, the path) for the entry that follows
     offset = 0
     while offset + _BLOCK <= len(data):
@@ -654,7 +656,7 @@ def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str
             problem = plain_relpath_problem(path)
             if problem is not None:
                 raise VerifyError(f"{origin}: entry path {path!r}: {problem}", fix=fix)
-            if path in entries:
+            if path in entries or path in seen_directories:
                 raise VerifyError(f"{origin}: entry {path} appears twice", fix=fix)
             entries[path] = data[offset : offset + size]
         elif typeflag == b"5":
@@ -668,6 +670,10 @@ def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str
                     f"{origin}: directory entry {path!r} carries a {size}-byte payload; a directory has none",
                     fix=fix,
                 )
+            # Each entry once, directories too (docs/bundles.md): a second one is a second thing to extract there.
+            if directory in entries or directory in seen_directories:
+                raise VerifyError(f"{origin}: entry {path} appears twice", fix=fix)
+            seen_directories.add(directory)
             directories.append(directory)
         else:
             what = f" ({_TYPE_NAMES[typeflag]})" if typeflag in _TYPE_NAMES else ""
