@@ -441,6 +441,20 @@ Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& option
                 " and copy the whole bundle directory (golden.json is the regular file it wrote)");
   }
   ParseGolden(golden_text, golden_path, bundle.content_hash_, &bundle.manifest_);
+  // capture.json (provenance, unlisted): anything there counts (a FIFO, a device, a dangling link), and only
+  // a regular file within its bound and schema passes, so nothing rides along in it.
+  const std::string capture_path = Join(dir, Manifest::kCaptureInfo);
+  struct stat capture_stat;
+  if (lstat(capture_path.c_str(), &capture_stat) == 0 || errno != ENOENT) {
+    Buffer capture_bytes;
+    const std::string problem = ReadRegularFile(capture_path, Manifest::kMaxCaptureInfoBytes, &capture_bytes);
+    if (!problem.empty()) {
+      throw Error(capture_path + ": " + problem + "; fix: " + bundle.manifest_.RebuildHint() +
+                  " and copy the whole bundle directory (capture.json is the regular file it wrote)");
+    }
+    CheckCaptureInfo(std::string(reinterpret_cast<const char*>(capture_bytes.data()), capture_bytes.size()),
+                     capture_path, bundle.manifest_.label);
+  }
   bundle.IndexFiles(nullptr);
 
   // Files are judged by content: a listed file may be reached through a symlink (Bazel's sandbox stages
@@ -522,6 +536,17 @@ Bundle Bundle::FromTar(const void* data, size_t size, std::string origin, const 
   }
   ParseGolden(golden_text, bundle.origin_ + ":" + golden_entry->path, bundle.content_hash_,
               &bundle.manifest_);
+  for (const TarEntry& entry : entries) {
+    if (entry.path != prefix + Manifest::kCaptureInfo) continue;
+    const std::string capture_origin = bundle.origin_ + ":" + entry.path;
+    if (entry.size > Manifest::kMaxCaptureInfoBytes) {
+      throw Error(capture_origin + ": is " + std::to_string(entry.size) + " bytes, over the limit of " +
+                  std::to_string(Manifest::kMaxCaptureInfoBytes) +
+                  "; fix: " + bundle.manifest_.RebuildHint());
+    }
+    CheckCaptureInfo(std::string(reinterpret_cast<const char*>(entry.data), entry.size), capture_origin,
+                     bundle.manifest_.label);
+  }
   if (prefix != bundle.manifest_.name + "/") {
     throw Error(manifest_origin + ": archive directory \"" + prefix +
                 "\" does not match the manifest's name \"" + bundle.manifest_.name +

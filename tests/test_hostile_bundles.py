@@ -112,7 +112,8 @@ LOAD_CASES = [
         "wrp_absolute", "wrp_dev_zero", "module_binary_dotdot", "file_size_string", "duplicate_key",
         "nesting_of_100000", "invalid_utf8", "manifest_fifo", "golden_fifo", "hash_file_fifo", "wrp_fifo",
         "module_dev_zero", "golden_file_dev_zero", "golden_nesting_of_100000", "edited_manifest_as_dir_dot",
-        "symlink_to_a_rehashed_bundle", "symlink_to_a_bundle_without_hash_file",
+        "symlink_to_a_rehashed_bundle", "symlink_to_a_bundle_without_hash_file", "capture_json_fifo",
+        "capture_json_over_1_mib", "capture_json_payload",
     }
 ]  # fmt: skip
 

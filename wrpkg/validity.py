@@ -37,13 +37,16 @@ from pathlib import Path
 from wrpkg.errors import VerifyError, WrpFormatError
 from wrpkg.files import relative_files
 from wrpkg.manifest import (
+    CAPTURE_INFO_NAME,
     GOLDEN_NAME,
     MANIFEST_NAME,
+    MAX_CAPTURE_INFO_BYTES,
     MAX_JSON_BYTES,
     UNHASHED_FILES,
     FileEntry,
     Manifest,
     attach_golden,
+    check_capture_info,
     content_hash_of_bytes,
     from_json_bytes,
     plain_relpath_problem,
@@ -412,6 +415,13 @@ def read_manifest_and_hash(
         golden_path, "the test manifest", rebuild_fix(None) + " and copy the whole bundle directory"
     )
     manifest = attach_golden(manifest, golden_bytes, content_hash, golden_path)
+    capture_info = bundle_dir / CAPTURE_INFO_NAME
+    # Anything there counts (a FIFO, a device, a dangling link, a directory): only a regular file is read.
+    if os.path.lexists(capture_info):
+        fix = rebuild_fix(manifest) + " and copy the whole bundle directory"
+        check_capture_info(
+            read_regular(capture_info, "the capture provenance", fix, MAX_CAPTURE_INFO_BYTES), capture_info
+        )
     return manifest, content_hash
 
 
@@ -739,6 +749,16 @@ def read_tar(
         raise VerifyError(f"{tar_path}:{golden_path}: missing", fix=rebuild_fix(None))
     manifest = attach_golden(manifest, entries[golden_path], content_hash, f"{tar_path}:{golden_path}")
     fix = rebuild_fix(manifest)
+    capture_path = f"{prefix}{CAPTURE_INFO_NAME}"
+    if capture_path in entries:
+        size = len(entries[capture_path])
+        if size > MAX_CAPTURE_INFO_BYTES:
+            raise VerifyError(
+                f"{tar_path}:{capture_path}: the capture provenance is {size} bytes, more than the "
+                f"{MAX_CAPTURE_INFO_BYTES} allowed",
+                fix=fix,
+            )
+        check_capture_info(entries[capture_path], f"{tar_path}:{capture_path}")
     if prefix != f"{manifest.name}/":
         raise VerifyError(
             f"{origin}: archive directory {prefix!r} does not match the name {manifest.name!r}", fix=fix
