@@ -456,9 +456,10 @@ def _read_entry(bundle_dir: Path, entry: FileEntry, lister: str, fix: str) -> by
     checked before a byte is read, and which neither shrinks nor grows while read."""
     full = bundle_dir / entry.path
     fd, got = open_regular(full, f"a file listed in {lister}", fix)
+    sized_right = got == entry.size
     with open(fd, "rb", buffering=0, closefd=True) as handle:
         try:
-            if got == entry.size:
+            if sized_right:
                 data = _fresh_buffer(entry.size)
                 view = memoryview(data)
                 got = 0
@@ -471,6 +472,12 @@ def _read_entry(bundle_dir: Path, entry: FileEntry, lister: str, fix: str) -> by
             raise VerifyError(
                 f"{full}: listed in {lister} but cannot be read ({exc.strerror})", fix=fix
             ) from exc
+    if got != entry.size and sized_right:
+        raise VerifyError(
+            f"{full}: changed size while it was read ({'more than' if got > entry.size else 'only'} {got} "
+            f"bytes, {lister} says {entry.size}); another process is writing the bundle",
+            fix=fix,
+        )
     if got != entry.size:
         raise VerifyError(f"{full}: {got} bytes, {lister} says {entry.size}", fix=fix)
     return data
