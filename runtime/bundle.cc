@@ -668,7 +668,7 @@ void ReadAndCheck(const Bundle& bundle, const std::vector<Slot*>& slots) {
       std::shared_ptr<UnverifiedFile> source;
       if (bundle.from_directory()) {
         source = std::make_shared<UnverifiedFile>(bundle.OpenUnverified(slot->record.path));
-        slot->storage = Buffer(slot->record.size);
+        slot->storage = BufferFor(bundle.Describe(slot->record.path), slot->record.size);
         slot->bytes = ByteView{slot->storage.data(), slot->record.size};
       }
       for (DigestCheck& check : bundle.DigestChecks(slot->record.path, slot->bytes)) {
