@@ -11,6 +11,8 @@
 #include <new>
 #include <utility>
 
+#include "runtime/error.h"
+
 namespace wrp {
 namespace {
 
@@ -86,6 +88,23 @@ const char* FileKind(unsigned mode) {
   return "not a regular file";
 }
 
+namespace {
+
+std::string OutOfMemory(uint64_t size) {
+  return "cannot be held in memory (out of memory for " + std::to_string(size) + " bytes)";
+}
+
+}  // namespace
+
+Buffer BufferFor(const std::string& path, size_t size) {
+  try {
+    return Buffer(size);
+  } catch (const std::bad_alloc&) {
+    throw Error(path + ": " + OutOfMemory(size) +
+                "; fix: free memory (or raise the process's memory limit) and load the bundle again");
+  }
+}
+
 std::string ReadRegularFile(const std::string& path, uint64_t max_bytes, Buffer* out, int* open_errno) {
   if (open_errno) *open_errno = 0;
   const auto failed = [&] {
@@ -101,7 +120,12 @@ std::string ReadRegularFile(const std::string& path, uint64_t max_bytes, Buffer*
   if (size > max_bytes) {
     return "is " + std::to_string(size) + " bytes, over the limit of " + std::to_string(max_bytes);
   }
-  Buffer bytes(static_cast<size_t>(size));
+  Buffer bytes;
+  try {
+    bytes = Buffer(static_cast<size_t>(size));
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory(size);
+  }
   size_t done = 0;
   while (done < size) {
     const ssize_t n = read(fd.get(), bytes.data() + done, std::min<uint64_t>(size - done, kReadBytes));

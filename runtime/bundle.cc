@@ -160,35 +160,68 @@ bool IsHex64(const std::string& s) {
   return true;
 }
 
-// The content hash from "<dir>.sha256" beside the directory (the layout the bundle action writes), or "" when
-// there is none. The directory is resolved first: "DIR/.", "DIR/sub/.." and "." run inside DIR all find the
-// DIR.sha256 that "DIR" finds, so naming a bundle another way cannot skip its hash.
-std::string SiblingContentHash(const std::string& dir) {
+// Where a "<dir>.sha256" pins the bundle reached as `dir`: beside the name given (a symlink to the bundle
+// included: the hash pinned beside the link must hold, else a link to a tampered bundle would carry that
+// bundle's own hash file, or none) and beside the resolved directory ("DIR/.", "DIR/sub/.." and "." run
+// inside DIR all find DIR.sha256, so naming a bundle another way cannot skip its hash). Both, without
+// repeats; wrpkg/validity.py's hash_file_candidates.
+std::vector<std::string> HashFileCandidates(const std::string& dir) {
+  std::vector<std::string> parts;
+  for (size_t start = 0;;) {
+    const size_t slash = dir.find('/', start);
+    parts.push_back(dir.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  while (parts.size() > 1 && (parts.back().empty() || parts.back() == ".")) parts.pop_back();
+  const auto cannot_resolve = [&](const std::error_code& ec) {
+    return Error(dir + ": cannot resolve the bundle directory (" + ec.message() +
+                 ") to look for its <dir>.sha256; fix: pass an existing bundle directory");
+  };
+  std::vector<std::string> candidates;
   std::error_code ec;
+  if (!parts.back().empty() && parts.back() != "." && parts.back() != "..") {
+    std::string head;
+    for (size_t i = 0; i + 1 < parts.size(); ++i) head += (i ? "/" : "") + parts[i];
+    if (head.empty()) head = parts.size() > 1 ? "/" : ".";
+    const std::filesystem::path parent = std::filesystem::canonical(head, ec);
+    if (ec) throw cannot_resolve(ec);
+    candidates.push_back((parent / (parts.back() + ".sha256")).string());
+  }
   const std::filesystem::path resolved = std::filesystem::canonical(dir, ec);
-  if (ec) {
-    throw Error(dir + ": cannot resolve the bundle directory (" + ec.message() +
-                ") to look for its <dir>.sha256; fix: pass an existing bundle directory");
+  if (ec) throw cannot_resolve(ec);
+  if (resolved.has_parent_path() && resolved != resolved.root_path()) {
+    const std::string beside = resolved.string() + ".sha256";
+    if (std::find(candidates.begin(), candidates.end(), beside) == candidates.end()) {
+      candidates.push_back(beside);
+    }
   }
-  if (!resolved.has_parent_path() || resolved == resolved.root_path()) return "";
-  const std::string path = resolved.string() + ".sha256";
-  // Anything there counts, not only a regular file: a dangling link must not turn the check off.
-  struct stat link;
-  if (lstat(path.c_str(), &link) != 0 && errno == ENOENT) return "";
-  Buffer bytes;
-  const std::string problem = ReadRegularFile(path, Manifest::kMaxManifestBytes, &bytes);
-  if (!problem.empty()) {
-    throw Error(path + ": " + problem +
-                "; fix: the content-hash file beside the bundle must be the regular file the build wrote: "
-                "rebuild the bundle's wrp_artifact, or remove it and pass the hash with --content-hash");
+  return candidates;
+}
+
+// Each content hash pinned in a "<dir>.sha256" where HashFileCandidates looks, with its file.
+std::vector<std::pair<std::string, std::string>> PinnedContentHashes(const std::string& dir) {
+  std::vector<std::pair<std::string, std::string>> pinned;
+  for (const std::string& path : HashFileCandidates(dir)) {
+    // Anything there counts, not only a regular file: a dangling link must not turn the check off.
+    struct stat link;
+    if (lstat(path.c_str(), &link) != 0 && errno == ENOENT) continue;
+    Buffer bytes;
+    const std::string problem = ReadRegularFile(path, Manifest::kMaxManifestBytes, &bytes);
+    if (!problem.empty()) {
+      throw Error(path + ": " + problem +
+                  "; fix: the content-hash file beside the bundle must be the regular file the build wrote: "
+                  "rebuild the bundle's wrp_artifact, or remove it and pass the hash with --content-hash");
+    }
+    std::string text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    size_t end = text.find_first_of(" \t\r\n");
+    std::string token = text.substr(0, end);
+    if (!IsHex64(token)) {
+      throw Error(path + ": does not start with a lowercase sha256; fix: rebuild the bundle's wrp_artifact");
+    }
+    pinned.emplace_back(path, token);
   }
-  std::string text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  size_t end = text.find_first_of(" \t\r\n");
-  std::string token = text.substr(0, end);
-  if (!IsHex64(token)) {
-    throw Error(path + ": does not start with a lowercase sha256; fix: rebuild the bundle's wrp_artifact");
-  }
-  return token;
+  return pinned;
 }
 
 }  // namespace
@@ -378,16 +411,23 @@ Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& option
   const std::string golden_text(reinterpret_cast<const char*>(golden_bytes.data()), golden_bytes.size());
   const std::string label_hint = golden_read ? GoldenLabelHint(golden_text) : "";
   BundleOptions effective = options;
-  if (effective.expected_content_hash.empty()) effective.expected_content_hash = SiblingContentHash(dir);
+  std::vector<std::pair<std::string, std::string>> pinned;
+  if (effective.expected_content_hash.empty()) {
+    pinned = PinnedContentHashes(dir);
+    if (!pinned.empty()) effective.expected_content_hash = pinned.front().second;
+  } else {
+    pinned.emplace_back("", effective.expected_content_hash);
+  }
   const std::string manifest_text(reinterpret_cast<const char*>(manifest_bytes.data()),
                                   manifest_bytes.size());
-  if (!effective.expected_content_hash.empty() && effective.expected_content_hash != bundle.content_hash_ &&
-      IsHex64(effective.expected_content_hash)) {
+  for (const auto& [where, expected] : pinned) {
+    if (expected == bundle.content_hash_ || !IsHex64(expected)) continue;
     // An edited manifest is reported as edited, whatever else is wrong with it.
     std::string hint =
         label_hint.empty() ? "rebuild the bundle's wrp_artifact target" : "rebuild " + label_hint;
     throw Error(manifest_path + ": sha256 is " + bundle.content_hash_ + " but the build recorded " +
-                effective.expected_content_hash + "; fix: the manifest was changed after the build: " + hint);
+                expected + (where.empty() ? "" : " (pinned in " + where + ")") +
+                "; fix: the manifest was changed after the build: " + hint);
   }
   // No content hash vouches for the bytes: then they must at least be the bundler's canonical form (wrpkg).
   bundle.manifest_ =
@@ -401,6 +441,20 @@ Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& option
                 " and copy the whole bundle directory (golden.json is the regular file it wrote)");
   }
   ParseGolden(golden_text, golden_path, bundle.content_hash_, &bundle.manifest_);
+  // capture.json (provenance, unlisted): anything there counts (a FIFO, a device, a dangling link), and only
+  // a regular file within its bound and schema passes, so nothing rides along in it.
+  const std::string capture_path = Join(dir, Manifest::kCaptureInfo);
+  struct stat capture_stat;
+  if (lstat(capture_path.c_str(), &capture_stat) == 0 || errno != ENOENT) {
+    Buffer capture_bytes;
+    const std::string problem = ReadRegularFile(capture_path, Manifest::kMaxCaptureInfoBytes, &capture_bytes);
+    if (!problem.empty()) {
+      throw Error(capture_path + ": " + problem + "; fix: " + bundle.manifest_.RebuildHint() +
+                  " and copy the whole bundle directory (capture.json is the regular file it wrote)");
+    }
+    CheckCaptureInfo(std::string(reinterpret_cast<const char*>(capture_bytes.data()), capture_bytes.size()),
+                     capture_path, bundle.manifest_.label);
+  }
   bundle.IndexFiles(nullptr);
 
   // Files are judged by content: a listed file may be reached through a symlink (Bazel's sandbox stages
@@ -482,6 +536,17 @@ Bundle Bundle::FromTar(const void* data, size_t size, std::string origin, const 
   }
   ParseGolden(golden_text, bundle.origin_ + ":" + golden_entry->path, bundle.content_hash_,
               &bundle.manifest_);
+  for (const TarEntry& entry : entries) {
+    if (entry.path != prefix + Manifest::kCaptureInfo) continue;
+    const std::string capture_origin = bundle.origin_ + ":" + entry.path;
+    if (entry.size > Manifest::kMaxCaptureInfoBytes) {
+      throw Error(capture_origin + ": is " + std::to_string(entry.size) + " bytes, over the limit of " +
+                  std::to_string(Manifest::kMaxCaptureInfoBytes) +
+                  "; fix: " + bundle.manifest_.RebuildHint());
+    }
+    CheckCaptureInfo(std::string(reinterpret_cast<const char*>(entry.data), entry.size), capture_origin,
+                     bundle.manifest_.label);
+  }
   if (prefix != bundle.manifest_.name + "/") {
     throw Error(manifest_origin + ": archive directory \"" + prefix +
                 "\" does not match the manifest's name \"" + bundle.manifest_.name +
@@ -603,7 +668,7 @@ void ReadAndCheck(const Bundle& bundle, const std::vector<Slot*>& slots) {
       std::shared_ptr<UnverifiedFile> source;
       if (bundle.from_directory()) {
         source = std::make_shared<UnverifiedFile>(bundle.OpenUnverified(slot->record.path));
-        slot->storage = Buffer(slot->record.size);
+        slot->storage = BufferFor(bundle.Describe(slot->record.path), slot->record.size);
         slot->bytes = ByteView{slot->storage.data(), slot->record.size};
       }
       for (DigestCheck& check : bundle.DigestChecks(slot->record.path, slot->bytes)) {

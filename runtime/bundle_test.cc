@@ -3,6 +3,7 @@
 #include "runtime/bundle.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,12 +14,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <thread>
 #include <vector>
 
+#include "runtime/buffer.h"
 #include "runtime/golden.h"
 #include "runtime/graph.h"
+#include "runtime/json.h"
 #include "runtime/private_cache.h"
 #include "runtime/sha256.h"
 #include "runtime/test_util.h"
@@ -523,6 +527,117 @@ TEST(BundleTest, SiblingHashIsFoundForEverySpellingOfTheDirectory) {
     WorkingDirectory inside(dir);
     EXPECT_EQ(wrp::Bundle::OpenDirectory(".").content_hash(), clean.content_hash());
   }
+  fs::remove_all(dir.parent_path());
+}
+
+// Issue 40: a symlink to a bundle is held to the hash pinned beside the link, where the user pointed, as well
+// as to the one beside the resolved directory (before, only the latter counted: a link pinned with the good
+// bundle's hash that was turned to a tampered bundle carrying its own hash file, or none, loaded).
+TEST(BundleTest, HashPinnedBesideASymlinkToTheBundleIsChecked) {
+  const wrp::Bundle clean = wrp::Bundle::OpenDirectory(BundleDir());
+  const fs::path dir = CopyBundle("pinned_link");  // no hash file beside it
+  const fs::path link = dir.parent_path() / "deployed";
+  fs::create_directory_symlink(dir, link);
+  const fs::path pinned = link.string() + ".sha256";
+  std::ofstream(pinned) << std::string(64, 'a') << "  deployed/manifest.json\n";
+  for (const std::string& spelling : {link.string(), link.string() + "/", link.string() + "/."}) {
+    EXPECT_THAT([&] { wrp::Bundle::OpenDirectory(spelling); },
+                wrp::testing::ThrowsError("manifest.json: sha256 is",
+                                          "but the build recorded " + std::string(64, 'a') + " (pinned in " +
+                                              pinned.string() + ")"));
+  }
+  // The pinned hash is the bundle's: it opens through the link, and the directory's own hash file counts too.
+  std::ofstream(pinned, std::ios::trunc) << clean.content_hash() << "\n";
+  EXPECT_EQ(wrp::Bundle::OpenDirectory(link.string()).content_hash(), clean.content_hash());
+  std::ofstream(dir.string() + ".sha256") << std::string(64, 'b') << "\n";
+  EXPECT_THAT([&] { wrp::Bundle::OpenDirectory(link.string()); },
+              wrp::testing::ThrowsError("but the build recorded " + std::string(64, 'b') + " (pinned in " +
+                                        dir.string() + ".sha256)"));
+  fs::remove_all(dir.parent_path());
+}
+
+// What `body` returns or throws, run in a forked child whose address space is limited to what it uses now
+// plus `headroom` bytes: an allocation beyond that fails there as it would on a machine out of memory.
+std::string WithAddressSpaceLimit(size_t headroom, const std::function<std::string()>& body) {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    long pages = 0;
+    std::ifstream("/proc/self/statm") >> pages;
+    struct rlimit limit;
+    limit.rlim_cur = limit.rlim_max = static_cast<rlim_t>(pages) * sysconf(_SC_PAGESIZE) + headroom;
+    std::string out;
+    if (setrlimit(RLIMIT_AS, &limit) != 0) {
+      out = "setrlimit failed";
+    } else {
+      try {
+        out = "returned: " + body();
+      } catch (const wrp::Error& e) {
+        out = std::string("wrp::Error: ") + e.what();
+      } catch (const std::exception& e) {
+        out = std::string("another exception: ") + e.what();
+      }
+    }
+    (void)!write(fds[1], out.data(), out.size());
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string out;
+  char chunk[4096];
+  for (ssize_t n; (n = read(fds[0], chunk, sizeof chunk)) > 0;) out.append(chunk, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return out;
+}
+
+// Issue 40: out of memory, reading a file is a wrp::Error naming the file and its size (before: a bare
+// std::bad_alloc, "ERROR: std::bad_alloc" from replay).
+TEST(BundleTest, OutOfMemoryNamesTheFile) {
+  constexpr uint64_t kBig = uint64_t{256} << 20;
+  const std::string oom = "cannot be held in memory (out of memory for " + std::to_string(kBig) + " bytes)";
+  fs::path dir = CopyBundle("out_of_memory");
+  const fs::path big = dir.parent_path() / "big.json";
+  std::ofstream(big).close();
+  fs::resize_file(big, kBig);
+  EXPECT_EQ(WithAddressSpaceLimit(64 << 20,
+                                  [&] {
+                                    wrp::Buffer bytes;
+                                    return wrp::ReadRegularFile(big.string(), kBig, &bytes);
+                                  }),
+            "returned: " + oom);
+  // A listed file of 256 MiB (sparse), read when first used: the manifest says so, with its content hash
+  // given.
+  const auto read_text = [](const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  wrp::json::Value manifest = wrp::json::Parse(read_text(dir / "manifest.json"), "manifest.json");
+  const std::string wrp_path = manifest["wrp"].get<std::string>();
+  const uint64_t chunk = manifest["chunk_bytes"].get<uint64_t>();
+  for (wrp::json::Value& file : manifest["files"]) {
+    if (file["path"] != wrp_path) continue;
+    file["size"] = kBig;
+    file["chunk_sha256"] = std::vector<std::string>((kBig + chunk - 1) / chunk, std::string(64, '0'));
+  }
+  fs::resize_file(dir / wrp_path, kBig);
+  const std::string manifest_text = manifest.dump(1) + "\n";
+  std::ofstream(dir / "manifest.json", std::ios::trunc) << manifest_text;
+  wrp::BundleOptions options;
+  options.expected_content_hash = wrp::Sha256::HexDigest(manifest_text.data(), manifest_text.size());
+  wrp::json::Value golden = wrp::json::Parse(read_text(dir / "golden.json"), "golden.json");
+  golden["content_hash"] = options.expected_content_hash;
+  std::ofstream(dir / "golden.json", std::ios::trunc) << golden.dump(1) << "\n";
+  const wrp::Bundle bundle = wrp::Bundle::OpenDirectory(dir.string(), options);
+  EXPECT_EQ(WithAddressSpaceLimit(64 << 20,
+                                  [&] {
+                                    bundle.File(wrp_path);
+                                    return std::string("read");
+                                  }),
+            "wrp::Error: " + (dir / wrp_path).string() + ": " + oom +
+                "; fix: free memory (or raise the process's memory limit) and load the bundle again");
   fs::remove_all(dir.parent_path());
 }
 

@@ -138,7 +138,7 @@ std::optional<DeviceView> MakeDeviceView(const Bundle& bundle, const ArchDecisio
     wrp_file->Read(offset, size, out);
   };
   if (!MetadataSpan(wrp_file->size(), read_wrp, &begin, &end)) return std::nullopt;
-  view.wrp = Buffer(wrp_file->size());
+  view.wrp = BufferFor(bundle.Describe(manifest.wrp), wrp_file->size());
   std::vector<DigestCheck> checks =
       bundle.DigestChecks(manifest.wrp, ByteView{view.wrp.data(), view.wrp.size()});
   const size_t helpers = DigestJob::BackgroundHelpersFor(checks);

@@ -38,6 +38,12 @@ const valijson::Schema& ManifestSchema() {
   return *schema;
 }
 
+const valijson::Schema& CaptureInfoSchema() {
+  static const std::unique_ptr<valijson::Schema> schema =
+      CompileSchema(schemas::kCapture, "wrpkg/schemas/capture.schema.json");
+  return *schema;
+}
+
 const valijson::Schema& GoldenSchema() {
   static const std::unique_ptr<valijson::Schema> schema =
       CompileSchema(schemas::kGolden, "wrpkg/schemas/golden.schema.json");
@@ -518,6 +524,18 @@ void ParseGolden(const std::string& text, const std::string& origin, const std::
                  Manifest* manifest) {
   json::Value root = json::Parse(text, origin);
   ManifestReader(origin).ReadGolden(root, content_hash, manifest);
+}
+
+void CheckCaptureInfo(const std::string& text, const std::string& origin, const std::string& label_hint) {
+  const json::Value root = json::Parse(text, origin);
+  const ManifestReader reader(origin, label_hint);
+  if (!root.is_object()) reader.Fail("(top level)", "expected an object");
+  const std::string schema = reader.String(root, "schema", "");
+  if (schema != Manifest::kCaptureInfoSchema) {
+    reader.Fail("schema", "\"" + schema + "\" is not \"" + Manifest::kCaptureInfoSchema +
+                              "\" (this runtime reads only that)");
+  }
+  reader.CheckSchema(root, CaptureInfoSchema(), "wrpkg/schemas/capture.schema.json");
 }
 
 }  // namespace wrp

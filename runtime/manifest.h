@@ -81,6 +81,10 @@ struct Manifest {
   // Provenance of the capture machine: shipped in the bundle but deliberately not listed in "files", so that
   // it does not change the content hash. Never handed to Warp.
   static constexpr const char* kCaptureInfo = "capture.json";
+  static constexpr const char* kCaptureInfoSchema = "rules_warp.capture/1";
+  // capture.json is a few kilobytes; with its schema (nothing but what wrpkg.capture writes) this bounds what
+  // can ride along in it. wrpkg.manifest.MAX_CAPTURE_INFO_BYTES.
+  static constexpr uint64_t kMaxCaptureInfoBytes = 1 << 20;
   // manifest.json, golden.json and a <name>.sha256 are read whole before anything vouches for them: larger
   // ones are refused unread (a bundler's are kilobytes; 40k bindings are about 8 MiB). wrpkg uses the same.
   static constexpr uint64_t kMaxManifestBytes = 16 << 20;
@@ -132,5 +136,10 @@ std::string GoldenLabelHint(const std::string& text);
 // naming `origin` and the field.
 void ParseGolden(const std::string& text, const std::string& origin, const std::string& content_hash,
                  Manifest* manifest);
+
+// Checks capture.json (provenance: outside the content hash, never handed to Warp): strict JSON, one object
+// of schema rules_warp.capture/1 matching wrpkg/schemas/capture.schema.json. Throws wrp::Error naming
+// `origin`; `label_hint` names the target to rebuild. wrpkg.manifest.check_capture_info.
+void CheckCaptureInfo(const std::string& text, const std::string& origin, const std::string& label_hint);
 
 }  // namespace wrp

@@ -286,6 +286,8 @@ std::vector<TarEntry> ReadUstar(const void* data, size_t size, const std::string
         throw Error(origin + ": directory entry " + path + " carries " + std::to_string(entry_size) +
                     " bytes of payload (a directory entry has none)" + fix);
       }
+      // Each entry once, directories too (docs/bundles.md): a second one is a second thing to extract there.
+      if (!seen.insert(dir).second) throw Error(origin + ": entry " + path + " appears twice" + fix);
       if (directories) directories->push_back(dir);
     } else if (typeflag == '0' || typeflag == '\0') {
       if (!IsPlainRelativePath(path)) {

@@ -87,6 +87,27 @@ TEST(UstarTest, RejectsLinksEscapesAndDuplicates) {
   Finish(&twice);
   EXPECT_THAT([&] { wrp::ReadUstar(twice.data(), twice.size(), "t.tar"); },
               wrp::testing::ThrowsError("b/a appears twice"));
+
+  // Issue 40: directories are entries too, each once (docs/bundles.md), and never a file's path.
+  std::vector<uint8_t> dir_twice;
+  AddEntry(&dir_twice, "b/", "", '5');
+  AddEntry(&dir_twice, "b/d/", "", '5');
+  AddEntry(&dir_twice, "b/d", "", '5');
+  Finish(&dir_twice);
+  EXPECT_THAT([&] { wrp::ReadUstar(dir_twice.data(), dir_twice.size(), "t.tar"); },
+              wrp::testing::ThrowsError("t.tar: entry b/d appears twice"));
+  std::vector<uint8_t> file_then_dir;
+  AddEntry(&file_then_dir, "b/a", "1");
+  AddEntry(&file_then_dir, "b/a/", "", '5');
+  Finish(&file_then_dir);
+  EXPECT_THAT([&] { wrp::ReadUstar(file_then_dir.data(), file_then_dir.size(), "t.tar"); },
+              wrp::testing::ThrowsError("t.tar: entry b/a/ appears twice"));
+  std::vector<uint8_t> dir_then_file;
+  AddEntry(&dir_then_file, "b/a/", "", '5');
+  AddEntry(&dir_then_file, "b/a", "1");
+  Finish(&dir_then_file);
+  EXPECT_THAT([&] { wrp::ReadUstar(dir_then_file.data(), dir_then_file.size(), "t.tar"); },
+              wrp::testing::ThrowsError("t.tar: entry b/a appears twice"));
 }
 
 TEST(UstarTest, EmptyArchive) {

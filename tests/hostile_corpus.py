@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bundle_corpus import _rehash, _write_canonical
 
-from wrpkg.manifest import MAX_JSON_BYTES, MAX_JSON_DEPTH
+from wrpkg.manifest import MAX_CAPTURE_INFO_BYTES, MAX_JSON_BYTES, MAX_JSON_DEPTH
 from wrpkg.pack import _ustar_header, write_deterministic_tar
 
 GOOD_DIR = Path(os.environ["WRP_GOOD_BUNDLE_DIR"]).resolve()
@@ -94,6 +94,18 @@ def golden_bytes(edit: Callable[[bytes], bytes]) -> Callable[[Path], None]:
     return mutate
 
 
+def capture_edit(edit: Callable[[dict], None]) -> Callable[[Path], None]:
+    """Edits capture.json (provenance, outside the content hash): a genuine bundle otherwise."""
+
+    def mutate(bundle: Path) -> None:
+        path = bundle / "capture.json"
+        raw = json.loads(path.read_bytes())
+        edit(raw)
+        path.write_text(json.dumps(raw, sort_keys=True, indent=1) + "\n")
+
+    return mutate
+
+
 def replace_once(old: bytes, new: bytes) -> Callable[[bytes], bytes]:
     return lambda data: data.replace(old, new, 1)
 
@@ -139,6 +151,51 @@ def sparse_file(rel: str, size: int) -> Callable[[Path], None]:
 def nested(depth: int) -> bytes:
     """A JSON value of `depth` nested arrays."""
     return b"[" * depth + b"]" * depth
+
+
+def rewrite_listed(rel: str, edit: Callable[[bytes], bytes], chunk_bytes: int | None = None) -> Callable:
+    """Rewrites a listed file and its manifest entry to match (size, sha256, chunk digests): a bundle
+    whose integrity holds, judged by what it contains. `chunk_bytes` re-chunks every file."""
+
+    def mutate(bundle: Path) -> None:
+        path = bundle / rel
+        path.write_bytes(edit(path.read_bytes()))
+        raw = json.loads((bundle / "manifest.json").read_bytes())
+        if chunk_bytes is not None:
+            raw["chunk_bytes"] = chunk_bytes
+        size = raw["chunk_bytes"]
+        for entry in raw["files"]:
+            data = (bundle / entry["path"]).read_bytes()
+            entry["size"], entry["sha256"] = len(data), hashlib.sha256(data).hexdigest()
+            entry["chunk_sha256"] = (
+                [hashlib.sha256(data[at : at + size]).hexdigest() for at in range(0, len(data), size)]
+                if len(data) > size
+                else []
+            )
+        _write_canonical(bundle / "manifest.json", raw)
+        _rehash(bundle)
+
+    return mutate
+
+
+def drop_hash_file(bundle: Path) -> None:
+    (bundle.parent / f"{bundle.name}.sha256").unlink()
+
+
+def behind_symlink(*mutations: Callable[[Path], None]) -> Callable[[Path], None]:
+    """The bundle moved to elsewhere/<name>, `mutations` applied there (a manifest edit rehashes the hash
+    file beside it), and <name> made a symlink to it: <name>.sha256, pinned beside the link where the user
+    points, keeps the good bundle's hash."""
+
+    def mutate(bundle: Path) -> None:
+        moved = bundle.parent / "elsewhere" / bundle.name
+        moved.parent.mkdir()
+        bundle.rename(moved)
+        for m in mutations:
+            m(moved)
+        os.symlink(moved, bundle, target_is_directory=True)
+
+    return mutate
 
 
 def edit_then_verify_as(spelling: str) -> Callable[[Path], None]:
@@ -298,6 +355,20 @@ CASES = [
             f"the test manifest is {MAX_JSON_BYTES + 1} bytes, more than the {MAX_JSON_BYTES} allowed"),
     Hostile("golden_json_missing", lambda b: (b / "golden.json").unlink(), "golden.json",
             "cannot read the test manifest: missing"),
+    # Issue 40: capture.json (unhashed provenance) is held to a size bound, a schema and regular files, so
+    # nothing rides along in it.
+    Hostile("capture_json_fifo", fifo_at("capture.json"), "capture.json",
+            "the capture provenance is a FIFO, not a regular file"),
+    Hostile("capture_json_dev_zero", symlink_at("capture.json", "/dev/zero"), "capture.json",
+            "the capture provenance is a character device, not a regular file"),
+    Hostile("capture_json_dangling_link", symlink_at("capture.json", "/nonexistent/capture.json"), "capture.json",
+            "cannot read the capture provenance: missing"),
+    Hostile("capture_json_over_1_mib", sparse_file("capture.json", MAX_CAPTURE_INFO_BYTES + 1), "capture.json",
+            f"the capture provenance is {MAX_CAPTURE_INFO_BYTES + 1} bytes, more than the {MAX_CAPTURE_INFO_BYTES} allowed"),
+    Hostile("capture_json_payload", capture_edit(set_field("payload", value="x" * 100000)), "capture.json",
+            "(wrpkg/schemas/capture.schema.json)"),
+    Hostile("capture_json_not_json", lambda b: (b / "capture.json").write_bytes(b"\x7fELF"), "capture.json",
+            "not valid JSON"),
     # Item 3: an edited manifest must meet DIR's hash file however DIR is spelled.
     Hostile("edited_manifest_as_dir_dot", edit_then_verify_as("DIR/."), "manifest.json",
             "differs from the expected"),
@@ -305,6 +376,12 @@ CASES = [
             "differs from the expected"),
     Hostile("edited_manifest_as_dot_inside", edit_then_verify_as("."), "manifest.json",
             "differs from the expected"),
+    # Issue 40: a symlink to a bundle meets the hash pinned beside the link, not only the target's own.
+    Hostile("symlink_to_a_rehashed_bundle", behind_symlink(rewrite_listed(WRP, lambda d: d, chunk_bytes=4096)),
+            f"{NAME}.sha256", "differs from the expected"),
+    Hostile("symlink_to_a_bundle_without_hash_file",
+            behind_symlink(rewrite_listed(WRP, lambda d: d, chunk_bytes=4096), drop_hash_file),
+            f"{NAME}.sha256", "differs from the expected"),
 ]  # fmt: skip
 
 
@@ -342,31 +419,6 @@ def without(*keys) -> Callable[[dict], None]:
     return edit
 
 
-def rewrite_listed(rel: str, edit: Callable[[bytes], bytes], chunk_bytes: int | None = None) -> Callable:
-    """Rewrites a listed file and its manifest entry to match (size, sha256, chunk digests): a bundle
-    whose integrity holds, judged by what it contains. `chunk_bytes` re-chunks every file."""
-
-    def mutate(bundle: Path) -> None:
-        path = bundle / rel
-        path.write_bytes(edit(path.read_bytes()))
-        raw = json.loads((bundle / "manifest.json").read_bytes())
-        if chunk_bytes is not None:
-            raw["chunk_bytes"] = chunk_bytes
-        size = raw["chunk_bytes"]
-        for entry in raw["files"]:
-            data = (bundle / entry["path"]).read_bytes()
-            entry["size"], entry["sha256"] = len(data), hashlib.sha256(data).hexdigest()
-            entry["chunk_sha256"] = (
-                [hashlib.sha256(data[at : at + size]).hexdigest() for at in range(0, len(data), size)]
-                if len(data) > size
-                else []
-            )
-        _write_canonical(bundle / "manifest.json", raw)
-        _rehash(bundle)
-
-    return mutate
-
-
 def then(*mutations: Callable[[Path], Path | None]) -> Callable[[Path], Path | None]:
     """The mutations in turn; what the last returns (as_tar's archive) is what is judged."""
 
@@ -389,10 +441,6 @@ def reformatted(file_name: str, **dumps) -> Callable[[Path], None]:
             _rehash(bundle)
 
     return mutate
-
-
-def drop_hash_file(bundle: Path) -> None:
-    (bundle.parent / f"{bundle.name}.sha256").unlink()
 
 
 def write_hash_file(text: str) -> Callable[[Path], None]:
@@ -542,6 +590,37 @@ def _parity_cases() -> list[Verdict]:
         Verdict("golden_on_one_line", reformatted(G), True),
         Verdict("rechunked_at_4096_bytes", rewrite_listed(WRP, lambda d: d, chunk_bytes=4096), True),
         Verdict("capture_json_missing", lambda b: (b / "capture.json").unlink(), True),
+        # capture.json: judged by content (its schema), not bytes; every field wrpkg.capture may write.
+        Verdict("capture_json_on_one_line", reformatted("capture.json"), True),
+        Verdict("capture_json_of_a_retarget_with_every_note", capture_edit(lambda raw: raw.update(
+            mode="retarget", sm=90, device="cuda", device_name="none (retargeted from a CPU capture to sm_90)",
+            cuda_toolkit_version="13.4",
+            initial_state_from_build_kernels=[{"kernel": "k", "where": "a.py:3", "arrays": ["x"], "other_arrays": 1}],
+            cpu_golden_caveats=[{"kernel": "k", "block_dim": 64, "where": "a.py:9", "reasons": ["atomics"]},
+                                {"operation": "array_sum", "where": "a.py:10", "reasons": ["a reduction"]}],
+            cpu_device_branches=["a.py:4"], mathdx_linked_modules=["m"], zeroed_unwritten_bytes=64,
+            step_reads_unwritten=["an array"],
+            uint64_mesh_ids_as_handles=[{"kernel": "k", "parameter": "p", "meshes": ["wp.Mesh"], "launches": 2}])),
+            True),
+        Verdict("capture_json_unknown_field", capture_edit(set_field("notes", value="x")), False, "capture.json"),
+        Verdict("capture_json_without_device_name", capture_edit(without("device_name")), False, "capture.json"),
+        Verdict("capture_json_sm_string", capture_edit(set_field("sm", value="90")), False, "capture.json"),
+        Verdict("capture_json_of_another_schema", capture_edit(set_field("schema", value="rules_warp.capture/2")),
+                False, "capture.json"),
+        Verdict("capture_json_an_array", lambda b: (b / "capture.json").write_bytes(b"[]"), False, "capture.json"),
+        Verdict("capture_json_duplicate_key", lambda b: (b / "capture.json").write_bytes(
+            b'{"schema": "rules_warp.capture/1", "schema": "rules_warp.capture/1"}'), False, "capture.json"),
+        Verdict("capture_json_a_directory", lambda b: ((b / "capture.json").unlink(), (b / "capture.json").mkdir()),
+                False, "capture.json"),
+        Verdict("capture_json_caveat_unknown_field", capture_edit(set_field(
+            "cpu_golden_caveats", value=[{"kernel": "k", "where": "a.py:1", "reasons": [], "blob": "x"}])),
+            False, "capture.json"),
+        Verdict("tar_capture_json_unknown_field", then(capture_edit(set_field("notes", value="x")), as_tar()),
+                False, "capture.json"),
+        Verdict("tar_capture_json_over_1_mib", then(capture_edit(set_field("device_name", value="x" * (1 << 20))),
+                                                    as_tar()), False, "capture.json"),
+        Verdict("symlink_to_the_bundle_pinned_beside_the_link", behind_symlink(), True),
+        Verdict("symlink_to_the_bundle_pinned_beside_both", behind_symlink(_rehash), True),
         Verdict("tar_good", as_tar(), True),
         Verdict("tar_golden_reindented", then(reformatted(G, indent=2), as_tar()), True),
         # Without a content hash, the bytes must be the canonical form wrpkg writes.
@@ -764,6 +843,13 @@ def _parity_cases() -> list[Verdict]:
         Verdict("tar_symlink_entry", as_tar(("symlink", f"{NAME}/link", "/etc/passwd")), False, "link"),
         Verdict("tar_hardlink_entry", as_tar(("hardlink", f"{NAME}/link", f"{NAME}/{WRP}")), False, "link"),
         Verdict("tar_dot_component", as_tar(("file", f"{NAME}/./notes.txt", b"x")), False, "notes.txt"),
+        # Issue 40: each entry once, a directory's too (docs/bundles.md), and never a file's path.
+        Verdict("tar_directory_entry_twice", as_tar(("dir", f"{NAME}/golden", None)), False,
+                f"entry {NAME}/golden/ appears twice"),
+        Verdict("tar_bundle_directory_entry_twice", as_tar(("dir", NAME, None)), False,
+                f"entry {NAME}/ appears twice"),
+        Verdict("tar_directory_entry_where_a_file_is", as_tar(("dir", f"{NAME}/{WRP}", None)), False,
+                f"entry {NAME}/{WRP}/ appears twice"),
         Verdict(
             "tar_unknown_manifest_field",
             then(manifest_edit(set_field("notes", value="x")), as_tar()),

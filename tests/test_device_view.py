@@ -174,6 +174,53 @@ def test_prepare_cuda_load_hands_warp_only_verified_images(bundle, tmp_path):
     assert manifest.modules[1].binary in str(err.value)
 
 
+# The child opens the copy's module files through a hook that shrinks one right after it is opened (a writer
+# racing the load, made deterministic), then makes the view; a signal or a traceback fails the test.
+_SHRINK_AFTER_OPEN = r"""
+import os, sys
+import wrpkg.validity
+from wrpkg import bundle
+from wrpkg.errors import VerifyError
+
+copy, victim = sys.argv[1], sys.argv[2]
+real_open = wrpkg.validity.open_regular
+
+
+def shrinking_open(path, what, fix):
+    fd, size = real_open(path, what, fix)
+    if os.fspath(path).endswith(victim):
+        os.truncate(path, size // 2)
+    return fd, size
+
+
+wrpkg.validity.open_regular = shrinking_open
+if hasattr(bundle, "open_regular"):
+    bundle.open_regular = shrinking_open
+try:
+    bundle.prepare_cuda_load(copy, "cuda:0", "NVIDIA H200", 90, (13, 0))
+except VerifyError as exc:
+    print(exc.message)
+"""
+
+
+def test_a_module_file_shrunk_during_the_load_is_a_verify_error_not_sigbus(bundle, tmp_path):
+    """Issue 40: the view memory-mapped each fatbin, and a file shrunk by another process while the load
+    read it killed the process with SIGBUS (7 of 10 rounds of a writer racing the load). Each fatbin is
+    read once into memory now: a file that changes size while read is a VerifyError naming it."""
+    manifest, _ = bundle
+    copy = _copy(tmp_path)
+    victim = manifest.modules[0].binary
+    proc = subprocess.run(
+        [sys.executable, "-c", _SHRINK_AFTER_OPEN, str(copy), victim],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    assert f"{copy / victim}: changed size while it was read" in proc.stdout, proc.stdout + proc.stderr
+
+
 def test_prepare_cuda_load_checks_the_manifest_against_the_content_hash(bundle, tmp_path):
     manifest, _ = bundle
     copy = _copy(tmp_path)

@@ -112,6 +112,8 @@ LOAD_CASES = [
         "wrp_absolute", "wrp_dev_zero", "module_binary_dotdot", "file_size_string", "duplicate_key",
         "nesting_of_100000", "invalid_utf8", "manifest_fifo", "golden_fifo", "hash_file_fifo", "wrp_fifo",
         "module_dev_zero", "golden_file_dev_zero", "golden_nesting_of_100000", "edited_manifest_as_dir_dot",
+        "symlink_to_a_rehashed_bundle", "symlink_to_a_bundle_without_hash_file", "capture_json_fifo",
+        "capture_json_over_1_mib", "capture_json_payload",
     }
 ]  # fmt: skip
 
@@ -154,6 +156,29 @@ def test_hash_file_of_the_resolved_directory_is_used(tmp_path, monkeypatch):
     monkeypatch.chdir(bundle)
     with pytest.raises(VerifyError, match="differs from the expected"):
         verify_bundle(".")
+
+
+def test_a_symlink_to_the_bundle_meets_the_hash_pinned_beside_the_link(tmp_path):
+    """Issue 40: `<link>.sha256` beside a symlink to the bundle is checked, however the link is spelled,
+    by verify, Bundle.open and load_bundle; the message names the pinned file. Before, only the hash beside
+    the resolved directory counted, and a tampered bundle behind the link loaded."""
+    from wrpkg.bundle import Bundle, load
+
+    real = copy_good(tmp_path / "real")
+    (real.parent / f"{NAME}.sha256").unlink()
+    link = tmp_path / "deployed"
+    os.symlink(real, link, target_is_directory=True)
+    pinned = tmp_path / "deployed.sha256"
+    pinned.write_text(f"{'a' * 64}  deployed/manifest.json\n")
+    for spelling in (str(link), f"{link}/", f"{link}/."):
+        line = error_line(wrpkg("verify", spelling))
+        assert f"differs from the expected {'a' * 64} (pinned in {pinned})" in line, line
+        for opener in (Bundle.open, lambda p: load(p, device="cpu")):
+            with pytest.raises(VerifyError, match=f"pinned in {pinned}"):
+                opener(spelling)
+    pinned.write_text(f"{Bundle.open(real).content_hash}  deployed/manifest.json\n")
+    assert wrpkg("verify", str(link)).returncode == 0
+    assert Bundle.open(link).manifest.name == NAME
 
 
 # --- item 4: a directory the reader cannot list --------------------------------------------

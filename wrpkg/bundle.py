@@ -24,12 +24,11 @@ held bytes.
 from __future__ import annotations
 
 import _thread
-import contextlib
 import mmap
 import os
 import struct
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -43,7 +42,6 @@ from wrpkg.validity import (
     check_digests,
     digest_checks,
     listed_files,
-    open_regular,
     read_bundle,
     read_listed,
     read_manifest_and_hash,
@@ -775,36 +773,6 @@ def device_view(
     return _patched_view(manifest, wrp if isinstance(wrp, bytearray) else bytearray(wrp), images)
 
 
-@contextlib.contextmanager
-def _mapped(bundle: Bundle, path: str) -> Iterator[memoryview]:
-    """A listed file's bytes, mapped rather than read: the view takes one SM's image out of
-    each multi-arch fatbin, and only the pages it touches are read. Its size must be the
-    manifest's (a truncated copy is named here); its content is checked image by image."""
-    full = bundle.describe(path)
-    expected = bundle.entry(path).size
-    fd, size = open_regular(
-        full,
-        "a file listed in manifest.json",
-        f"rebuild {bundle.manifest.label} and copy the whole bundle directory",
-    )
-    with open(fd, "rb", closefd=True) as handle:
-        if size != expected:
-            raise VerifyError(f"{full}: {size} bytes, manifest.json says {expected}", fix=bundle.rebuild_hint)
-        if size == 0:
-            yield memoryview(b"")
-            return
-        mapping = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        view = memoryview(mapping)
-        try:
-            yield view
-        finally:
-            view.release()
-            try:
-                mapping.close()
-            except BufferError:
-                pass  # a traceback still holds a view into it; the mapping goes with that
-
-
 def _read_view(bundle: Bundle, fit: DeviceFit) -> DeviceView | None:
     """Reads what the per-device view hands Warp, and nothing else: the .wrp, read and then
     hashed on another thread from the start (`BackgroundWrp`), and each module's image, taken
@@ -814,12 +782,13 @@ def _read_view(bundle: Bundle, fit: DeviceFit) -> DeviceView | None:
     manifest = bundle.manifest
     wrp_job = BackgroundWrp(bundle)
     try:
-        with contextlib.ExitStack() as stack:
-            fatbins = {
-                module.binary: stack.enter_context(_mapped(bundle, module.binary))
-                for module in manifest.modules
-            }
-            images = _device_images(manifest, fit, fatbins)
+        # Each fatbin is read once into memory of its own, never mapped: a mapped file that another
+        # process shrinks kills the reader with SIGBUS at the first page past its new end (issue 40).
+        # Read, a file that changes size is a VerifyError naming it (validity._read_entry).
+        fatbins = {
+            module.binary: memoryview(bundle.read_unverified(module.binary)) for module in manifest.modules
+        }
+        images = _device_images(manifest, fit, fatbins)
         wrp = wrp_job.read()
         view = None if images is None else _patched_view(manifest, wrp, images)
     except VerifyError:

@@ -53,11 +53,11 @@ from wrpkg.errors import CaptureError
 from wrpkg.golden import as_tolerance, first_disagreement
 from wrpkg.interface import INTERFACE_SCHEMA
 from wrpkg.launch_recorder import LaunchRecorder
+from wrpkg.manifest import CAPTURE_INFO_SCHEMA
 from wrpkg.stale_pointers import check_launches, relocation_note, relocations
 from wrpkg.step_guard import StepRefusal
 
 CAPTURE_MODES = ("gpu", "retarget", "auto")
-CAPTURE_INFO_SCHEMA = "rules_warp.capture/1"
 
 
 @dataclass

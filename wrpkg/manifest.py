@@ -314,6 +314,10 @@ def _require(cond: bool, path, what: str) -> None:
 # Python, NaN is no JSON at all), so two readers would otherwise see two manifests in one file.
 # Nesting counts containers: the top-level object is depth 1.
 MAX_JSON_BYTES = 16 << 20  # manifest.json and golden.json, checked before they are read
+# capture.json (provenance, outside the content hash): a capture's is a few kilobytes. With its schema
+# (capture.schema.json: no field but those wrpkg.capture writes) this bounds what can ride along in it.
+MAX_CAPTURE_INFO_BYTES = 1 << 20
+CAPTURE_INFO_SCHEMA = "rules_warp.capture/1"
 MAX_JSON_DEPTH = 64
 _INT_MIN, _INT_END = -(2**63), 2**64  # an integer must fit int64 or uint64
 _INT_MAX_DIGITS = 20  # len(str(2**64 - 1)): longer digit strings are refused before int()
@@ -494,7 +498,11 @@ class _Fields:
 # runtime/manifest.cc enforces too (valijson, from the same files). The field checks here and
 # there run first, for their messages; the schema then refuses whatever they do not name.
 SCHEMA_DIR = Path(__file__).with_name("schemas")
-_SCHEMA_FILES = {MANIFEST_NAME: "manifest.schema.json", GOLDEN_NAME: "golden.schema.json"}
+_SCHEMA_FILES = {
+    MANIFEST_NAME: "manifest.schema.json",
+    GOLDEN_NAME: "golden.schema.json",
+    CAPTURE_INFO_NAME: "capture.schema.json",
+}
 _validators: dict = {}
 
 
@@ -650,7 +658,7 @@ def _json_object(data: bytes, path, schema: str, file_name: str) -> dict:
     VerifyError naming `path` otherwise (both manifests are read this way)."""
     fix = _edit_fix(file_name)
     raw = strict_json_loads(data, path, file_name)
-    kind = "manifest" if schema == MANIFEST_SCHEMA else "test manifest"
+    kind = {MANIFEST_SCHEMA: "manifest", CAPTURE_INFO_SCHEMA: "capture record"}.get(schema, "test manifest")
     if not isinstance(raw, dict):
         raise VerifyError(f"{path}: not a valid {schema} {kind}: the top level is not an object", fix=fix)
     if raw.get("schema") != schema:
@@ -658,6 +666,15 @@ def _json_object(data: bytes, path, schema: str, file_name: str) -> dict:
             f"{path}: not a valid {schema} {kind}: schema is {json.dumps(raw.get('schema'))[:80]}", fix=fix
         )
     return raw
+
+
+def check_capture_info(data: bytes | bytearray, path) -> None:
+    """capture.json's bytes (a bundle's provenance, outside the content hash and never handed to Warp):
+    strict JSON, one object of schema rules_warp.capture/1 that matches wrpkg/schemas/capture.schema.json,
+    so it holds nothing but what wrpkg.capture writes. A VerifyError naming `path` otherwise;
+    runtime/manifest.cc's CheckCaptureInfo."""
+    raw = _json_object(data, path, CAPTURE_INFO_SCHEMA, CAPTURE_INFO_NAME)
+    _check_schema(raw, path, CAPTURE_INFO_NAME)
 
 
 def from_json_bytes(

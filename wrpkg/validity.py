@@ -14,7 +14,8 @@ descriptor, their size checked against the manifest, or against MAX_JSON_BYTES (
 manifest.json, golden.json and `<dir>.sha256`, before a byte is read. Both manifests are JSON
 in the strict profile (manifest.strict_json_loads) and every path they name is a plain
 relative path, refused before any file is read. The sibling `<dir>.sha256` is looked up
-beside the resolved directory, so `DIR/.` and `.` inside DIR meet DIR's hash.
+beside the name given and beside the resolved directory (hash_file_candidates), so `DIR/.` and
+`.` inside DIR meet DIR's hash, and a symlink to a bundle meets the hash pinned beside the link.
 
 golden.json is not covered by the content hash, by design: it holds test data (golden outputs,
 their tolerances, the target's name and label), not deployed bytes, and keeping it out lets a
@@ -36,13 +37,16 @@ from pathlib import Path
 from wrpkg.errors import VerifyError, WrpFormatError
 from wrpkg.files import relative_files
 from wrpkg.manifest import (
+    CAPTURE_INFO_NAME,
     GOLDEN_NAME,
     MANIFEST_NAME,
+    MAX_CAPTURE_INFO_BYTES,
     MAX_JSON_BYTES,
     UNHASHED_FILES,
     FileEntry,
     Manifest,
     attach_golden,
+    check_capture_info,
     content_hash_of_bytes,
     from_json_bytes,
     plain_relpath_problem,
@@ -342,6 +346,25 @@ def read_hash_file(path: str | os.PathLike) -> str:
     return token
 
 
+def hash_file_candidates(bundle_dir: str | os.PathLike) -> list[Path]:
+    """Where a `<dir>.sha256` pins the bundle reached as `bundle_dir`: beside the name the user
+    gave (a symlink to the bundle included: the hash pinned beside the link must hold, else a
+    link to a tampered bundle would carry the tampered bundle's own hash file, or none) and
+    beside the resolved directory (`DIR/.`, `DIR/` and `.` run inside DIR all name DIR, and each
+    must meet DIR's hash file). Both, without repeats; runtime/bundle.cc's HashFileCandidates."""
+    parts = os.fspath(bundle_dir).split("/")
+    while len(parts) > 1 and parts[-1] in ("", "."):
+        parts.pop()
+    candidates = []
+    if parts[-1] not in ("", ".", ".."):
+        head = "/".join(parts[:-1]) or ("/" if len(parts) > 1 else ".")
+        candidates.append(Path(os.path.realpath(head)) / f"{parts[-1]}.sha256")
+    resolved = Path(os.path.realpath(bundle_dir))
+    if resolved != resolved.parent:
+        candidates.append(resolved.parent / f"{resolved.name}.sha256")
+    return list(dict.fromkeys(candidates))
+
+
 def read_manifest(bundle_dir: str | os.PathLike, expected_hash: str | None = None) -> Manifest:
     """The bundle's manifest, checked against its content hash: `expected_hash`, or else the
     `<dir>.sha256` file next to the bundle directory when there is one (the layout the bundle
@@ -372,26 +395,33 @@ def read_manifest_and_hash(
             f"{bundle_dir}: not a directory", fix="pass a bundle directory (e.g. bazel-bin/<pkg>/<name>)"
         )
     data = read_json_file(manifest_path, "the manifest", rebuild_fix(None))
-    # Beside the resolved directory: `DIR/.`, `DIR/` and `.` run inside DIR all name DIR, and
-    # each must meet DIR's hash file (else an edited manifest passes as a bundle without one).
-    # Anything there counts, not only a regular file: a FIFO or a dangling link must not turn
-    # the check off; read_hash_file refuses it.
-    resolved = Path(os.path.realpath(bundle_dir))
-    sibling = resolved.parent / f"{resolved.name}.sha256"
-    if expected_hash is None and os.path.lexists(sibling):
-        expected_hash = read_hash_file(sibling)
     content_hash = content_hash_of_bytes(data)
-    if expected_hash is not None and content_hash != expected_hash:
-        raise VerifyError(
-            f"{manifest_path}: content hash {content_hash} differs from the expected {expected_hash}",
-            fix=rebuild_fix(None) + "; the manifest was changed after the build",
-        )
+    pinned = [(None, expected_hash)] if expected_hash is not None else []
+    if expected_hash is None:
+        # Anything there counts, not only a regular file: a FIFO or a dangling link must not turn
+        # the check off; read_hash_file refuses it.
+        pinned = [(p, read_hash_file(p)) for p in hash_file_candidates(bundle_dir) if os.path.lexists(p)]
+        expected_hash = pinned[0][1] if pinned else None
+    for where, pinned_hash in pinned:
+        if content_hash != pinned_hash:
+            raise VerifyError(
+                f"{manifest_path}: content hash {content_hash} differs from the expected {pinned_hash}"
+                + (f" (pinned in {where})" if where is not None else ""),
+                fix=rebuild_fix(None) + "; the manifest was changed after the build",
+            )
     manifest = from_json_bytes(data, manifest_path, canonical_check=expected_hash is None)
     golden_path = bundle_dir / GOLDEN_NAME
     golden_bytes = read_json_file(
         golden_path, "the test manifest", rebuild_fix(None) + " and copy the whole bundle directory"
     )
     manifest = attach_golden(manifest, golden_bytes, content_hash, golden_path)
+    capture_info = bundle_dir / CAPTURE_INFO_NAME
+    # Anything there counts (a FIFO, a device, a dangling link, a directory): only a regular file is read.
+    if os.path.lexists(capture_info):
+        fix = rebuild_fix(manifest) + " and copy the whole bundle directory"
+        check_capture_info(
+            read_regular(capture_info, "the capture provenance", fix, MAX_CAPTURE_INFO_BYTES), capture_info
+        )
     return manifest, content_hash
 
 
@@ -426,9 +456,10 @@ def _read_entry(bundle_dir: Path, entry: FileEntry, lister: str, fix: str) -> by
     checked before a byte is read, and which neither shrinks nor grows while read."""
     full = bundle_dir / entry.path
     fd, got = open_regular(full, f"a file listed in {lister}", fix)
+    sized_right = got == entry.size
     with open(fd, "rb", buffering=0, closefd=True) as handle:
         try:
-            if got == entry.size:
+            if sized_right:
                 data = _fresh_buffer(entry.size)
                 view = memoryview(data)
                 got = 0
@@ -441,6 +472,12 @@ def _read_entry(bundle_dir: Path, entry: FileEntry, lister: str, fix: str) -> by
             raise VerifyError(
                 f"{full}: listed in {lister} but cannot be read ({exc.strerror})", fix=fix
             ) from exc
+    if got != entry.size and sized_right:
+        raise VerifyError(
+            f"{full}: changed size while it was read ({'more than' if got > entry.size else 'only'} {got} "
+            f"bytes, {lister} says {entry.size}); another process is writing the bundle",
+            fix=fix,
+        )
     if got != entry.size:
         raise VerifyError(f"{full}: {got} bytes, {lister} says {entry.size}", fix=fix)
     return data
@@ -568,8 +605,9 @@ def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str
     """Regular-file entries of a ustar archive, by path, and the directory entries' paths (without
     their trailing '/'), with runtime/ustar.cc's rules: ustar magic, header checksums, sizes inside
     the archive, regular files and directories only, each path once. Every path, a directory's too,
-    must be a plain relative path (manifest.plain_relpath_problem), and a directory has no payload:
-    an extractor would otherwise create or write what no check saw.
+    must be a plain relative path (manifest.plain_relpath_problem), each path once (a directory's too,
+    and none at a file's path), and a directory has no payload: an extractor would otherwise create or
+    write what no check saw.
 
     A path too long for ustar's name and prefix fields comes in a pax extended header (type 'x') just
     before its entry: exactly one `path` record (strict UTF-8, no control character), at most
@@ -583,6 +621,7 @@ def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str
         )
     entries: dict[str, bytes] = {}
     directories: list[str] = []
+    seen_directories: set[str] = set()
     pax: tuple[int, str] | None = None  # (its header's offset, the path) for the entry that follows
     offset = 0
     while offset + _BLOCK <= len(data):
@@ -634,7 +673,7 @@ def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str
             problem = plain_relpath_problem(path)
             if problem is not None:
                 raise VerifyError(f"{origin}: entry path {path!r}: {problem}", fix=fix)
-            if path in entries:
+            if path in entries or path in seen_directories:
                 raise VerifyError(f"{origin}: entry {path} appears twice", fix=fix)
             entries[path] = data[offset : offset + size]
         elif typeflag == b"5":
@@ -648,6 +687,10 @@ def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str
                     f"{origin}: directory entry {path!r} carries a {size}-byte payload; a directory has none",
                     fix=fix,
                 )
+            # Each entry once, directories too (docs/bundles.md): a second one is a second thing to extract there.
+            if directory in entries or directory in seen_directories:
+                raise VerifyError(f"{origin}: entry {path} appears twice", fix=fix)
+            seen_directories.add(directory)
             directories.append(directory)
         else:
             what = f" ({_TYPE_NAMES[typeflag]})" if typeflag in _TYPE_NAMES else ""
@@ -713,6 +756,16 @@ def read_tar(
         raise VerifyError(f"{tar_path}:{golden_path}: missing", fix=rebuild_fix(None))
     manifest = attach_golden(manifest, entries[golden_path], content_hash, f"{tar_path}:{golden_path}")
     fix = rebuild_fix(manifest)
+    capture_path = f"{prefix}{CAPTURE_INFO_NAME}"
+    if capture_path in entries:
+        size = len(entries[capture_path])
+        if size > MAX_CAPTURE_INFO_BYTES:
+            raise VerifyError(
+                f"{tar_path}:{capture_path}: the capture provenance is {size} bytes, more than the "
+                f"{MAX_CAPTURE_INFO_BYTES} allowed",
+                fix=fix,
+            )
+        check_capture_info(entries[capture_path], f"{tar_path}:{capture_path}")
     if prefix != f"{manifest.name}/":
         raise VerifyError(
             f"{origin}: archive directory {prefix!r} does not match the name {manifest.name!r}", fix=fix
