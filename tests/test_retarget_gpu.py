@@ -48,9 +48,12 @@ PROGRAMS = {
     # Strided and indexed copies and fills, lowered to kernel launches (wrpkg.copy_lowering).
     CAPTURE / "strided_copies.py": {"identical": True, "cpu_goldens_hold": True},
     # A wp.HashGrid rebuilt and queried in the step (wrpkg.hash_grid_lowering).
-    CAPTURE / "hash_grid_step.py": {"identical": True, "cpu_goldens_hold": True},
-    # Two wp.Volumes sampled by id, relocated to their NanoVDB buffers.
-    CAPTURE / "volume_step.py": {"identical": True, "cpu_goldens_hold": True},
+    # Identical but for the copies a CUDA capture records after each radix sort (retarget.drop_sort_copies);
+    # the GPU's float sums differ from the CPU's in the last bit (H100, 2026-12-05).
+    CAPTURE / "hash_grid_step.py": {"identical": "without_sort_copies", "cpu_goldens_hold": False},
+    # Two wp.Volumes sampled by id, relocated to their NanoVDB buffers: built by the CPU in build(),
+    # 3 header bytes differ from a GPU's build (named: volume_buffers_built_on_cpu).
+    CAPTURE / "volume_step.py": {"identical": False, "cpu_goldens_hold": False},
     # Mesh queries round differently on the GPU (2.4e-7) and declare no tolerance.
     CAPTURE / "mesh_id_uint64.py": {"identical": True, "cpu_goldens_hold": False},
     # Initial state computed by a kernel in build(): the GPU rounds it differently, so the
@@ -139,7 +142,12 @@ def test_retargeted_equals_native(tmp_path, script):
     assert proc.returncode == 0, proc.stderr
     result = {
         "program": script.name,
-        "canonical_differences": compare_captures(retargeted, native, script.stem),
+        "canonical_differences": compare_captures(
+            retargeted,
+            native,
+            script.stem,
+            without_sort_copies=expected["identical"] == "without_sort_copies",
+        ),
     }
     result["byte_identical"] = not result["canonical_differences"]
     interface = json.loads((retargeted / "interface.json").read_text())
@@ -159,7 +167,11 @@ def test_retargeted_equals_native(tmp_path, script):
     if not expected["identical"]:
         assert result["canonical_differences"], "expected to differ from the native capture, and it does not"
         info = json.loads((retargeted / "capture.json").read_text())
-        named = info.get("initial_state_from_build_kernels") or info.get("cpu_device_branches")
+        named = (
+            info.get("initial_state_from_build_kernels")
+            or info.get("cpu_device_branches")
+            or info.get("volume_buffers_built_on_cpu")
+        )
         assert named, "the difference is not named at capture"
         return
     assert result["canonical_differences"] == []
@@ -229,8 +241,13 @@ def _builtin_expected(op: str) -> dict[str, np.ndarray]:
             sorted_keys[start:end] = np.sort(keys[start:end], kind="stable")
         return {"keys": sorted_keys}
     if op == "runlength_encode":
-        runs = 1 + int(np.count_nonzero(np.diff(keys[:n])))
-        return {"count": np.array([runs], dtype=np.int32)}
+        starts = np.concatenate([[0], np.nonzero(np.diff(keys[:n]))[0] + 1])
+        lengths = np.diff(np.concatenate([starts, [n]])).astype(np.int32)
+        return {
+            "count": np.array([len(starts)], dtype=np.int32),
+            "run_values": keys[starts].astype(np.int32),
+            "run_lengths": lengths,
+        }
     if op == "array_sum":
         return {"total": np.array([floats.sum(dtype=np.float64)], dtype=np.float32)}
     if op == "array_inner":
@@ -256,7 +273,9 @@ def test_builtin_op_retargeted_equals_native(tmp_path, op):
         proc = _capture(BUILTIN_PROGRAM, out, mode, env)
         assert proc.returncode == 0, proc.stderr
     stem = BUILTIN_PROGRAM.stem
-    result = {"op": op, "canonical_differences": compare_captures(retargeted, native, stem)}
+    # A CUDA capture records copies after a radix sort that the loader's sort makes itself (drop_sort_copies).
+    differences = compare_captures(retargeted, native, stem, without_sort_copies=op == "radix_sort_pairs")
+    result = {"op": op, "canonical_differences": differences}
     interface = json.loads((retargeted / "interface.json").read_text())
     names = [g["name"] for g in interface["golden"]]
     replayed = _replay(retargeted / f"{stem}.wrp", names)

@@ -588,6 +588,20 @@ def _capture_into(
         if caveats:
             info["cpu_golden_caveats"] = caveats
             print(golden_caveats.note(target, caveats), file=sys.stderr)
+        volumes = [
+            f"wp.Volume ({recorder.volumes[i].size} bytes)" for i in sorted(recorder.relocated_volume_ids)
+        ]
+        if volumes:
+            # Warp builds a NanoVDB buffer on the CPU with a few header bytes laid out unlike a GPU's
+            # build (seen on an H100: 3 bytes of 300 kB; the samples are the same).
+            info["volume_buffers_built_on_cpu"] = volumes
+            print(
+                f"{target}: note: {len(volumes)} wp.Volume buffer(s) saved as built on the CPU ("
+                + ", ".join(volumes)
+                + "): a GPU builds a few header bytes differently (the same samples), so this bundle may "
+                "differ from a native capture; load the volume from a .nvdb file to make them identical",
+                file=sys.stderr,
+            )
         if branches.sites:
             info["cpu_device_branches"] = branches.records()
             print(device_branches.note(target, info["cpu_device_branches"]), file=sys.stderr)

@@ -818,16 +818,51 @@ def retarget(
 # ---------------------------------------------------------------------------------------
 
 
-def compare_captures(a_dir: str | os.PathLike, b_dir: str | os.PathLike, stem: str) -> list[str]:
+def drop_sort_copies(stream) -> int:
+    """Removes, in place, the device copies a CUDA capture records right after a radix sort: Warp's
+    sort.cu copies CUB's alternate buffer back (`keys + n` -> `keys`, the same for values) when the
+    sort ended there, and a recording CUDA capture saves those copies as operations. The loader's
+    re-issued sort does the same copy itself, on whatever GPU it runs, so a retargeted capture
+    (whose CPU sort records none) omits them. Returns how many were removed, branches included."""
+    removed = 0
+    kept = []
+    previous = None
+    for op in stream.ops:
+        is_copy_back = (
+            isinstance(op, wrpformat.MemcpyD2D)
+            and previous is not None
+            and op.dst_region_id == op.src_region_id
+            and op.src_offset == op.dst_offset + op.size
+        )
+        if is_copy_back:
+            removed += 1
+            continue  # previous stays the sort: its keys' copy, then its values'
+        for branch in ("branch_a", "branch_b"):
+            if hasattr(op, branch):
+                removed += drop_sort_copies(getattr(op, branch))
+        kept.append(op)
+        previous = op if op.op_type == wrpformat.OpType.RADIX_SORT else None
+    stream.ops[:] = kept
+    return removed
+
+
+def compare_captures(
+    a_dir: str | os.PathLike, b_dir: str | os.PathLike, stem: str, *, without_sort_copies: bool = False
+) -> list[str]:
     """Differences between two raw CUDA captures in canonical form (empty: byte-identical).
 
     Compares the canonical `.wrp` bytes (wrpkg.wrpformat.canonicalize) and every module file
     (binary and retained source) by name and bytes. Golden outputs are not compared: a
-    retargeted capture's come from a CPU replay.
+    retargeted capture's come from a CPU replay. `without_sort_copies`: compare both without the
+    copies a CUDA capture records after a radix sort (drop_sort_copies).
     """
     a_dir, b_dir = Path(a_dir), Path(b_dir)
     problems = []
-    wrps = [wrpformat.canonicalize(wrpformat.read_wrp(d / f"{stem}.wrp")) for d in (a_dir, b_dir)]
+    wrps = [wrpformat.read_wrp(d / f"{stem}.wrp") for d in (a_dir, b_dir)]
+    if without_sort_copies:
+        for wrp in wrps:
+            drop_sort_copies(wrp.operations)
+    wrps = [wrpformat.canonicalize(wrp) for wrp in wrps]
     a_bytes, b_bytes = (w.to_bytes() for w in wrps)
     if a_bytes != b_bytes:
         first = next((i for i, (x, y) in enumerate(zip(a_bytes, b_bytes, strict=False)) if x != y), None)

@@ -18,7 +18,8 @@ def build(device):
     keys = wp.array(np.arange(2 * N, 0, -1, dtype=np.int32) % 7, dtype=wp.int32, device=device)
     values = wp.array(np.arange(2 * N, dtype=np.int32), dtype=wp.int32, device=device)
     floats = wp.array(np.linspace(0, 1, N, dtype=np.float32), dtype=float, device=device)
-    out = wp.zeros(N, dtype=wp.int32, device=device)
+    run_values = wp.zeros(N, dtype=wp.int32, device=device)
+    run_lengths = wp.zeros(N, dtype=wp.int32, device=device)
     count = wp.zeros(1, dtype=wp.int32, device=device)
     total = wp.zeros(1, dtype=float, device=device)
     scanned = wp.zeros(N, dtype=float, device=device)
@@ -32,7 +33,9 @@ def build(device):
         elif OP == "segmented_sort_pairs":
             wp.utils.segmented_sort_pairs(keys, values, N, starts, ends)
         elif OP == "runlength_encode":
-            wp.utils.runlength_encode(keys, out, out, count, value_count=N)
+            # Values and lengths in arrays of their own: aliased, the two devices write them in another
+            # order (seen on an H100).
+            wp.utils.runlength_encode(keys, run_values, run_lengths, count, value_count=N)
         elif OP == "array_sum":
             wp.utils.array_sum(floats, out=total)
         elif OP == "array_inner":
@@ -48,7 +51,10 @@ def build(device):
             {"keys": keys, "values": values, "starts": starts, "ends": ends},
             {"keys": keys, "values": values},
         ),
-        "runlength_encode": ({"keys": keys}, {"out": out, "count": count}),
+        "runlength_encode": (
+            {"keys": keys},
+            {"run_values": run_values, "run_lengths": run_lengths, "count": count},
+        ),
         "array_sum": ({"floats": floats}, {"total": total}),
         "array_inner": ({"floats": floats}, {"total": total}),
         "array_scan": ({"floats": floats}, {"scanned": scanned}),
