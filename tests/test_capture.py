@@ -37,6 +37,26 @@ def run_capture(
     return run_python("-m", "wrpkg.capture", *args, env_extra=env_extra, cwd=cwd or REPO)
 
 
+def assert_captures_the_direct_run(
+    script: Path,
+    out_dir: Path,
+    capture_mode: str,
+    expected: dict[str, bytes],
+    *,
+    label=LABEL,
+    stem="sim",
+    env_extra=None,
+) -> None:
+    """Captures `script` ("cpu", or "retarget": CUDA on this CPU) and holds every golden output to
+    `expected` (wrp_testing.direct_step_outputs: the step run by Warp without a capture), byte for byte."""
+    device, mode = ("cpu", None) if capture_mode == "cpu" else ("cuda", "retarget")
+    proc = run_capture(script, out_dir, device=device, mode=mode, label=label, stem=stem, env_extra=env_extra)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.stem for p in (out_dir / "golden").glob("*.bin")) == sorted(expected)
+    for name, data in expected.items():
+        assert (out_dir / "golden" / f"{name}.bin").read_bytes() == data, name
+
+
 def assert_no_output(out_dir: Path) -> None:
     """Neither the output dir nor a leftover temp dir next to it."""
     assert not out_dir.exists()

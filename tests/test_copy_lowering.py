@@ -10,7 +10,7 @@ import importlib.util
 
 import numpy as np
 import pytest
-from test_capture import PROGRAMS, run_capture
+from test_capture import PROGRAMS, assert_captures_the_direct_run, run_capture
 from wrp_testing import direct_step_outputs
 
 from wrpkg import wrpformat
@@ -31,12 +31,7 @@ def golden(out, name: str) -> bytes:
 @pytest.mark.parametrize("capture_mode", ["cpu", "retarget"])
 def test_lowered_copies_and_fills_replay_what_the_step_did(tmp_path, direct_outputs, capture_mode):
     out = tmp_path / "raw"
-    device, mode = ("cpu", None) if capture_mode == "cpu" else ("cuda", "retarget")
-    proc = run_capture(SCRIPT, out, device=device, mode=mode, label=LABEL, stem="strided")
-    assert proc.returncode == 0, proc.stderr
-    assert sorted(p.stem for p in (out / "golden").glob("*.bin")) == sorted(direct_outputs)
-    for name, expected in direct_outputs.items():
-        assert golden(out, name) == expected, name
+    assert_captures_the_direct_run(SCRIPT, out, capture_mode, direct_outputs, label=LABEL, stem="strided")
     # Each lowering is a kernel of its own module, recorded like the program's.
     modules = {module.name for module in wrpformat.read_wrp(out / "strided.wrp").metadata.modules}
     assert {

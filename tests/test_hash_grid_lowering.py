@@ -7,7 +7,7 @@ queried in the step is still refused, with the fix that now works: build it in t
 from __future__ import annotations
 
 import pytest
-from test_capture import PROGRAMS, assert_refused, run_capture
+from test_capture import PROGRAMS, assert_captures_the_direct_run, assert_refused, run_capture
 from wrp_testing import direct_step_outputs
 
 from wrpkg import wrpformat
@@ -30,21 +30,10 @@ def test_a_grid_built_in_the_step_replays_what_warps_build_gives(
     tmp_path, direct_outputs, kind, capture_mode
 ):
     out = tmp_path / "raw"
-    device, mode = ("cpu", None) if capture_mode == "cpu" else ("cuda", "retarget")
-    proc = run_capture(
-        SCRIPT,
-        out,
-        device=device,
-        mode=mode,
-        label=LABEL,
-        stem="grid",
-        env_extra={"WRP_TEST_HASH_GRID": kind},
+    env = {"WRP_TEST_HASH_GRID": kind}
+    assert_captures_the_direct_run(
+        SCRIPT, out, capture_mode, direct_outputs[kind], label=LABEL, stem="grid", env_extra=env
     )
-    assert proc.returncode == 0, proc.stderr
-    expected = direct_outputs[kind]
-    assert sorted(p.stem for p in (out / "golden").glob("*.bin")) == sorted(expected)
-    for name, data in expected.items():
-        assert (out / "golden" / f"{name}.bin").read_bytes() == data, name
     wrp = wrpformat.read_wrp(out / "grid.wrp")
     # Two builds: each a header write, a sort and the cell offsets, recorded as operations.
     ops = wrp.operations.ops

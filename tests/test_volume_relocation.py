@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_capture import PROGRAMS, run_capture
+from test_capture import PROGRAMS, assert_captures_the_direct_run
 from wrp_testing import direct_step_outputs
 
 from wrpkg import wrpformat
@@ -25,12 +25,7 @@ def direct_outputs():
 @pytest.mark.parametrize("capture_mode", ["cpu", "retarget"])
 def test_volumes_sampled_in_the_step_replay_what_the_step_did(tmp_path, direct_outputs, capture_mode):
     out = tmp_path / "raw"
-    device, mode = ("cpu", None) if capture_mode == "cpu" else ("cuda", "retarget")
-    proc = run_capture(SCRIPT, out, device=device, mode=mode, label=LABEL, stem="volume")
-    assert proc.returncode == 0, proc.stderr
-    assert sorted(p.stem for p in (out / "golden").glob("*.bin")) == sorted(direct_outputs)
-    for name, data in direct_outputs.items():
-        assert (out / "golden" / f"{name}.bin").read_bytes() == data, name
+    assert_captures_the_direct_run(SCRIPT, out, capture_mode, direct_outputs, label=LABEL, stem="volume")
     # Not the background everywhere: the samples read the saved voxels.
     values = np.frombuffer(direct_outputs["values"], dtype=np.float32)
     flows = np.frombuffer(direct_outputs["flows"], dtype=np.float32)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_capture import run_capture
+from test_capture import assert_captures_the_direct_run
 from wrp_testing import direct_step_outputs
 
 EXAMPLES = Path(__file__).resolve().parent / "programs_examples"
@@ -22,11 +22,7 @@ LABEL = "//tests:warp_example_wrp"
 )
 def test_a_warp_sample_replays_what_its_step_did(tmp_path, example, capture_mode):
     script = EXAMPLES / f"{example}.py"
-    out = tmp_path / "raw"
-    device, mode = ("cpu", None) if capture_mode == "cpu" else ("cuda", "retarget")
-    proc = run_capture(script, out, device=device, mode=mode, label=LABEL, stem=example)
-    assert proc.returncode == 0, proc.stderr
     expected = direct_step_outputs(script)
-    assert sorted(p.stem for p in (out / "golden").glob("*.bin")) == sorted(expected)
-    for name, data in expected.items():
-        assert (out / "golden" / f"{name}.bin").read_bytes() == data, name
+    assert_captures_the_direct_run(
+        script, tmp_path / "raw", capture_mode, expected, label=LABEL, stem=example
+    )
