@@ -42,18 +42,29 @@ bool IsFloat32Type(const std::string& dtype) {
   return std::regex_match(dtype, kFloat32);
 }
 
-FloatErrors Float32Errors(const uint8_t* golden, const uint8_t* actual, size_t size) {
+bool IsFloat64Type(const std::string& dtype) {
+  static const std::regex kFloat64(
+      R"(^(float64|(vec[0-9]+|mat[0-9]+|quat|transform)d|(vector|matrix)\(.*dtype=float64\))$)");
+  return std::regex_match(dtype, kFloat64);
+}
+
+namespace {
+
+template <typename Lane>
+FloatErrors LaneErrors(const uint8_t* golden, const uint8_t* actual, size_t size, const char* kind) {
+  constexpr size_t kWidth = sizeof(Lane);
   FloatErrors e;
-  e.elements = size / 4;
+  e.kind = kind;
+  e.elements = size / kWidth;
   bool rel_defined = true;
   double max_rel = 0;
   for (size_t i = 0; i < e.elements; ++i) {
-    if (std::memcmp(golden + 4 * i, actual + 4 * i, 4) == 0) continue;
+    if (std::memcmp(golden + kWidth * i, actual + kWidth * i, kWidth) == 0) continue;
     ++e.differ;
-    float g32, a32;
-    std::memcpy(&g32, golden + 4 * i, 4);
-    std::memcpy(&a32, actual + 4 * i, 4);
-    const double g = g32, a = a32;
+    Lane g_lane, a_lane;
+    std::memcpy(&g_lane, golden + kWidth * i, kWidth);
+    std::memcpy(&a_lane, actual + kWidth * i, kWidth);
+    const double g = g_lane, a = a_lane;
     if (!std::isfinite(g) || !std::isfinite(a)) {
       if (!(std::isnan(g) && std::isnan(a))) ++e.nonfinite;
       continue;
@@ -70,6 +81,16 @@ FloatErrors Float32Errors(const uint8_t* golden, const uint8_t* actual, size_t s
   return e;
 }
 
+}  // namespace
+
+FloatErrors Float32Errors(const uint8_t* golden, const uint8_t* actual, size_t size) {
+  return LaneErrors<float>(golden, actual, size, "float32");
+}
+
+FloatErrors Float64Errors(const uint8_t* golden, const uint8_t* actual, size_t size) {
+  return LaneErrors<double>(golden, actual, size, "float64");
+}
+
 std::string FloatErrors::PassingTolerance() const {
   if (differ == 0) return "bit-exact";
   if (nonfinite) return "no tolerance (" + std::to_string(nonfinite) + " differ in NaN or infinity)";
@@ -80,14 +101,15 @@ std::string FloatErrors::PassingTolerance() const {
 }
 
 std::string FloatErrors::Describe() const {
-  return std::to_string(differ) + " of " + std::to_string(elements) + " float32 differ, max abs error " +
-         Short(max_abs_error) + ", max rel error " + (max_rel_error ? Short(*max_rel_error) : "n/a") +
-         "; passes with " + PassingTolerance();
+  return std::to_string(differ) + " of " + std::to_string(elements) + " " + kind + " differ, max abs error " +
+         Short(max_abs_error) + ", max rel error " + (max_rel_error ? Short(*max_rel_error) : "n/a") + "; " +
+         (kind == "float32" ? "passes with " + PassingTolerance()
+                            : std::string("no tolerance applies (float64 outputs are compared bit for bit)"));
 }
 
 GoldenComparison CompareWithGolden(const uint8_t* golden, size_t golden_size, const uint8_t* actual,
                                    size_t actual_size, const std::optional<Tolerance>& tolerance,
-                                   bool float32_data) {
+                                   bool float32_data, bool float64_data) {
   GoldenComparison result;
   std::ostringstream detail;
   detail.imbue(std::locale::classic());  // numbers in messages read the same under any host locale
@@ -113,8 +135,10 @@ GoldenComparison CompareWithGolden(const uint8_t* golden, size_t golden_size, co
              << " (golden 0x" << std::hex << int(golden[first]) << ", replay 0x" << int(actual[first]) << ")";
       if (float32_data && golden_size % 4 == 0) {
         result.errors = Float32Errors(golden, actual, golden_size);
-        detail << "; " << result.errors->Describe();
+      } else if (float64_data && golden_size % 8 == 0) {
+        result.errors = Float64Errors(golden, actual, golden_size);
       }
+      if (result.errors) detail << "; " << result.errors->Describe();
     }
     result.detail = detail.str();
     return result;

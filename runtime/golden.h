@@ -22,6 +22,7 @@ struct FloatErrors {
   size_t nonfinite = 0;      // of those, pairs where a NaN or an infinity is not matched: no tolerance passes
   double max_abs_error = 0;  // over differing finite pairs
   std::optional<double> max_rel_error = 0;  // over differing finite pairs; none when one has golden 0
+  std::string kind = "float32";             // or "float64": a tolerance applies to float32 data only
 
   // The smallest tolerance of each kind that passes these values, e.g. "Tolerance(atol=0.0022)".
   std::string PassingTolerance() const;
@@ -32,9 +33,14 @@ struct FloatErrors {
 // Whether a Warp type name (a binding's dtype: "float32", "vec3f", "mat33f", "quatf", ...) is made of
 // float32 lanes: the data a tolerance applies to and a mismatch report gives float errors for.
 bool IsFloat32Type(const std::string& dtype);
+// ... made of float64 lanes ("float64", "vec3d", "mat33d", ...): compared bit for bit, but a mismatch report
+// gives their float errors too.
+bool IsFloat64Type(const std::string& dtype);
 
 // Element-wise errors of two buffers of `size` bytes (a multiple of 4) read as float32.
 FloatErrors Float32Errors(const uint8_t* golden, const uint8_t* actual, size_t size);
+// ... (a multiple of 8) read as float64.
+FloatErrors Float64Errors(const uint8_t* golden, const uint8_t* actual, size_t size);
 
 struct GoldenComparison {
   bool match = false;
@@ -48,9 +54,9 @@ struct GoldenComparison {
 // numpy.isclose's rule: |actual - golden| <= atol + rtol * |golden| passes; infinities pass only when equal;
 // NaN matches only NaN. wrpkg/golden.py applies the same rule. Sizes must agree (and be a multiple of 4 for
 // float32); a size difference is a mismatch. `float32_data` (IsFloat32Type of the binding) adds FloatErrors
-// to a bit-exact mismatch; a tolerance implies float32 data.
+// to a bit-exact mismatch, and so does `float64_data` (IsFloat64Type); a tolerance implies float32 data.
 GoldenComparison CompareWithGolden(const uint8_t* golden, size_t golden_size, const uint8_t* actual,
                                    size_t actual_size, const std::optional<Tolerance>& tolerance,
-                                   bool float32_data = false);
+                                   bool float32_data = false, bool float64_data = false);
 
 }  // namespace wrp

@@ -171,9 +171,9 @@ int Run(const Flags& flags) {
     wrp::ByteView expected = bundle.File(golden.file);
     const auto binding_at = binding_index.find(golden.name);
     const wrp::BindingRecord* binding = binding_at == binding_index.end() ? nullptr : binding_at->second;
-    wrp::GoldenComparison result =
-        wrp::CompareWithGolden(expected.data, expected.size, actual.data(), actual.size(), golden.tolerance,
-                               binding && wrp::IsFloat32Type(binding->dtype));
+    wrp::GoldenComparison result = wrp::CompareWithGolden(
+        expected.data, expected.size, actual.data(), actual.size(), golden.tolerance,
+        binding && wrp::IsFloat32Type(binding->dtype), binding && wrp::IsFloat64Type(binding->dtype));
     passed += result.match;
     mismatched_floats |= result.errors.has_value();
     std::cout << "  " << (result.match ? "PASS " : "FAIL ") << golden.name << " ("

@@ -106,6 +106,33 @@ def test_mismatch_reports_agree(case, dtype, tmp_path):
     assert lines[1] == e.passing_tolerance()
 
 
+GOLDEN64 = np.array([0.0, 1.0, -200.0, 1e-300, 3.0, np.nan, np.inf, 1e300], dtype=np.float64)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "vec2d", "int64"])
+def test_float64_mismatch_reports_agree(dtype, tmp_path):
+    """Issue 40: a float64 output that fails its bit-exact check is reported with its error size too
+    (before, only its count of differing bytes), by both readers alike; no tolerance is suggested, as
+    tolerances apply to float32 outputs."""
+    golden = GOLDEN64.tobytes()
+    actual = (GOLDEN64 + np.array([0, 1e-12, 0.5, 0, 0, 0, 0, 0])).tobytes()
+    py = compare(golden, actual, None, dtype)
+    lines = cpp_run(golden, actual, None, tmp_path, dtype)
+    fields = lines[0].split()
+    assert (fields[0] == "1", int(fields[1])) == (py.match, py.mismatches) == (False, py.mismatches)
+    if dtype == "int64":
+        assert py.errors is None and len(fields) == 2
+        return
+    e = py.errors
+    assert (e.kind, e.elements, e.differ, e.nonfinite, e.max_abs_error) == ("float64", 8, 2, 0, 0.5)
+    assert e.max_rel_error == 0.5 / 200
+    described = "2 of 8 float64 differ, max abs error 0.5, max rel error 0.0025; no tolerance applies"
+    assert described in py.detail
+    differ, nonfinite, max_abs, max_rel = fields[2:]
+    assert (int(differ), int(nonfinite), float(max_abs), float(max_rel)) == (2, 0, 0.5, 0.5 / 200)
+    assert lines[-1].endswith(e.describe()), lines
+
+
 def test_the_suggested_tolerance_passes_and_is_tight():
     """The report's tolerance passes the replay it was computed from; a tenth of it does not."""
     rng = np.random.default_rng(3)

@@ -123,9 +123,11 @@ def test_ptx_compile_skips_the_linked_module(tmp_path):
     ]
 
 
-def test_compile_refuses_a_script_that_no_longer_makes_the_module(tmp_path):
+@pytest.mark.parametrize("out", ["out", "not/yet/made/out"])
+def test_compile_refuses_a_script_that_no_longer_makes_the_module(tmp_path, out):
     # The kernel edited after the capture: Warp would build another module, so the compile refuses
-    # (before building anything) instead of packaging it.
+    # (before building anything) instead of packaging it. Issue 40: an --out-dir whose parent does not
+    # exist yet is made (before, mkdtemp beside it raised FileNotFoundError, a traceback).
     script = tmp_path / "scripts" / "tile_matmul.py"
     script.parent.mkdir()
     text = SCRIPT.read_text()
@@ -141,7 +143,7 @@ def test_compile_refuses_a_script_that_no_longer_makes_the_module(tmp_path):
         "--arch",
         "sm_90",
         "--out-dir",
-        str(tmp_path / "out"),
+        str(tmp_path / out),
     ]
     cmd += ["--script", str(script), "--label", "//t:m"]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
@@ -149,4 +151,5 @@ def test_compile_refuses_a_script_that_no_longer_makes_the_module(tmp_path):
     assert proc.returncode != 0
     assert "//t:m: module tile_matmul (f50f2dbaa639) links MathDx LTO-IR" in proc.stderr, proc.stderr
     assert "not the captured one (module 'tile_matmul': kernel 'matmul' (tile_matmul.py:17))" in proc.stderr
-    assert not (tmp_path / "out").exists()
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert not (tmp_path / out).exists()

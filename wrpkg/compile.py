@@ -252,7 +252,15 @@ def _compile_linked(
     if script is None:
         serve_from_capture(linked)
         return entries
-    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.mathdx-", dir=out_dir.parent))
+    # Beside the output, whose folder may not exist yet (atomic.staging_dir makes it for the output itself).
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.mathdx-", dir=out_dir.parent))
+    except OSError as exc:
+        raise CompileError(
+            f"{label}: cannot make a work folder beside {out_dir} ({exc.strerror}: {exc.filename})",
+            fix=f"pass an --out-dir whose parent folder can be created and written ({out_dir.parent})",
+        ) from exc
     try:
         # A module the script makes only when it runs (MuJoCo Warp's tile Cholesky kernels, made in its
         # step) cannot be rebuilt from an import: for the capture's own SM its packaged cubin is Warp's build.

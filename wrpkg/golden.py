@@ -68,6 +68,18 @@ _FLOAT32_TYPE = re.compile(
 )
 
 
+# ... and those made of float64 lanes ("float64", "vec3d", "mat33d", ...): no tolerance applies to them (they
+# are compared bit for bit), but a mismatch report states their float errors too.
+_FLOAT64_TYPE = re.compile(
+    r"^(float64|(vec[0-9]+|mat[0-9]+|quat|transform)d|(vector|matrix)\(.*dtype=float64\))$"
+)
+
+
+def is_float64_type(dtype: str | None) -> bool:
+    """True for a Warp type name made of float64 lanes ("float64", "vec3d", "mat33d", "quatd", ...)."""
+    return bool(dtype) and _FLOAT64_TYPE.match(dtype) is not None
+
+
 def is_float32_type(dtype: str | None) -> bool:
     """True for a Warp type name made of float32 lanes ("float32", "vec3f", "mat33f", "quatf", ...).
 
@@ -81,15 +93,16 @@ def is_float32_type(dtype: str | None) -> bool:
 
 @dataclass
 class FloatErrors:
-    """How far a replayed float32 output is from its golden, element by element.
+    """How far a replayed float32 (or float64) output is from its golden, element by element.
 
     runtime/golden.cc's FloatErrors computes the same numbers (tests/test_golden_parity.py)."""
 
-    elements: int  # float32 values compared
+    elements: int  # float32 (float64) values compared
     differ: int  # values whose bits differ
     nonfinite: int  # of those, pairs where a NaN or an infinity is not matched: no tolerance passes them
     max_abs_error: float  # over differing finite pairs
     max_rel_error: float | None  # over differing finite pairs with golden != 0; None when one has golden 0
+    kind: str = "float32"  # or "float64": a tolerance applies to float32 data only
 
     def passing_tolerance(self) -> str:
         """The smallest tolerance of each kind that would pass these values, as a CaptureSpec fix."""
@@ -105,10 +118,14 @@ class FloatErrors:
         return text
 
     def describe(self) -> str:
-        return (
-            f"{self.differ} of {self.elements} float32 differ, max abs error {self.max_abs_error:.3g}, "
-            f"max rel error {'n/a' if self.max_rel_error is None else f'{self.max_rel_error:.3g}'}; "
+        passes = (
             f"passes with {self.passing_tolerance()}"
+            if self.kind == "float32"
+            else "no tolerance applies (float64 outputs are compared bit for bit)"
+        )
+        return (
+            f"{self.differ} of {self.elements} {self.kind} differ, max abs error {self.max_abs_error:.3g}, "
+            f"max rel error {'n/a' if self.max_rel_error is None else f'{self.max_rel_error:.3g}'}; {passes}"
         )
 
 
@@ -121,18 +138,20 @@ def _round_up(x: float) -> str:
     return f"{value:.2g}" if float(f"{value:.2g}") >= x else repr(value)
 
 
-def float_errors(golden: bytes, actual: bytes) -> FloatErrors:
-    """Element-wise errors of two equally long float32 buffers (a whole number of values).
+def float_errors(golden: bytes, actual: bytes, kind: str = "float32") -> FloatErrors:
+    """Element-wise errors of two equally long float32 (or float64) buffers (a whole number of values).
 
     Args:
       golden: the golden bytes.
       actual: the replayed bytes.
+      kind: "float32" or "float64", the lanes the bytes hold.
     Returns:
       The FloatErrors of `actual` against `golden`.
     """
-    g32 = np.frombuffer(golden, dtype="<f4")
-    a32 = np.frombuffer(actual, dtype="<f4")
-    differ = g32.view("<u4") != a32.view("<u4")
+    width = 4 if kind == "float32" else 8
+    g32 = np.frombuffer(golden, dtype=f"<f{width}")
+    a32 = np.frombuffer(actual, dtype=f"<f{width}")
+    differ = g32.view(f"<u{width}") != a32.view(f"<u{width}")
     g = g32[differ].astype(np.float64)
     a = a32[differ].astype(np.float64)
     finite = np.isfinite(g) & np.isfinite(a)
@@ -149,6 +168,7 @@ def float_errors(golden: bytes, actual: bytes) -> FloatErrors:
         nonfinite=nonfinite,
         max_abs_error=float(np.max(err, initial=0.0)),
         max_rel_error=max_rel,
+        kind=kind,
     )
 
 
@@ -190,7 +210,8 @@ def compare(
       actual: the replayed bytes.
       tolerance: the output's declared tolerance, or None for a bit-exact check.
       dtype: Warp's type name of the output, when known: a float32 output that does not match
-        also gets its FloatErrors (max abs and rel error, the tolerance that would pass).
+        also gets its FloatErrors (max abs and rel error, the tolerance that would pass), and so
+        does a float64 one (its errors; no tolerance applies to float64).
     Returns:
       The Comparison: verdict, mismatching bytes (exact) or float32 values (tolerance), one line.
     """
@@ -203,7 +224,13 @@ def compare(
         bad = int(np.count_nonzero(g != a))
         if bad == 0:
             return Comparison(True, 0, f"{len(golden)} bytes, bit-exact")
-        errors = float_errors(golden, actual) if floats else None
+        errors = (
+            float_errors(golden, actual)
+            if floats
+            else float_errors(golden, actual, "float64")
+            if is_float64_type(dtype) and len(golden) % 8 == 0
+            else None
+        )
         detail = f"{bad} of {len(golden)} bytes differ" + (f"; {errors.describe()}" if errors else "")
         return Comparison(False, bad, detail, errors)
     if len(golden) % 4:

@@ -32,9 +32,9 @@ int main(int argc, char** argv) {
     std::optional<wrp::Tolerance> tolerance;
     if (!tol.is_null())
       tolerance = wrp::Tolerance{tol.at("atol").get<double>(), tol.at("rtol").get<double>()};
-    wrp::GoldenComparison result =
-        wrp::CompareWithGolden(golden.data(), golden.size(), actual.data(), actual.size(), tolerance,
-                               argc == 5 && wrp::IsFloat32Type(argv[4]));
+    wrp::GoldenComparison result = wrp::CompareWithGolden(
+        golden.data(), golden.size(), actual.data(), actual.size(), tolerance,
+        argc == 5 && wrp::IsFloat32Type(argv[4]), argc == 5 && wrp::IsFloat64Type(argv[4]));
     std::printf("%d %zu", result.match ? 1 : 0, result.mismatches);
     if (result.errors) {
       const wrp::FloatErrors& e = *result.errors;
@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
       }
       std::printf("\n%s", e.PassingTolerance().c_str());
     }
-    std::printf("\n");
+    std::printf("\n%s\n", result.detail.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ERROR: golden_compare: %s\n", e.what());
