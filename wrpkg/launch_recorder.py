@@ -174,8 +174,10 @@ class LaunchRecorder:
             import warp  # noqa: PLC0415
 
             self.volumes = {}
+            device = getattr(self.capture, "device", None)
             for obj in gc.get_objects():
-                if isinstance(obj, warp.Volume) and getattr(obj, "id", 0):
+                # A volume of another device is no region of this capture: left to the stale-pointer check.
+                if isinstance(obj, warp.Volume) and getattr(obj, "id", 0) and obj.device == device:
                     self.volumes[int(obj.id)] = obj
         volume = self.volumes.get(value)
         if volume is None:
@@ -381,7 +383,7 @@ class LaunchRecorder:
             packed_arg = arg
             relocated_to = relocated_array(arg, original_value, packed_value)
             if relocated_to is not None:
-                # Packed as the plain number it is, then relocated to the header array.
+                # Packed as the plain number it is, then relocated to that array.
                 packed_arg = copy.copy(arg)
                 packed_arg.type = uint64_t
             elif arg.type is uint64_t and recorder.relocate_uint64_mesh_ids and as_handle:

@@ -177,9 +177,8 @@ class StepGuard:
         guard = self
 
         def refuse(what: str) -> None:
-            where = call_sites.describe(call_sites.here())
-            raise guard._refuse(
-                f"step() updates a BVH ({what}) {where}. Warp does that in native code that its APIC does not "
+            raise guard.refuse_at_caller(
+                f"step() updates a BVH ({what}) {{where}}. Warp does that in native code that its APIC does not "
                 "record: the saved graph would query the mesh or BVH as built at load, not as the step "
                 "updated it.",
                 fix="refit or rebuild in build() or between replays, not in step(); for geometry that moves "
@@ -195,9 +194,8 @@ class StepGuard:
 
         def creating(cls):
             def init(self, *args, **kwargs):
-                where = call_sites.describe(call_sites.here())
-                raise guard._refuse(
-                    f"step() creates a wp.{cls.__name__} {where}. Warp builds it in native code that its APIC "
+                raise guard.refuse_at_caller(
+                    f"step() creates a wp.{cls.__name__} {{where}}. Warp builds it in native code that its APIC "
                     "does not record, from the arrays as they are when step() runs: the saved graph would "
                     "query it as built from the data of the load, not from what the step computed (seen on "
                     "the CPU: a distance of 2.449 replayed where the step gave 2.0).",
