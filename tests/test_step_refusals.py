@@ -78,7 +78,7 @@ def test_a_step_computing_on_the_device_captures(tmp_path, mode):
     [
         ("hashgrid_uint64", "wp.HashGrid", "keep the hash-grid queries out of step()"),
         ("hashgrid_handle", "wp.HashGrid", "keep the hash-grid queries out of step()"),
-        ("bvh_handle", "wp.Bvh", "build a wp.Mesh of them"),
+        ("bvh_handle", "wp.Bvh", "read bvh.id inside step()"),
         ("volume_struct", "wp.Volume", "not inside a struct"),
     ],
 )
@@ -203,7 +203,7 @@ def test_what_warps_apic_cannot_record_is_refused_as_such_naming_the_line(tmp_pa
     [
         ("refit", "Mesh.refit()", "mesh.refit()"),
         ("points", "assigning Mesh.points", "mesh.points = moved"),
-        ("bvh", "Bvh.refit()", "bvh.refit()"),
+        ("bvh", "Bvh.rebuild()", "bvh.rebuild()"),
     ],
 )
 def test_a_mesh_refit_in_the_step_is_refused_naming_the_line(tmp_path, capture_mode, mode, what, line):

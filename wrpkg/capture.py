@@ -602,6 +602,18 @@ def _capture_into(
                 "differ from a native capture; load the volume from a .nvdb file to make them identical",
                 file=sys.stderr,
             )
+        bvhs = recorder.bvhs.descriptions() if recorder.bvhs is not None else []
+        if bvhs:
+            # A GPU builds an LBVH where the CPU builds with SAH: the same items found, maybe in
+            # another order.
+            info["bvhs_built_on_cpu"] = bvhs
+            print(
+                f"{target}: note: {len(bvhs)} wp.Bvh tree(s) saved as the CPU built them ("
+                + ", ".join(bvhs)
+                + "; refits are recorded): a GPU builds another tree shape (LBVH), so queries may visit "
+                "items in another order than a native capture's; capture on a GPU for its tree",
+                file=sys.stderr,
+            )
         if branches.sites:
             info["cpu_device_branches"] = branches.records()
             print(device_branches.note(target, info["cpu_device_branches"]), file=sys.stderr)

@@ -33,6 +33,7 @@ import tempfile
 from dataclasses import dataclass, field
 
 from wrpkg import copy_lowering, warp_internals, wrpformat
+from wrpkg.bvh_lowering import BvhLowering
 from wrpkg.deferred_compile import DeferredCompile
 from wrpkg.errors import CaptureError
 from wrpkg.hash_grid_lowering import HashGridLowering
@@ -92,12 +93,16 @@ def launch_site(depth: int = 2) -> tuple[str, int] | None:
     return None
 
 
+_ABSENT = object()
+
+
 @contextlib.contextmanager
 def _patched(patches: list[tuple[object, str, object]]):
     """Sets each (owner, attribute, value) for the length of the context, then restores it."""
-    # vars() first: a property must come back as the property, not its value.
+    # vars() first: a property must come back as the property, not its value. An attribute the
+    # owner does not have (wp.Bvh.id is an instance attribute) is removed again.
     saved = [
-        (owner, name, vars(owner)[name] if name in vars(owner) else getattr(owner, name))
+        (owner, name, vars(owner)[name] if name in vars(owner) else getattr(owner, name, _ABSENT))
         for owner, name, _ in patches
     ]
     try:
@@ -106,7 +111,10 @@ def _patched(patches: list[tuple[object, str, object]]):
         yield
     finally:
         for owner, name, value in saved:
-            setattr(owner, name, value)
+            if value is _ABSENT:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, value)
 
 
 @dataclass
@@ -157,6 +165,8 @@ class LaunchRecorder:
     # Hash grids built in the step (wrpkg.hash_grid_lowering); kept with their arrays until the
     # recorder goes.
     hash_grids: HashGridLowering | None = None
+    # BVHs queried or refitted in a CPU recording's step (wrpkg.bvh_lowering), kept likewise.
+    bvhs: BvhLowering | None = None
     # Live wp.Volume ids -> their NanoVDB buffers as arrays (found once, when a launch first passes
     # a number that may be one); the ids recorded as relocations to them.
     volumes: dict[int, object] | None = None
@@ -192,12 +202,17 @@ class LaunchRecorder:
         ctx = warp_internals.context()
 
         self.capture = ctx._get_apic_capture_for_device(device)
-        self.guard = StepGuard(self.target, capture_is_cuda=device.is_cuda)
+        self.guard = StepGuard(self.target, capture_is_cuda=device.is_cuda, bvh_refit_lowered=device.is_cpu)
         # Lowered copies and fills go in first: the guard's hooks wrap them (a host array in a
         # CUDA capture is refused before anything is lowered).
         self.hash_grids = HashGridLowering()
+        lowering_patches = copy_lowering.patches() + self.hash_grids.patches()
+        if device.is_cpu:
+            # The descriptor of a BVH is host memory: a CPU recording can copy it (not a CUDA one).
+            self.bvhs = BvhLowering(device, self.guard)
+            lowering_patches += self.bvhs.patches()
         try:
-            with _patched(copy_lowering.patches() + self.hash_grids.patches()):
+            with _patched(lowering_patches):
                 patches = self._packing_patches() + self._patches(device) + self.guard.patches()
                 if device.is_cpu and self.defer_compiles:
                     # APIC records a CPU launch without running it: its module is compiled after the step.
@@ -367,8 +382,8 @@ class LaunchRecorder:
                 return None
             if not value or ctypes.sizeof(packed_value) != 8:
                 return None
-            if recorder.hash_grids is not None:
-                header = recorder.hash_grids.header_for(value)
+            for lowering in (recorder.hash_grids, recorder.bvhs):
+                header = lowering.header_for(value) if lowering is not None else None
                 if header is not None:
                     return header
             return recorder.volume_buffer(value)

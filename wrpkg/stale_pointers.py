@@ -10,8 +10,9 @@ objects alive in the capture.
 
 Warp 1.19's APIC relocates the handles of wp.Mesh only ("the save path only registers
 meshes", warp/_src/apic/capture.py). The launch recorder goes further for a wp.Volume id and
-the id of a wp.HashGrid built in the step, each passed as a parameter of its own: it records
-them as array addresses (the volume's buffer, the grid's header; wrpkg.hash_grid_lowering).
+the id of a wp.HashGrid built in the step, and on a CPU recording the id of a wp.Bvh read in the
+step, each passed as a parameter of its own: it records them as array addresses (the volume's
+buffer, the grid's and the BVH's descriptors; wrpkg.hash_grid_lowering, wrpkg.bvh_lowering).
 Any other wp.Bvh, wp.HashGrid or wp.Volume id is refused, in a relocated `wp.handle` slot too,
 and its fix says what does work for that kind of object.
 
@@ -38,8 +39,10 @@ _ARRAY = "wp.array data"
 
 # What works instead, for each kind of object APIC cannot save (a wp.Mesh id works as wp.handle).
 _UNSAVABLE = {
-    "wp.Bvh": "for a BVH over triangles, build a wp.Mesh of them and use mesh_query_* (a wp.Mesh id "
-    "passed as wp.handle is saved and relocated); otherwise keep the BVH queries out of step()",
+    "wp.Bvh": "read bvh.id inside step(), where the launch passes it (a CPU or retargeted capture records a "
+    "wp.Bvh whose id the step reads, and its refit(): wrpkg.bvh_lowering), not in build() or a struct; a GPU "
+    "capture cannot: capture on the CPU or retargeted, or build a wp.Mesh of the triangles (its id passed "
+    "as wp.handle is saved)",
     "wp.HashGrid": "build the grid inside step() (grid.build(points, radius) there is recorded, and its id "
     "relocated: wrpkg.hash_grid_lowering), or keep the hash-grid queries out of step()",
     "wp.Volume": "pass the volume's id itself to the kernel (a wp.uint64 or wp.handle parameter holding "

@@ -11,9 +11,10 @@ leave a graph that does something else when it is replayed with other inputs:
   this run, and whatever Python computes from it is frozen into the graph as a constant. A
   CUDA capture refuses the device-to-host copy; a CPU or retargeted capture would not.
 - a wp.Mesh, wp.Bvh or wp.Volume created in the step, or a mesh or BVH refitted there
-  (`mesh.refit()`, a new `mesh.points`, `bvh.refit()`): Warp builds and refits in native code
-  APIC does not record, and the loaded graph queries the mesh as built from its points at load
-  (seen on the CPU: a distance of 2.449 replayed where the step computed 2.0).
+  (`mesh.refit()`, a new `mesh.points`, `bvh.rebuild()`, and `bvh.refit()` in a CUDA capture):
+  Warp builds and refits in native code APIC does not record, and the loaded graph queries the
+  mesh as built from its points at load (seen on the CPU: a distance of 2.449 replayed where the
+  step computed 2.0). A CPU recording records `bvh.refit()` (wrpkg.bvh_lowering).
 - host memory in a CUDA capture (a `device="cpu"` array in `wp.copy`, or filled, zeroed or
   assigned in the step): APIC records regions of the capture device only.
 
@@ -58,6 +59,8 @@ class StepGuard:
     target: str
     capture_is_cuda: bool
     refusals: list[StepRefusal] = field(default_factory=list)
+    # Bvh.refit() is recorded by wrpkg.bvh_lowering (a CPU recording), not refused.
+    bvh_refit_lowered: bool = False
 
     def patches(self) -> list[tuple[object, str, object]]:
         """(owner, attribute, replacement) for LaunchRecorder to install and restore."""
@@ -81,6 +84,18 @@ class StepGuard:
     def refuse_at_caller(self, message: str, fix: str) -> StepRefusal:
         """A refusal whose `message` has "{where}" replaced by the script line that called into Warp."""
         return self._refuse(message.replace("{where}", call_sites.describe(call_sites.here())), fix)
+
+    def refuse_geometry_update(self, what: str) -> StepRefusal:
+        """A mesh or BVH updated in the step by Warp's native code (`what`: "Mesh.refit()", ...)."""
+        return self.refuse_at_caller(
+            f"step() updates a BVH ({what}) {{where}}. Warp does that in native code that its APIC does not "
+            "record: the saved graph would query the mesh or BVH as built at load, not as the step "
+            "updated it.",
+            fix="refit or rebuild in build() or between replays, not in step(); for geometry that moves "
+            "every step, query it with arrays inside the step (for points, a wp.HashGrid built in the step "
+            "is recorded; a CPU or retargeted capture records a wp.Bvh's refit()) (NVIDIA/warp#1675 tracks "
+            "what APIC cannot record)",
+        )
 
     def refuse_build(self, module_name: str, device_alias: str, exc: Exception) -> StepRefusal:
         """Warp's code generator failed on a module a launch of the step loads (the same words as a
@@ -177,14 +192,7 @@ class StepGuard:
         guard = self
 
         def refuse(what: str) -> None:
-            raise guard.refuse_at_caller(
-                f"step() updates a BVH ({what}) {{where}}. Warp does that in native code that its APIC does not "
-                "record: the saved graph would query the mesh or BVH as built at load, not as the step "
-                "updated it.",
-                fix="refit or rebuild in build() or between replays, not in step(); for geometry that moves "
-                "every step, query it with arrays inside the step (for points, a wp.HashGrid built in the step "
-                "is recorded) (NVIDIA/warp#1675 tracks what APIC cannot record)",
-            )
+            raise guard.refuse_geometry_update(what)
 
         def updating(what: str):
             def method(self, *args, **kwargs):
@@ -206,7 +214,9 @@ class StepGuard:
             return init
 
         patches = [(cls, "__init__", creating(cls)) for cls in (warp.Mesh, warp.Bvh, warp.Volume)]
-        for cls, names in ((warp.Mesh, ("refit",)), (warp.Bvh, ("refit", "rebuild"))):
+        # A CPU recording records Bvh.refit() itself (wrpkg.bvh_lowering).
+        bvh_updates = ("rebuild",) if self.bvh_refit_lowered else ("refit", "rebuild")
+        for cls, names in ((warp.Mesh, ("refit",)), (warp.Bvh, bvh_updates)):
             patches += [
                 (cls, name, updating(f"{cls.__name__}.{name}()")) for name in names if name in vars(cls)
             ]

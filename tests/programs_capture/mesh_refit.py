@@ -2,7 +2,7 @@
 code its APIC does not record, so the saved graph would query the mesh as the load builds it
 (seen on the CPU: a distance of 2.449 replayed where the step gave 2.0). Refused.
 WRP_TEST_MESH_UPDATE picks `refit` (default), `points` (assigning Mesh.points, which refits),
-`bvh` (a wp.Bvh over the same corners refitted) or `create` (a new wp.Mesh of the moved points,
+`bvh` (a wp.Bvh over the same corners rebuilt: a refit is recorded, wrpkg.bvh_lowering) or `create` (a new wp.Mesh of the moved points,
 made in the step: the same replay of 2.449 where the step gave 2.0)."""
 
 import os
@@ -46,7 +46,7 @@ def build(device):
         elif MODE == "points":
             mesh.points = moved
         elif MODE == "bvh":
-            bvh.refit()
+            bvh.rebuild()
         else:
             made = wp.Mesh(points=mesh.points, indices=mesh.indices)
             wp.launch(distance, dim=2, inputs=[made.id, queries, out], device=device)
