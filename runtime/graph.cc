@@ -18,6 +18,7 @@
 #include "runtime/error.h"
 #include "runtime/private_cache.h"
 #include "runtime/warp_library.h"
+#include "runtime/wrp_check.h"
 #include "warp.h"  // Warp: wp_cuda_*
 
 namespace wrp {
@@ -179,6 +180,7 @@ struct VerifiedInputs {
 
 // The .wrp's header (Warp's own APICFileHeader) against the manifest: the format version and the device.
 // Warp reads both when it loads, but checks neither against the manifest, which the runtime trusts for them.
+// Then the whole .wrp as Warp's loader would judge it (wrp_check.h).
 void CheckWrpHeader(const Bundle& bundle, const std::string& title, const std::string& rebuild_hint) {
   const Manifest& manifest = bundle.manifest();
   const ByteView wrp = bundle.File(manifest.wrp);
@@ -195,6 +197,9 @@ void CheckWrpHeader(const Bundle& bundle, const std::string& title, const std::s
                 std::to_string(manifest.format_version) + " for " + manifest.device +
                 "; fix: " + rebuild_hint);
   }
+  // Everything Warp's loader would refuse, refused before it gets the bytes (Bundle::VerifyAll checks the
+  // same): a wrp::Error naming the file and the rule, never Warp's bare refusal.
+  CheckLoadableWrp(wrp, bundle.Describe(manifest.wrp), rebuild_hint);
 }
 
 // "<stem>_modules/": where the .wrp's module records name their binaries (Warp's capture_save layout).

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from wrpkg.archs import split_arch
-from wrpkg.errors import ArchMismatchError, VerifyError
+from wrpkg.errors import ArchMismatchError, BundleError, VerifyError
 from wrpkg.fatbin import is_fatbin, sass_image
 from wrpkg.files import sha256_file
 from wrpkg.manifest import MANIFEST_NAME, FileEntry, Manifest, ModuleEntry, SassEntry, binding_layout
@@ -316,7 +316,7 @@ class Bundle:
                     failure = None if hash_during_load else view.wrp_failure()
                     if failure is not None:
                         raise failure
-                    return _load_view_while_verifying(wp, view, dev)
+                    return _load_view_while_verifying(wp, view, dev, self.describe(manifest.wrp))
         else:
             self._check_kind("cpu", dev)
         deployed = frozenset(entry.path for entry in manifest.files)
@@ -326,10 +326,15 @@ class Bundle:
             # Every file is verified (as `wrpkg verify` would), and Warp gets the bytes that were: a
             # second read by Warp could find a file swapped since (issue 26).
             files = verify_files(self._directory, manifest, whole_digests=False, keep=deployed)
-        if dev.is_cpu:
-            modules = {m.binary.rsplit("/", 1)[-1]: files[m.binary] for m in manifest.modules}
-            return wp.capture_load_from_bytes(files[manifest.wrp], modules, device=dev)
-        return _load_private_copy(wp, manifest, files, dev)
+        try:
+            if dev.is_cpu:
+                modules = {m.binary.rsplit("/", 1)[-1]: files[m.binary] for m in manifest.modules}
+                return wp.capture_load_from_bytes(files[manifest.wrp], modules, device=dev)
+            return _load_private_copy(wp, manifest, files, dev)
+        except RuntimeError as warp_error:
+            raise warp_refusal(
+                self.describe(manifest.wrp), dev, warp_error, self.rebuild_hint
+            ) from warp_error
 
     def _held_view(self, fit: DeviceFit) -> DeviceView | None:
         """The per-device view made from the held bytes: the images taken out of the held fatbins,
@@ -717,7 +722,10 @@ def _device_images(
         # A bundle made from a single-arch capture keeps Warp's own cubin: it loads as it is.
         if not is_fatbin(fatbins[module.binary]):
             return None
-        found = sass_image(fatbins[module.binary], choice.arch, what=module.binary)
+        try:
+            found = sass_image(fatbins[module.binary], choice.arch, what=module.binary)
+        except BundleError as exc:  # a malformed fatbin: the VerifyError a load promises
+            raise VerifyError(exc.message, fix=exc.fix) from exc
         if found is None:
             return None
         image = bytes(found)
@@ -838,7 +846,15 @@ def prepare_cuda_load(
     return bundle.manifest, view
 
 
-def _load_view_while_verifying(wp, view: DeviceView, device):
+def warp_refusal(where: str, device, warp_error: RuntimeError, fix: str) -> VerifyError:
+    """Warp's refusal of verified bytes (its loader's RuntimeError) as the VerifyError a load promises,
+    naming the .wrp at `where`: a bundle that verify accepts and Warp refuses is one whose rule the
+    readers do not know yet (or a device out of memory), and either way the caller gets one error kind."""
+    detail = " ".join(str(warp_error).split()) or type(warp_error).__name__
+    return VerifyError(f"{where}: Warp refused to load it on {device}: {detail}", fix=fix)
+
+
+def _load_view_while_verifying(wp, view: DeviceView, device, where: str):
     """Warp's load of the view while its .wrp digests are still being hashed on another thread
     (Warp's call lets go of the GIL too). The graph is returned only when every digest matched;
     otherwise it is dropped, unlaunched, and the VerifyError names the file. Warp itself refuses
@@ -851,7 +867,7 @@ def _load_view_while_verifying(wp, view: DeviceView, device):
         failure = view.wrp_failure() or view.image_failure()
         if failure is not None:
             raise failure from warp_error
-        raise
+        raise warp_refusal(where, device, warp_error, view.fix) from warp_error
     failure = view.wrp_failure()
     if failure is not None:
         del graph
