@@ -149,12 +149,13 @@ bool IsUtf8(const uint8_t* p, uint64_t n) {
 // byte offset and the rule (wrpkg/wrpformat/cursor.py's _Cursor).
 class Cursor {
  public:
+  // `prefix` ("operation 7: ") starts every rule this cursor refuses: one record's cursor names its operation.
   Cursor(const uint8_t* data, uint64_t start, uint64_t end, const std::string* what, const std::string* fix,
-         const char* section)
-      : data_(data), pos_(start), end_(end), what_(what), fix_(fix), section_(section) {}
+         const char* section, std::string prefix = "")
+      : data_(data), pos_(start), end_(end), what_(what), fix_(fix), section_(section), prefix_(std::move(prefix)) {}
 
   [[noreturn]] void Fail(const std::string& rule, uint64_t at) const {
-    throw Error(*what_ + ": " + section_ + " at byte " + std::to_string(at) + ": " + rule +
+    throw Error(*what_ + ": " + section_ + " at byte " + std::to_string(at) + ": " + prefix_ + rule +
                 "; fix: " + *fix_);
   }
   [[noreturn]] void Fail(const std::string& rule) const { Fail(rule, pos_); }
@@ -208,6 +209,7 @@ class Cursor {
   const std::string* what_;
   const std::string* fix_;
   const char* section_;
+  std::string prefix_;
 };
 
 // --- OPERATIONS: apic_validate_operation_stream's rules (wrpkg/wrpformat/operations.py)
@@ -358,10 +360,10 @@ void CheckOpaque(const Cursor& rec, const std::string& name,
   }
 }
 
-void CheckOp(Cursor& rec, uint32_t type, uint64_t index, uint64_t start, uint64_t depth) {
+void CheckOp(Cursor& rec, uint32_t type, uint64_t start, uint64_t depth) {
   const Limits& l = TheLimits();
   const auto fail = [&](const std::string& rule) {
-    rec.Fail("operation " + std::to_string(index) + ": " + rule, start);
+    rec.Fail(rule, start);
   };
   const auto name = OpNames().find(type);
   if (name == OpNames().end()) fail("unknown or unsupported op type " + std::to_string(type));
@@ -438,9 +440,9 @@ void CheckStream(Cursor& cur, uint64_t end, uint32_t op_count, uint64_t depth) {
       cur.Fail("operation " + std::to_string(i) + " declares size " + std::to_string(total) +
                ", which overruns its stream or is too small");
     }
-    Cursor rec(cur.data(), op_start + l.op_header_bytes, op_start + total, cur.what(), cur.fix(),
-               cur.section());
-    CheckOp(rec, type, i, op_start, depth);
+    Cursor rec(cur.data(), op_start + l.op_header_bytes, op_start + total, cur.what(), cur.fix(), cur.section(),
+               "operation " + std::to_string(i) + ": ");
+    CheckOp(rec, type, op_start, depth);
     cur.Seek(op_start + total);
   }
   cur.Seek(end);

@@ -13,6 +13,7 @@ import io
 import json
 import os
 import shutil
+import struct
 import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -383,6 +384,160 @@ CASES = [
             behind_symlink(rewrite_listed(WRP, lambda d: d, chunk_bytes=4096), drop_hash_file),
             f"{NAME}.sha256", "differs from the expected"),
 ]  # fmt: skip
+
+
+# --- .wrp and module binaries an attacker rewrote, every digest redone (issue 40: verify = load) -----------
+#
+# What only a parse of the bytes can refuse: the .wrp is rewritten (its operations, its regions) and the
+# manifest rehashed to match, as whoever can write manifest.json and the .wrp would. Warp's loader refuses
+# each; verify must refuse it first, with the same verdict in both readers, and every load must refuse it too.
+
+_OP_IF, _OP_WHILE = 7, 8
+
+
+def wrp_rewrite(edit: Callable, rel: str = WRP) -> Callable[[Path], None]:
+    """The .wrp at `rel` parsed (wrpkg.wrpformat), changed by edit(wrp) in place, written back as its
+    objects say (no rule is checked on the way out), and every digest redone."""
+    from wrpkg import wrpformat  # noqa: PLC0415 - hostile_corpus is imported before the parser is needed
+
+    def changed(data: bytes) -> bytes:
+        wrp = wrpformat.read_wrp(data)
+        edit(wrp)
+        return wrp.to_bytes()
+
+    return rewrite_listed(rel, changed)
+
+
+def wrp_patch(edit: Callable[[bytearray, dict], None], rel: str = WRP) -> Callable[[Path], None]:
+    """The .wrp's bytes changed in place by edit(data, sections), `sections` mapping "METADATA", "MEMORY"
+    and "OPERATIONS" to each section's byte offset; every digest redone."""
+
+    def changed(data: bytes) -> bytes:
+        out = bytearray(data)
+        count, table = struct.unpack_from("<IQ", out, 12)
+        names = {1: "METADATA", 2: "MEMORY", 3: "OPERATIONS"}
+        sections = {}
+        for i in range(count):
+            kind, _, offset = struct.unpack_from("<IIQ", out, table + 32 * i)
+            sections[names.get(kind, kind)] = offset
+        edit(out, sections)
+        return bytes(out)
+
+    return rewrite_listed(rel, changed)
+
+
+def put(fmt: str, at_section: str, offset: int, *values) -> Callable[[bytearray, dict], None]:
+    return lambda data, sections: struct.pack_into(fmt, data, sections[at_section] + offset, *values)
+
+
+def appended_op(op_type: int, body: bytes) -> Callable:
+    """One more operation at the end of the stream: `body` after its 8-byte header."""
+    from wrpkg.wrpformat import OpaqueOp  # noqa: PLC0415
+
+    return lambda wrp: wrp.operations.ops.append(OpaqueOp(op_type, body))
+
+
+def nested_ifs(depth: int) -> bytes:
+    """`depth` capture_if records, each the whole then-branch of the one around it (the innermost empty),
+    as the body of the outermost's record: built from the inside out, no recursion."""
+    inner = b""
+    for _ in range(depth - 1):
+        record = struct.pack("<iIQIIII", 1, 0, 0, len(inner), 1 if inner else 0, 0, 0) + inner
+        inner = struct.pack("<II", _OP_IF, 8 + len(record)) + record
+    return struct.pack("<iIQIIII", 1, 0, 0, len(inner), 1 if inner else 0, 0, 0) + inner
+
+
+def first_launch(edit: Callable) -> Callable:
+    """edit(launch) on the first kernel launch of the stream."""
+    from wrpkg.wrpformat import KernelLaunch  # noqa: PLC0415
+
+    return lambda wrp: edit(next(op for op in wrp.operations.ops if isinstance(op, KernelLaunch)))
+
+
+def _set_attr(obj, **values) -> None:
+    for key, value in values.items():
+        setattr(obj, key, value)
+
+
+def added_regions(*sizes: int) -> Callable:
+    """Regions with no initial data and no binding (ids after the last), of these sizes: Warp allocates
+    each when it loads."""
+    from wrpkg.wrpformat import MemoryRegion  # noqa: PLC0415
+
+    def edit(wrp) -> None:
+        first = max(r.region_id for r in wrp.memory.regions) + 1
+        wrp.memory.regions += [MemoryRegion(first + i, 1, size, None) for i, size in enumerate(sizes)]
+
+    return edit
+
+
+OPS = "OPERATIONS at byte"
+# Past the shared table's bound (wrpkg/schemas/wrp_limits.json: 1 TiB) and past any address space a malloc
+# could map, so that Warp's load fails wherever it runs.
+HUGE_REGION = 1 << 50
+
+WRP_CASES = [
+    Hostile("wrp_op_count_huge", wrp_patch(put("<I", "OPERATIONS", 0, 0xFFFFFFFF)), WRP,
+            "operation count 4294967295 cannot fit"),
+    Hostile("wrp_op_size_past_its_stream", wrp_patch(put("<I", "OPERATIONS", 8, 0xFFFFFFF0)), WRP,
+            "operation 0 declares size 4294967280, which overruns its stream"),
+    Hostile("wrp_op_size_below_its_header", wrp_patch(put("<I", "OPERATIONS", 8, 4)), WRP,
+            "operation 0 declares size 4, which overruns its stream or is too small"),
+    Hostile("wrp_op_of_unknown_type", wrp_rewrite(appended_op(3, b"")), WRP,
+            "operation 7: unknown or unsupported op type 3"),
+    Hostile("wrp_reloc_past_its_value_blob",
+            wrp_rewrite(first_launch(lambda op: _set_attr(op.relocs[0], value_byte_offset=op.params[0].value_size))),
+            WRP, "operation 1: param 0 reloc at byte 56 is outside its value blob"),
+    Hostile("wrp_reloc_of_unknown_kind", wrp_rewrite(first_launch(lambda op: _set_attr(op.relocs[1], kind=9))),
+            WRP, "operation 1: reloc 1 has unknown kind 9"),
+    Hostile("wrp_relocs_the_params_do_not_claim",
+            wrp_rewrite(first_launch(lambda op: op.relocs.append(op.relocs[0]))), WRP,
+            "operation 1: params claim 4 relocs but the table holds 5"),
+    Hostile("wrp_param_slice_past_value_data",
+            wrp_rewrite(first_launch(lambda op: _set_attr(op.params[3], value_offset=len(op.value_data)))), WRP,
+            "operation 1: param 3 value slice is outside value_data"),
+    Hostile("wrp_launch_value_data_past_its_record",
+            wrp_patch(put("<I", "OPERATIONS", 4 + 32 + 76, 1 << 20)), WRP,
+            "operation 1: kernel launch variable data (1048809 bytes) overflows the record"),
+    Hostile("wrp_h2d_data_past_its_record", wrp_rewrite(appended_op(2, struct.pack("<iIQQ", 1, 0, 0, 4096))), WRP,
+            "operation 7: H2D inline data of 4096 bytes overflows the record"),
+    Hostile("wrp_memtile_of_zero_bytes", wrp_rewrite(appended_op(10, struct.pack("<iIQQ", 1, 0, 0, 1))), WRP,
+            "operation 7: memtile source size is zero"),
+    Hostile("wrp_alloc_record_short", wrp_rewrite(appended_op(6, bytes(8))), WRP,
+            "operation 7: operation alloc record needs 16 bytes but only 8 remain"),
+    Hostile("wrp_reduction_record_oversize", wrp_rewrite(appended_op(16, bytes(64))), WRP,
+            "operation 7: REDUCTION record size is 72, not 64"),
+    Hostile("wrp_scan_negative_stride",
+            wrp_rewrite(appended_op(9, struct.pack("<iiQQIiiiBB2x", 1, 1, 0, 0, 4, -4, 4, 1, 5, 0))), WRP,
+            "operation 7: scan has a negative stride"),
+    Hostile("wrp_radix_sort_bits_past_the_key",
+            wrp_rewrite(appended_op(12, struct.pack("<iiQQIiiiB3x", 1, 1, 0, 0, 4, 0, 40, 4, 1))), WRP,
+            "operation 7: radix-sort value size 4 or key bits 0..40 out of range"),
+    Hostile("wrp_bsr_negative_block_size", wrp_rewrite(appended_op(14, struct.pack("<i", -1) + bytes(148))), WRP,
+            "operation 7: bsr-from-triplets has a negative size or count"),
+    Hostile("wrp_bvh_refit", wrp_rewrite(appended_op(17, bytes(16))), WRP,
+            "operation 7: BVH_REFIT records a process-local handle"),
+    Hostile("wrp_while_with_an_else_branch",
+            wrp_rewrite(appended_op(_OP_WHILE, struct.pack("<iIQIIII", 1, 0, 0, 0, 0, 8, 1)
+                                    + struct.pack("<II", 5, 32) + bytes(24))), WRP,
+            "operation 7: capture_while record has a non-empty second branch"),
+    Hostile("wrp_branch_sizes_past_the_record",
+            wrp_rewrite(appended_op(_OP_IF, struct.pack("<iIQIIII", 1, 0, 0, 64, 1, 0, 0))), WRP,
+            "operation 7: conditional branch sizes overflow the record"),
+    # Deeper than Warp's own limit (1024), so its load refuses too; the readers stop at the table's 128.
+    Hostile("wrp_ifs_nested_1100_deep", wrp_rewrite(appended_op(_OP_IF, nested_ifs(1100))), WRP,
+            "conditional nesting exceeds 128 levels"),
+    Hostile("wrp_region_over_the_limit", wrp_rewrite(added_regions(HUGE_REGION)), WRP,
+            f"region 4 asks for {HUGE_REGION} bytes, more than the 1099511627776 a region may have"),
+    Hostile("wrp_regions_over_the_total_limit", wrp_rewrite(added_regions(*[(1 << 39) + 1] * 3)), WRP,
+            "bytes in all, more than the 1099511627776 a .wrp may allocate"),
+    Hostile("wrp_region_initial_data_past_the_section",
+            wrp_patch(lambda data, sections: struct.pack_into("<Q", data, sections["MEMORY"] + 4 + 8, 1 << 30)), WRP,
+            "region 1 declares 1073741824 bytes of initial data"),
+    Hostile("wrp_section_past_the_file", wrp_patch(lambda data, sections: struct.pack_into("<Q", data, 64 + 16, 1 << 40)),
+            WRP, "overruns the"),
+]  # fmt: skip
+CASES += WRP_CASES
 
 
 # --- the parity corpus: each case with the verdict both readers must give ----------------------------------

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from wrpkg.archs import split_arch
 from wrpkg.errors import ArchMismatchError, BundleError, VerifyError
-from wrpkg.fatbin import is_fatbin, sass_image
+from wrpkg.fatbin import elf_problem, is_fatbin, sass_image
 from wrpkg.files import sha256_file
 from wrpkg.manifest import MANIFEST_NAME, FileEntry, Manifest, ModuleEntry, SassEntry, binding_layout
 from wrpkg.validity import (
@@ -326,6 +326,9 @@ class Bundle:
             # Every file is verified (as `wrpkg verify` would), and Warp gets the bytes that were: a
             # second read by Warp could find a file swapped since (issue 26).
             files = verify_files(self._directory, manifest, whole_digests=False, keep=deployed)
+            # And the manifest against the .wrp, as verify does (issue 40: one verdict); the operation
+            # stream is Warp's to validate here, whose refusal is a VerifyError too.
+            verify_against_wrp(self._directory, manifest, files[manifest.wrp], operations=False)
         try:
             if dev.is_cpu:
                 modules = {m.binary.rsplit("/", 1)[-1]: files[m.binary] for m in manifest.modules}
@@ -736,6 +739,13 @@ def _device_images(
                 f"{module.binary}: its {choice.arch} image is {len(image)} bytes; manifest.json says {record.size}",
                 fix=rebuild_fix(manifest),
             )
+        # What the driver parses first, checked as verify checks it (verify_module_binaries).
+        problem = elf_problem(image)
+        if problem is not None:
+            raise VerifyError(
+                f"{module.binary}: its {choice.arch} image is not a CUDA ELF cubin: {problem}",
+                fix=rebuild_fix(manifest),
+            )
         images.append((module, record, image))
     return images
 
@@ -798,9 +808,16 @@ def _read_view(bundle: Bundle, fit: DeviceFit) -> DeviceView | None:
         }
         images = _device_images(manifest, fit, fatbins)
         wrp = wrp_job.read()
+        if images is not None:
+            # The manifest against the .wrp as built (before the view patches its module digests), as
+            # verify checks it: one verdict (issue 40). The bytes are not hashed yet: a .wrp that differs
+            # from its digest is reported as that (the except below), not as what the parse found.
+            verify_against_wrp(bundle.directory, manifest, wrp, operations=False)
         view = None if images is None else _patched_view(manifest, wrp, images)
-    except VerifyError:
-        wrp_job.wait()
+    except VerifyError as refusal:
+        failure = wrp_job.wait()
+        if failure is not None and failure is not refusal:
+            raise failure from refusal
         raise
     if view is None:  # Bundle.load verifies every file instead
         wrp_job.wait()

@@ -241,18 +241,19 @@ def verify_files(
     return kept
 
 
-def parse_loadable_wrp(wrp_bytes, where: str | os.PathLike, fix: str):
+def parse_loadable_wrp(wrp_bytes, where: str | os.PathLike, fix: str, *, operations: bool = True):
     """The .wrp parsed whole, its operation stream included: every rule Warp's loader applies before it
     allocates or runs anything (apic_validate_operation_stream, the metadata and memory parsers), with
     the bounds of wrpkg/schemas/wrp_limits.json, which the C++ runtime applies too (runtime/wrp_check.cc).
     A VerifyError naming `where`, the section, the byte and the rule (an operation's index among them)
-    otherwise: verify refuses what a load would."""
+    otherwise: verify refuses what a load would. `operations=False` (a load, which leaves the operation
+    stream to Warp's own validator) parses the header, metadata and memory only."""
     # Imported here: `import wrpkg.bundle` (which imports this module) stays cheap, and a .wrp parser
     # is no part of wrpkg.bundle.load (only of Bundle.open's whole check).
     from wrpkg import wrpformat  # noqa: PLC0415
 
     try:
-        return wrpformat.read_wrp(memoryview(wrp_bytes), path=where)
+        return wrpformat.read_wrp(memoryview(wrp_bytes), path=where, operations=operations)
     except WrpFormatError as exc:
         raise VerifyError(exc.message, fix=exc.fix or fix) from exc
 
@@ -300,16 +301,19 @@ def verify_module_binaries(
                 raise VerifyError(f"{what} is not a CUDA ELF cubin: {problem}", fix=fix)
 
 
-def verify_against_wrp(bundle_dir: Path, manifest: Manifest, wrp_bytes: bytes | None = None) -> None:
+def verify_against_wrp(
+    bundle_dir: Path, manifest: Manifest, wrp_bytes: bytes | None = None, *, operations: bool = True
+) -> None:
     """The manifest must describe the .wrp it ships: modules, digests, bindings, golden sizes; and the
-    .wrp must be one Warp loads (parse_loadable_wrp). `wrp_bytes`: the .wrp's verified bytes."""
+    .wrp must be one Warp loads (parse_loadable_wrp). `wrp_bytes`: the .wrp's verified bytes (the module
+    digests as built, not a device view's); `operations`: as for parse_loadable_wrp."""
     from wrpkg import wrpformat  # noqa: PLC0415 - see parse_loadable_wrp
 
     fix = rebuild_fix(manifest)
     wrp_path = bundle_dir / manifest.wrp
     if wrp_bytes is None:
         wrp_bytes = read_listed(bundle_dir, manifest, manifest.wrp)
-    wrp = parse_loadable_wrp(wrp_bytes, wrp_path, fix)
+    wrp = parse_loadable_wrp(wrp_bytes, wrp_path, fix, operations=operations)
     files = {entry.path: entry for entry in manifest.files}
     if manifest.wrp not in files:
         raise VerifyError(f"{wrp_path}: the .wrp is not listed in {MANIFEST_NAME}", fix=fix)

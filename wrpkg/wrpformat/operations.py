@@ -7,6 +7,7 @@ dispatch on the op type.
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
@@ -598,12 +599,21 @@ def _parse_stream(cur: _Cursor, end: int, op_count: int, depth: int) -> OpStream
     return stream
 
 
+_NAMES_AN_OP = re.compile(r"operation \d+: ")
+
+
 def _parse_op(rec: _Cursor, op_type: int, index: int, op_start: int, depth: int):
     op = _OpReader(rec, op_type, index, op_start, depth)
     read = _READERS.get(op_type)
     if read is None:
         raise op.fail(f"unknown or unsupported op type {op_type}")
-    return read(op)
+    try:
+        return read(op)
+    except WrpFormatError as exc:
+        # Every refusal inside a record names its operation (a nested one names the innermost).
+        if _NAMES_AN_OP.match(exc.rule):
+            raise
+        raise WrpFormatError(exc.path, exc.section, exc.offset, f"operation {index}: {exc.rule}", fix=exc.fix) from None
 
 
 def _write_op(op) -> bytes:
