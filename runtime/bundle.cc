@@ -717,7 +717,7 @@ ByteView Bundle::File(const std::string& path) const {
 void Bundle::VerifyAll() const {
   VerifyAllDigests();
   // What a load would refuse in the verified bytes, refused here first: verify and load give one verdict.
-  CheckLoadableWrp(File(manifest_.wrp), Describe(manifest_.wrp), manifest_.RebuildHint());
+  CheckBundleAgainstWrp(*this);
   CheckModuleBinaries(*this);
 }
 

@@ -510,7 +510,9 @@ std::string ModuleProblem(const ModuleFields& m, uint8_t device) {
 }
 
 struct Metadata {
-  std::set<uint32_t> regions;                               // filled by the memory section
+  std::string producer;
+  std::vector<ModuleFields> modules;
+  std::vector<std::pair<std::string, uint32_t>> bindings;  // name and region, in file order
   std::vector<std::pair<uint32_t, uint32_t>> mesh_regions;  // points, indices
   struct Ptr {
     uint32_t region;
@@ -529,6 +531,7 @@ void CheckMetadata(Cursor& cur, uint8_t device, uint32_t target_arch, Metadata* 
   }
   const uint64_t producer_at = cur.pos();
   const std::string producer = cur.String("producer version");
+  out->producer = producer;
   const std::string pinned = WRP_PINNED_WARP_VERSION;
   if (!pinned.empty() && producer != pinned) {
     cur.Fail("produced by Warp '" + producer + "', but only Warp " + pinned + " files load", producer_at);
@@ -573,6 +576,7 @@ void CheckMetadata(Cursor& cur, uint8_t device, uint32_t target_arch, Metadata* 
     const std::string problem = ModuleProblem(m, device);
     if (!problem.empty()) cur.Fail(n + " (" + m.name + "): " + problem, at);
     if (!seen_modules.insert(m.hash).second) cur.Fail(n + ": duplicate module hash " + m.hash, at);
+    out->modules.push_back(std::move(m));
   }
   std::set<std::pair<std::string, std::string>> seen_kernels;
   for (uint64_t i = 0; i < kernels; ++i) {
@@ -587,8 +591,9 @@ void CheckMetadata(Cursor& cur, uint8_t device, uint32_t target_arch, Metadata* 
       cur.Fail(n + ": duplicate kernel " + key + " in module " + module_hash, at);
   }
   for (uint64_t i = 0; i < bindings; ++i) {
-    cur.String("binding " + std::to_string(i) + " name");
-    cur.Skip(4, "binding " + std::to_string(i) + " region id");
+    std::string binding = cur.String("binding " + std::to_string(i) + " name");
+    const uint32_t region = cur.Read<uint32_t>("binding " + std::to_string(i) + " region id");
+    out->bindings.emplace_back(std::move(binding), region);
   }
   for (uint64_t i = 0; i < meshes; ++i) {
     cur.Need(32, "mesh record " + std::to_string(i));
@@ -657,9 +662,15 @@ void CheckMemory(Cursor& cur, std::map<uint32_t, uint64_t>* sizes) {
   }
 }
 
-}  // namespace
 
-void CheckLoadableWrp(ByteView wrp, const std::string& what, const std::string& fix) {
+struct WrpSummary {
+  uint8_t device = 0;
+  uint32_t version = 0;
+  Metadata metadata;
+  std::map<uint32_t, uint64_t> region_sizes;
+};
+
+WrpSummary ParseLoadableWrp(ByteView wrp, const std::string& what, const std::string& fix) {
   const Limits& l = TheLimits();
   const uint8_t* d = wrp.data;
   const uint64_t size = wrp.size;
@@ -731,12 +742,15 @@ void CheckLoadableWrp(ByteView wrp, const std::string& what, const std::string& 
   const uint32_t op_count = ops.Read<uint32_t>("operation count");
   CheckStream(ops, ops.end(), op_count, 0);
 
+  WrpSummary summary;
+  summary.device = device;
+  summary.version = version;
+  Metadata& metadata = summary.metadata;
   Cursor meta(d, found[1].first, found[1].second, &what, &fix, "METADATA");
-  Metadata metadata;
   CheckMetadata(meta, device, target_arch, &metadata);
 
   Cursor memory(d, found[2].first, found[2].second, &what, &fix, "MEMORY");
-  std::map<uint32_t, uint64_t> sizes;
+  std::map<uint32_t, uint64_t>& sizes = summary.region_sizes;
   CheckMemory(memory, &sizes);
 
   // What Warp's loader checks when it builds meshes and fixes handles (wrpfile.py's _check_references).
@@ -767,6 +781,90 @@ void CheckLoadableWrp(ByteView wrp, const std::string& what, const std::string& 
                 found[1].first);
     }
   }
+  return summary;
+}
+
+}  // namespace
+
+void CheckLoadableWrp(ByteView wrp, const std::string& what, const std::string& fix) {
+  ParseLoadableWrp(wrp, what, fix);
+}
+
+void CheckBundleAgainstWrp(const Bundle& bundle) {
+  const Manifest& manifest = bundle.manifest();
+  const std::string fix = "; fix: " + manifest.RebuildHint();
+  const std::string wrp_path = bundle.Describe(manifest.wrp);
+  const WrpSummary wrp = ParseLoadableWrp(bundle.File(manifest.wrp), wrp_path, manifest.RebuildHint());
+  // validity.py's verify_against_wrp, check for check and in its order.
+  const auto mismatch = [&](const std::string& what) {
+    return Error(bundle.Describe("manifest.json") + ": disagrees with " + wrp_path + ": " + what + fix);
+  };
+  const std::string wrp_device = wrp.device == 0 ? "cuda" : "cpu";
+  if (wrp_device != manifest.device) throw mismatch("device " + manifest.device + " vs " + wrp_device);
+  if (wrp.metadata.producer != manifest.warp_version) {
+    throw mismatch("Warp version " + manifest.warp_version + " vs " + wrp.metadata.producer);
+  }
+  if (int64_t{wrp.version} != manifest.format_version) {
+    throw mismatch("format version " + std::to_string(manifest.format_version) + " vs " + std::to_string(wrp.version));
+  }
+  const size_t slash = manifest.wrp.find_last_of('/');
+  const std::string wrp_name = slash == std::string::npos ? manifest.wrp : manifest.wrp.substr(slash + 1);
+  const std::string modules_dir = wrp_name.substr(0, wrp_name.size() - 4) + "_modules/";
+  std::map<std::string, const ModuleRecord*> by_hash;
+  for (const ModuleRecord& module : manifest.modules) by_hash.emplace(module.hash, &module);
+  std::set<std::string> wrp_hashes;
+  for (const ModuleFields& record : wrp.metadata.modules) wrp_hashes.insert(record.hash);
+  std::set<std::string> manifest_hashes;
+  for (const auto& [hash, module] : by_hash) manifest_hashes.insert(hash);
+  if (manifest_hashes != wrp_hashes || by_hash.size() != manifest.modules.size()) {
+    throw mismatch("modules (by module hash) differ");
+  }
+  for (const ModuleFields& record : wrp.metadata.modules) {
+    const ModuleRecord& entry = *by_hash.at(record.hash);
+    const std::string binary = modules_dir + record.binary;
+    const FileRecord* file = manifest.FindFile(binary);
+    if (entry.binary != binary || !file) throw mismatch("module " + record.name + ": binary " + entry.binary + " vs " + binary);
+    // CUDA records carry the binary's digest (Warp's loader checks it); CPU ones do not.
+    if (!record.binary_sha256.empty() && record.binary_sha256 != file->sha256) {
+      throw Error(bundle.Describe(binary) + ": sha256 " + file->sha256 + " but " + wrp_path + " records " +
+                  record.binary_sha256 + " for module " + record.name + fix);
+    }
+    const std::string source = record.source.empty() ? "" : modules_dir + record.source;
+    const FileRecord* source_file = source.empty() ? nullptr : manifest.FindFile(source);
+    if (entry.source.value_or("") != source || (!source.empty() && !source_file)) {
+      throw mismatch("module " + record.name + ": source " + entry.source.value_or("None") + " vs " +
+                     (source.empty() ? "None" : source));
+    }
+    if (source_file && record.source_sha256 != source_file->sha256) {
+      throw Error(bundle.Describe(source) + ": sha256 " + source_file->sha256 + " but " + wrp_path + " records " +
+                  record.source_sha256 + " for module " + record.name + fix);
+    }
+  }
+  // Each name once, with the region of its first record (wrpformat.binding_infos).
+  std::map<std::string, uint32_t> wrp_bindings;
+  for (const auto& [name, region] : wrp.metadata.bindings) wrp_bindings.emplace(name, region);
+  std::map<std::string, const BindingRecord*> manifest_bindings;
+  for (const BindingRecord& binding : manifest.bindings) manifest_bindings.emplace(binding.name, &binding);
+  std::set<std::string> wrp_names, manifest_names;
+  for (const auto& [name, region] : wrp_bindings) wrp_names.insert(name);
+  for (const auto& [name, binding] : manifest_bindings) manifest_names.insert(name);
+  if (wrp_names != manifest_names) throw mismatch("the binding names differ");
+  for (const auto& [name, binding] : manifest_bindings) {
+    const auto size = wrp.region_sizes.find(wrp_bindings.at(name));
+    if (size == wrp.region_sizes.end() || size->second != binding->bytes) {
+      throw mismatch("binding " + name + ": " + std::to_string(binding->bytes) + " bytes vs " +
+                     (size == wrp.region_sizes.end() ? std::string("None") : std::to_string(size->second)) + " bytes");
+    }
+  }
+  // Which names alias one allocation (region numbers are the capture's labels: the partition is compared).
+  std::map<std::string, std::set<std::string>> by_label;
+  std::map<uint32_t, std::set<std::string>> by_region;
+  for (const auto& [name, binding] : manifest_bindings) by_label[binding->region].insert(name);
+  for (const auto& [name, region] : wrp_bindings) by_region[region].insert(name);
+  std::set<std::set<std::string>> manifest_groups, wrp_groups;
+  for (const auto& [label, names] : by_label) manifest_groups.insert(names);
+  for (const auto& [region, names] : by_region) wrp_groups.insert(names);
+  if (manifest_groups != wrp_groups) throw mismatch("the bindings that share a region differ");
 }
 
 std::string ElfProblem(ByteView image) {

@@ -50,6 +50,7 @@ from wrpkg.validity import (
     rebuild_fix,
     verify_against_wrp,
     verify_files,
+    verify_module_binaries,
 )
 
 
@@ -131,8 +132,8 @@ class Bundle:
     @classmethod
     def from_tar(cls, path: str | os.PathLike, expected_hash: str | None = None) -> Bundle:
         """Opens a bundle's `<name>.tar` (runtime/bundle.h: `Bundle::FromTar`): every check of a
-        directory's but the .wrp cross-check (as the C++ runtime reads an embedded bundle), and
-        every listed file's verified bytes held.
+        directory's (as the C++ runtime reads an embedded bundle), and every listed file's verified
+        bytes held.
 
         Args:
           path: the `<name>.tar` a wrp_artifact target writes.
@@ -325,10 +326,7 @@ class Bundle:
         else:
             # Every file is verified (as `wrpkg verify` would), and Warp gets the bytes that were: a
             # second read by Warp could find a file swapped since (issue 26).
-            files = verify_files(self._directory, manifest, whole_digests=False, keep=deployed)
-            # And the manifest against the .wrp, as verify does (issue 40: one verdict); the operation
-            # stream is Warp's to validate here, whose refusal is a VerifyError too.
-            verify_against_wrp(self._directory, manifest, files[manifest.wrp], operations=False)
+            files = _verified_for_warp(self, deployed)
         try:
             if dev.is_cpu:
                 modules = {m.binary.rsplit("/", 1)[-1]: files[m.binary] for m in manifest.modules}
@@ -840,6 +838,19 @@ def _stable_against_patch(
     return stable
 
 
+def _verified_for_warp(bundle: Bundle, deployed: frozenset[str]) -> dict:
+    """What a load of a bundle opened with verify_all=False checks before Warp gets the whole bundle (no
+    device view), as `wrpkg verify` would (issue 40: one verdict): every file verified, and Warp gets the
+    bytes that were (a second read by Warp could find a file swapped since, issue 26); the manifest against
+    the .wrp (its operation stream is Warp's to validate here, whose refusal is a VerifyError too); each
+    CUDA module's fatbin and SASS images. Returns the verified bytes of the `deployed` files."""
+    manifest = bundle.manifest
+    files = verify_files(bundle.directory, manifest, whole_digests=False, keep=deployed)
+    verify_against_wrp(bundle.directory, manifest, files[manifest.wrp], operations=False)
+    verify_module_binaries(bundle.describe, manifest, files)
+    return files
+
+
 def prepare_cuda_load(
     bundle_dir: str | os.PathLike,
     device_alias: str,
@@ -854,12 +865,14 @@ def prepare_cuda_load(
     the manifest (checked against the content hash when one is known), checks the device can
     run every module, and, when SASS fits every module (and `per_device_view`), reads the
     per-device view and (with `verify`) verifies it. A None view means: verify every file and
-    let Warp load the verified bytes."""
+    let Warp load the verified bytes (with `verify`, those checks are made here too)."""
     bundle = Bundle.open(bundle_dir, verify_all=False)
     fit = bundle.check_device(device_alias, device_name, device_sm, driver_version)
     view = _read_view(bundle, fit) if per_device_view and fit.how == "sass" else None
     if view is not None and verify:
         view.verify()
+    elif verify:
+        _verified_for_warp(bundle, frozenset(entry.path for entry in bundle.manifest.files))
     return bundle.manifest, view
 
 

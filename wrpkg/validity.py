@@ -846,7 +846,7 @@ def read_tar(
         if entry.path not in files:
             raise VerifyError(f"{where}: listed in {lister} but missing", fix=fix)
         check_content(where, files[entry.path], entry, lister, manifest.chunk_bytes, fix)
-    # What a load of the archive would refuse (the .wrp's cross-check with the manifest is a directory's).
-    parse_loadable_wrp(files[manifest.wrp], f"{tar_path}:{prefix}{manifest.wrp}", fix)
+    # What a load of the archive would refuse, as for a directory (runtime/bundle.cc's VerifyAll checks the same).
+    verify_against_wrp(Path(f"{tar_path}:{manifest.name}"), manifest, files[manifest.wrp])
     verify_module_binaries(lambda path: f"{tar_path}:{prefix}{path}", manifest, files)
     return manifest, content_hash, {e.path: files[e.path] for e, _ in listed}
