@@ -149,10 +149,17 @@ bool IsUtf8(const uint8_t* p, uint64_t n) {
 // byte offset and the rule (wrpkg/wrpformat/cursor.py's _Cursor).
 class Cursor {
  public:
-  // `prefix` ("operation 7: ") starts every rule this cursor refuses: one record's cursor names its operation.
+  // `prefix` ("operation 7: ") starts every rule this cursor refuses: one record's cursor names its
+  // operation.
   Cursor(const uint8_t* data, uint64_t start, uint64_t end, const std::string* what, const std::string* fix,
          const char* section, std::string prefix = "")
-      : data_(data), pos_(start), end_(end), what_(what), fix_(fix), section_(section), prefix_(std::move(prefix)) {}
+      : data_(data),
+        pos_(start),
+        end_(end),
+        what_(what),
+        fix_(fix),
+        section_(section),
+        prefix_(std::move(prefix)) {}
 
   [[noreturn]] void Fail(const std::string& rule, uint64_t at) const {
     throw Error(*what_ + ": " + section_ + " at byte " + std::to_string(at) + ": " + prefix_ + rule +
@@ -362,9 +369,7 @@ void CheckOpaque(const Cursor& rec, const std::string& name,
 
 void CheckOp(Cursor& rec, uint32_t type, uint64_t start, uint64_t depth) {
   const Limits& l = TheLimits();
-  const auto fail = [&](const std::string& rule) {
-    rec.Fail(rule, start);
-  };
+  const auto fail = [&](const std::string& rule) { rec.Fail(rule, start); };
   const auto name = OpNames().find(type);
   if (name == OpNames().end()) fail("unknown or unsupported op type " + std::to_string(type));
   const uint64_t fixed = l.record_bytes.at(name->second) - l.op_header_bytes;
@@ -440,8 +445,8 @@ void CheckStream(Cursor& cur, uint64_t end, uint32_t op_count, uint64_t depth) {
       cur.Fail("operation " + std::to_string(i) + " declares size " + std::to_string(total) +
                ", which overruns its stream or is too small");
     }
-    Cursor rec(cur.data(), op_start + l.op_header_bytes, op_start + total, cur.what(), cur.fix(), cur.section(),
-               "operation " + std::to_string(i) + ": ");
+    Cursor rec(cur.data(), op_start + l.op_header_bytes, op_start + total, cur.what(), cur.fix(),
+               cur.section(), "operation " + std::to_string(i) + ": ");
     CheckOp(rec, type, op_start, depth);
     cur.Seek(op_start + total);
   }
@@ -512,7 +517,7 @@ std::string ModuleProblem(const ModuleFields& m, uint8_t device) {
 struct Metadata {
   std::string producer;
   std::vector<ModuleFields> modules;
-  std::vector<std::pair<std::string, uint32_t>> bindings;  // name and region, in file order
+  std::vector<std::pair<std::string, uint32_t>> bindings;   // name and region, in file order
   std::vector<std::pair<uint32_t, uint32_t>> mesh_regions;  // points, indices
   struct Ptr {
     uint32_t region;
@@ -662,7 +667,6 @@ void CheckMemory(Cursor& cur, std::map<uint32_t, uint64_t>* sizes) {
   }
 }
 
-
 struct WrpSummary {
   uint8_t device = 0;
   uint32_t version = 0;
@@ -805,7 +809,8 @@ void CheckBundleAgainstWrp(const Bundle& bundle) {
     throw mismatch("Warp version " + manifest.warp_version + " vs " + wrp.metadata.producer);
   }
   if (int64_t{wrp.version} != manifest.format_version) {
-    throw mismatch("format version " + std::to_string(manifest.format_version) + " vs " + std::to_string(wrp.version));
+    throw mismatch("format version " + std::to_string(manifest.format_version) + " vs " +
+                   std::to_string(wrp.version));
   }
   const size_t slash = manifest.wrp.find_last_of('/');
   const std::string wrp_name = slash == std::string::npos ? manifest.wrp : manifest.wrp.substr(slash + 1);
@@ -823,7 +828,8 @@ void CheckBundleAgainstWrp(const Bundle& bundle) {
     const ModuleRecord& entry = *by_hash.at(record.hash);
     const std::string binary = modules_dir + record.binary;
     const FileRecord* file = manifest.FindFile(binary);
-    if (entry.binary != binary || !file) throw mismatch("module " + record.name + ": binary " + entry.binary + " vs " + binary);
+    if (entry.binary != binary || !file)
+      throw mismatch("module " + record.name + ": binary " + entry.binary + " vs " + binary);
     // CUDA records carry the binary's digest (Warp's loader checks it); CPU ones do not.
     if (!record.binary_sha256.empty() && record.binary_sha256 != file->sha256) {
       throw Error(bundle.Describe(binary) + ": sha256 " + file->sha256 + " but " + wrp_path + " records " +
@@ -836,8 +842,8 @@ void CheckBundleAgainstWrp(const Bundle& bundle) {
                      (source.empty() ? "None" : source));
     }
     if (source_file && record.source_sha256 != source_file->sha256) {
-      throw Error(bundle.Describe(source) + ": sha256 " + source_file->sha256 + " but " + wrp_path + " records " +
-                  record.source_sha256 + " for module " + record.name + fix);
+      throw Error(bundle.Describe(source) + ": sha256 " + source_file->sha256 + " but " + wrp_path +
+                  " records " + record.source_sha256 + " for module " + record.name + fix);
     }
   }
   // Each name once, with the region of its first record (wrpformat.binding_infos).
@@ -853,7 +859,8 @@ void CheckBundleAgainstWrp(const Bundle& bundle) {
     const auto size = wrp.region_sizes.find(wrp_bindings.at(name));
     if (size == wrp.region_sizes.end() || size->second != binding->bytes) {
       throw mismatch("binding " + name + ": " + std::to_string(binding->bytes) + " bytes vs " +
-                     (size == wrp.region_sizes.end() ? std::string("None") : std::to_string(size->second)) + " bytes");
+                     (size == wrp.region_sizes.end() ? std::string("None") : std::to_string(size->second)) +
+                     " bytes");
     }
   }
   // Which names alias one allocation (region numbers are the capture's labels: the partition is compared).

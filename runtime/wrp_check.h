@@ -16,10 +16,11 @@ namespace wrp {
 // among them), followed by "; fix: " and `fix`, unless `wrp` is a .wrp Warp's loader accepts.
 void CheckLoadableWrp(ByteView wrp, const std::string& what, const std::string& fix);
 
-// Parses the verified .wrp of `bundle` as CheckLoadableWrp does, and throws wrp::Error naming manifest.json (or
-// the module file whose digest differs) unless the manifest describes that .wrp: its device, Warp and format
-// versions, modules (binary and source names and digests), bindings (names and sizes) and which bindings share
-// a region. wrpkg.validity.verify_against_wrp, rule for rule; a load checks the same through Warp's C API.
+// Parses the verified .wrp of `bundle` as CheckLoadableWrp does, and throws wrp::Error naming manifest.json
+// (or the module file whose digest differs) unless the manifest describes that .wrp: its device, Warp and
+// format versions, modules (binary and source names and digests), bindings (names and sizes) and which
+// bindings share a region. wrpkg.validity.verify_against_wrp, rule for rule; a load checks the same through
+// Warp's C API.
 void CheckBundleAgainstWrp(const Bundle& bundle);
 
 // Throws wrp::Error naming the file unless every CUDA module binary of `bundle` is a well-formed fatbin (or a

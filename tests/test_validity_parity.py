@@ -39,7 +39,12 @@ def python_verdict_on(bundle: str, tar: bool = False, cwd: Path | None = None) -
 
 
 def cpp_verdict_on(
-    bundle: str, tar: bool = False, cwd: Path | None = None, load: str | None = None, *, load_only: bool = False
+    bundle: str,
+    tar: bool = False,
+    cwd: Path | None = None,
+    load: str | None = None,
+    *,
+    load_only: bool = False,
 ) -> tuple[bool, str]:
     """The C++ runtime's verdict on `bundle` (run from `cwd`): (accepted, message). `load`: also load it on
     that device, through Warp, which checks the manifest against the .wrp (as wrpkg.verify does by parsing
@@ -225,7 +230,9 @@ def test_verify_verdict_is_every_loads(case, tmp_path):
     if case.name in VERIFY_ONLY:
         expected = {name: "verify" not in name for name in verdicts}
     wrong = {name: message or "ok" for name, (ok, message) in verdicts.items() if ok != expected[name]}
-    assert not wrong, "; ".join(f"{k}: expected {'ok' if expected[k] else 'reject'}, got {v}" for k, v in wrong.items())
+    assert not wrong, "; ".join(
+        f"{k}: expected {'ok' if expected[k] else 'reject'}, got {v}" for k, v in wrong.items()
+    )
 
 
 GPU_LOAD_CASES = [c for c in PARITY_CASES if c.gpu_load]

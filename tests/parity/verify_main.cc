@@ -21,12 +21,14 @@ int main(int argc, char** argv) {
   const bool load_only = argc == 4 && std::string(argv[1]) == "--load-only";
   const bool load = (argc == 4 && std::string(argv[1]) == "--load") || load_only;
   if (argc != 2 && !tar && !load) {
-    std::fprintf(stderr, "usage: verify_bundle [--load DEVICE | --load-only DEVICE] DIR | verify_bundle --tar FILE\n");
+    std::fprintf(
+        stderr, "usage: verify_bundle [--load DEVICE | --load-only DEVICE] DIR | verify_bundle --tar FILE\n");
     return 2;
   }
   try {
     wrp::BundleOptions options;
-    // wrpkg verify's verdict covers every file's bytes, not only the listing; a load alone reads what it uses.
+    // wrpkg verify's verdict covers every file's bytes, not only the listing; a load alone reads what it
+    // uses.
     options.verify_all = !load_only;
     if (tar) {
       wrp::Buffer bytes;

@@ -613,7 +613,9 @@ def _parse_op(rec: _Cursor, op_type: int, index: int, op_start: int, depth: int)
         # Every refusal inside a record names its operation (a nested one names the innermost).
         if _NAMES_AN_OP.match(exc.rule):
             raise
-        raise WrpFormatError(exc.path, exc.section, exc.offset, f"operation {index}: {exc.rule}", fix=exc.fix) from None
+        raise WrpFormatError(
+            exc.path, exc.section, exc.offset, f"operation {index}: {exc.rule}", fix=exc.fix
+        ) from None
 
 
 def _write_op(op) -> bytes:
