@@ -255,12 +255,14 @@ void Graph::Impl::LoadCuda(const Bundle& bundle, const LoadOptions& options, boo
     // Warp compiles retained source only on its directory path, and caches the result beside the modules:
     // give it the verified bytes in the private per-user cache, never the bundle's own directory.
     const std::string wrp_path = MaterializeForWarp(bundle);
+    CheckModuleBinaries(bundle);  // what verify refuses in the fatbins, refused before the driver sees them
     load_source = "private cache " + wrp_path.substr(0, wrp_path.rfind('/'));
     clock->Mark("verify");
     graph.reset(wp_apic_load_graph_ex(cuda_context, wrp_path.c_str(), APIC_DEVICE_CUDA, include_dir.c_str()));
     clock->Mark("warp load");
   } else if (from_directory) {
-    GatherInputs(bundle);  // verifies what Warp is about to read again (it may have changed since)
+    GatherInputs(bundle);         // verifies what Warp is about to read again (it may have changed since)
+    CheckModuleBinaries(bundle);  // what verify refuses in the fatbins, refused before the driver sees them
     clock->Mark("verify");
     graph.reset(wp_apic_load_graph_ex(cuda_context, bundle.Describe(manifest.wrp).c_str(), APIC_DEVICE_CUDA,
                                       nullptr));
@@ -286,6 +288,7 @@ void Graph::Impl::LoadCuda(const Bundle& bundle, const LoadOptions& options, boo
       if (!failure.empty()) throw Error(failure);
     } else {
       const VerifiedInputs inputs = GatherInputs(bundle);
+      CheckModuleBinaries(bundle);  // what verify refuses in the fatbins, refused before the driver sees them
       clock->Mark("verify");
       graph.reset(LoadFromMemory(cuda_context, inputs, APIC_DEVICE_CUDA));
       clock->Mark("warp load");
