@@ -537,6 +537,46 @@ WRP_CASES = [
     Hostile("wrp_section_past_the_file", wrp_patch(lambda data, sections: struct.pack_into("<Q", data, 64 + 16, 1 << 40)),
             WRP, "overruns the"),
 ]  # fmt: skip
+
+
+def _short_record_case(name: str, size: int, op_type: int) -> Hostile:
+    """An operation of type `name` one byte shorter than the table's record size (or, for one whose size is
+    exact, one byte longer): Warp's validator refuses it by the same bound."""
+    from wrpkg.wrpformat.limits import EXACT_RECORD_BYTES  # noqa: PLC0415
+
+    opaque = name not in (
+        "KERNEL_LAUNCH",
+        "MEMCPY_H2D",
+        "MEMCPY_D2D",
+        "MEMSET",
+        "ALLOC",
+        "IF",
+        "WHILE",
+        "MEMTILE",
+    )
+    if name in EXACT_RECORD_BYTES:
+        total, fragment = size + 1, f"operation 7: {name} record size is {size + 1}, not {size}"
+    elif opaque:
+        total, fragment = size - 1, f"operation 7: {name} record of {size - 1} bytes is shorter than {size}"
+    else:
+        total, fragment = size - 1, f"record needs {size - 8} bytes but only {size - 9} remain"
+    return Hostile(
+        f"wrp_{name.lower()}_record_of_{total}_bytes",
+        wrp_rewrite(appended_op(op_type, bytes(total - 8))),
+        WRP,
+        fragment,
+    )
+
+
+def _record_size_cases() -> list[Hostile]:
+    """One case per entry of the shared table's record sizes (wrpkg/schemas/wrp_limits.json)."""
+    from wrpkg.wrpformat import OpType  # noqa: PLC0415
+    from wrpkg.wrpformat.limits import RECORD_BYTES  # noqa: PLC0415
+
+    return [_short_record_case(name, size, OpType[name]) for name, size in sorted(RECORD_BYTES.items())]
+
+
+WRP_CASES += _record_size_cases()
 CASES += WRP_CASES
 
 
