@@ -248,8 +248,7 @@ def parse_loadable_wrp(wrp_bytes, where: str | os.PathLike, fix: str, *, operati
     A VerifyError naming `where`, the section, the byte and the rule (an operation's index among them)
     otherwise: verify refuses what a load would. `operations=False` (a load, which leaves the operation
     stream to Warp's own validator) parses the header, metadata and memory only."""
-    # Imported here: `import wrpkg.bundle` (which imports this module) stays cheap, and a .wrp parser
-    # is no part of wrpkg.bundle.load (only of Bundle.open's whole check).
+    # Imported here: `import wrpkg.bundle` (which imports this module) stays cheap until a .wrp is checked.
     from wrpkg import wrpformat  # noqa: PLC0415
 
     try:
@@ -265,7 +264,7 @@ def verify_module_binaries(
     sizes inside the file), and every SASS image the manifest lists for it (what the per-device view hands
     the driver) there, uncompressed, of its recorded size and sha256, and an ELF cubin whose headers and
     sections lie inside it; a lone cubin (a single-SM capture) is that ELF itself. `where(path)` names a
-    listed file in messages; runtime/bundle.cc's VerifyModuleBinaries, rule for rule."""
+    listed file in messages; runtime/wrp_check.cc's CheckModuleBinaries, rule for rule."""
     fix = rebuild_fix(manifest)
     for module in manifest.modules:
         if manifest.device != "cuda" or module.binary_kind == "ptx":
