@@ -18,6 +18,7 @@
 #include "runtime/error.h"
 #include "runtime/sha256.h"
 #include "runtime/ustar.h"
+#include "runtime/wrp_check.h"
 
 namespace wrp {
 namespace {
@@ -714,6 +715,13 @@ ByteView Bundle::File(const std::string& path) const {
 }
 
 void Bundle::VerifyAll() const {
+  VerifyAllDigests();
+  // What a load would refuse in the verified bytes, refused here first: verify and load give one verdict.
+  CheckBundleAgainstWrp(*this);
+  CheckModuleBinaries(*this);
+}
+
+void Bundle::VerifyAllDigests() const {
   // Every lock, taken in listing order (File takes one at a time): all files are hashed at once.
   std::vector<std::unique_lock<std::mutex>> locks;
   std::vector<Files::Slot*> unchecked;
@@ -729,11 +737,12 @@ void Bundle::VerifyAll() const {
     if (!slot->record.chunk_sha256.empty())
       whole.push_back(DigestCheck{slot->record.path, 0, slot->bytes, {}, &slot->record.sha256, ""});
   }
-  if (whole.empty()) return;
-  const size_t helpers = DigestJob::HelpersFor(whole);
-  DigestJob job(std::move(whole), helpers);
-  std::string actual;
-  if (const DigestCheck* bad = job.Wait(&actual)) throw Error(DigestMismatch(*bad, actual));
+  if (!whole.empty()) {
+    const size_t helpers = DigestJob::HelpersFor(whole);
+    DigestJob job(std::move(whole), helpers);
+    std::string actual;
+    if (const DigestCheck* bad = job.Wait(&actual)) throw Error(DigestMismatch(*bad, actual));
+  }
 }
 
 UnverifiedFile Bundle::OpenUnverified(const std::string& path) const {

@@ -146,7 +146,9 @@ class Bundle {
   // the file (and the chunk) when it cannot be read or differs, and for a path the manifest does not list.
   ByteView File(const std::string& path) const;
   // Reads and checks every listed file not checked yet, on several threads; throws like File for the first
-  // (in listing order) that differs.
+  // (in listing order) that differs. Then checks what a load would refuse in those bytes (wrp_check.h: the
+  // .wrp's structure within wrpkg/schemas/wrp_limits.json, each CUDA module's fatbin and SASS images), so
+  // that a bundle VerifyAll accepts is one every load accepts.
   void VerifyAll() const;
 
   // A listed file as it is now, unverified, its size checked: for a loader that proves what it takes by
@@ -172,6 +174,7 @@ class Bundle {
   // listed file at its recorded size and nothing unlisted.
   void IndexFiles(const std::map<std::string, ByteView>* present);
   std::string ModifiedFix() const;
+  void VerifyAllDigests() const;
 
   Manifest manifest_;
   std::string content_hash_;

@@ -7,6 +7,7 @@
 
 #include "runtime/error.h"
 #include "runtime/fatbin.h"
+#include "runtime/wrp_check.h"
 
 namespace wrp {
 namespace {
@@ -95,10 +96,9 @@ std::optional<Buffer> ReadImage(const Bundle& bundle, const std::string& path, c
     if (!entry || entry->size != record.size) return std::nullopt;
     Buffer image(entry->size);
     read(entry->offset, entry->size, image.data());
-    static const uint8_t kElfMagic[4] = {0x7f, 'E', 'L', 'F'};
-    if (entry->size < sizeof(kElfMagic) || std::memcmp(image.data(), kElfMagic, sizeof(kElfMagic)) != 0) {
-      return std::nullopt;
-    }
+    // Only a well-formed CUDA ELF goes to the driver this way; the verified load names what is wrong with
+    // another (CheckModuleBinaries), as wrpkg's device view refuses it.
+    if (!ElfProblem(ByteView{image.data(), image.size()}).empty()) return std::nullopt;
     return image;
   } catch (const Error&) {
     // Unverified bytes that do not parse: the caller's verified load names what is wrong.

@@ -18,6 +18,7 @@
 #include "runtime/error.h"
 #include "runtime/private_cache.h"
 #include "runtime/warp_library.h"
+#include "runtime/wrp_check.h"
 #include "warp.h"  // Warp: wp_cuda_*
 
 namespace wrp {
@@ -179,6 +180,7 @@ struct VerifiedInputs {
 
 // The .wrp's header (Warp's own APICFileHeader) against the manifest: the format version and the device.
 // Warp reads both when it loads, but checks neither against the manifest, which the runtime trusts for them.
+// Then the whole .wrp as Warp's loader would judge it (wrp_check.h).
 void CheckWrpHeader(const Bundle& bundle, const std::string& title, const std::string& rebuild_hint) {
   const Manifest& manifest = bundle.manifest();
   const ByteView wrp = bundle.File(manifest.wrp);
@@ -195,6 +197,9 @@ void CheckWrpHeader(const Bundle& bundle, const std::string& title, const std::s
                 std::to_string(manifest.format_version) + " for " + manifest.device +
                 "; fix: " + rebuild_hint);
   }
+  // Everything Warp's loader would refuse, refused before it gets the bytes (Bundle::VerifyAll checks the
+  // same): a wrp::Error naming the file and the rule, never Warp's bare refusal.
+  CheckLoadableWrp(wrp, bundle.Describe(manifest.wrp), rebuild_hint);
 }
 
 // "<stem>_modules/": where the .wrp's module records name their binaries (Warp's capture_save layout).
@@ -250,12 +255,14 @@ void Graph::Impl::LoadCuda(const Bundle& bundle, const LoadOptions& options, boo
     // Warp compiles retained source only on its directory path, and caches the result beside the modules:
     // give it the verified bytes in the private per-user cache, never the bundle's own directory.
     const std::string wrp_path = MaterializeForWarp(bundle);
+    CheckModuleBinaries(bundle);  // what verify refuses in the fatbins, refused before the driver sees them
     load_source = "private cache " + wrp_path.substr(0, wrp_path.rfind('/'));
     clock->Mark("verify");
     graph.reset(wp_apic_load_graph_ex(cuda_context, wrp_path.c_str(), APIC_DEVICE_CUDA, include_dir.c_str()));
     clock->Mark("warp load");
   } else if (from_directory) {
-    GatherInputs(bundle);  // verifies what Warp is about to read again (it may have changed since)
+    GatherInputs(bundle);         // verifies what Warp is about to read again (it may have changed since)
+    CheckModuleBinaries(bundle);  // what verify refuses in the fatbins, refused before the driver sees them
     clock->Mark("verify");
     graph.reset(wp_apic_load_graph_ex(cuda_context, bundle.Describe(manifest.wrp).c_str(), APIC_DEVICE_CUDA,
                                       nullptr));
@@ -281,6 +288,7 @@ void Graph::Impl::LoadCuda(const Bundle& bundle, const LoadOptions& options, boo
       if (!failure.empty()) throw Error(failure);
     } else {
       const VerifiedInputs inputs = GatherInputs(bundle);
+      CheckModuleBinaries(bundle);  // what verify refuses in the fatbins, refused before the driver sees them
       clock->Mark("verify");
       graph.reset(LoadFromMemory(cuda_context, inputs, APIC_DEVICE_CUDA));
       clock->Mark("warp load");

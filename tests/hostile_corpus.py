@@ -13,6 +13,7 @@ import io
 import json
 import os
 import shutil
+import struct
 import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -385,6 +386,200 @@ CASES = [
 ]  # fmt: skip
 
 
+# --- .wrp and module binaries an attacker rewrote, every digest redone (issue 40: verify = load) -----------
+#
+# What only a parse of the bytes can refuse: the .wrp is rewritten (its operations, its regions) and the
+# manifest rehashed to match, as whoever can write manifest.json and the .wrp would. Warp's loader refuses
+# each; verify must refuse it first, with the same verdict in both readers, and every load must refuse it too.
+
+_OP_IF, _OP_WHILE = 7, 8
+
+
+def wrp_rewrite(edit: Callable, rel: str = WRP) -> Callable[[Path], None]:
+    """The .wrp at `rel` parsed (wrpkg.wrpformat), changed by edit(wrp) in place, written back as its
+    objects say (no rule is checked on the way out), and every digest redone."""
+    from wrpkg import wrpformat  # noqa: PLC0415 - hostile_corpus is imported before the parser is needed
+
+    def changed(data: bytes) -> bytes:
+        wrp = wrpformat.read_wrp(data)
+        edit(wrp)
+        return wrp.to_bytes()
+
+    return rewrite_listed(rel, changed)
+
+
+def wrp_patch(edit: Callable[[bytearray, dict], None], rel: str = WRP) -> Callable[[Path], None]:
+    """The .wrp's bytes changed in place by edit(data, sections), `sections` mapping "METADATA", "MEMORY"
+    and "OPERATIONS" to each section's byte offset; every digest redone."""
+
+    def changed(data: bytes) -> bytes:
+        out = bytearray(data)
+        count, table = struct.unpack_from("<IQ", out, 12)
+        names = {1: "METADATA", 2: "MEMORY", 3: "OPERATIONS"}
+        sections = {}
+        for i in range(count):
+            kind, _, offset = struct.unpack_from("<IIQ", out, table + 32 * i)
+            sections[names.get(kind, kind)] = offset
+        edit(out, sections)
+        return bytes(out)
+
+    return rewrite_listed(rel, changed)
+
+
+def put(fmt: str, at_section: str, offset: int, *values) -> Callable[[bytearray, dict], None]:
+    return lambda data, sections: struct.pack_into(fmt, data, sections[at_section] + offset, *values)
+
+
+def appended_op(op_type: int, body: bytes) -> Callable:
+    """One more operation at the end of the stream: `body` after its 8-byte header."""
+    from wrpkg.wrpformat import OpaqueOp  # noqa: PLC0415
+
+    return lambda wrp: wrp.operations.ops.append(OpaqueOp(op_type, body))
+
+
+def nested_ifs(depth: int) -> bytes:
+    """`depth` capture_if records, each the whole then-branch of the one around it (the innermost empty),
+    as the body of the outermost's record: built from the inside out, no recursion."""
+    inner = b""
+    for _ in range(depth - 1):
+        record = struct.pack("<iIQIIII", 1, 0, 0, len(inner), 1 if inner else 0, 0, 0) + inner
+        inner = struct.pack("<II", _OP_IF, 8 + len(record)) + record
+    return struct.pack("<iIQIIII", 1, 0, 0, len(inner), 1 if inner else 0, 0, 0) + inner
+
+
+def first_launch(edit: Callable) -> Callable:
+    """edit(launch) on the first kernel launch of the stream."""
+    from wrpkg.wrpformat import KernelLaunch  # noqa: PLC0415
+
+    return lambda wrp: edit(next(op for op in wrp.operations.ops if isinstance(op, KernelLaunch)))
+
+
+def _set_attr(obj, **values) -> None:
+    for key, value in values.items():
+        setattr(obj, key, value)
+
+
+def added_regions(*sizes: int) -> Callable:
+    """Regions with no initial data and no binding (ids after the last), of these sizes: Warp allocates
+    each when it loads."""
+    from wrpkg.wrpformat import MemoryRegion  # noqa: PLC0415
+
+    def edit(wrp) -> None:
+        first = max(r.region_id for r in wrp.memory.regions) + 1
+        wrp.memory.regions += [MemoryRegion(first + i, 1, size, None) for i, size in enumerate(sizes)]
+
+    return edit
+
+
+OPS = "OPERATIONS at byte"
+# Past the shared table's bound (wrpkg/schemas/wrp_limits.json: 1 TiB) and past any address space a malloc
+# could map, so that Warp's load fails wherever it runs.
+HUGE_REGION = 1 << 50
+
+WRP_CASES = [
+    Hostile("wrp_op_count_huge", wrp_patch(put("<I", "OPERATIONS", 0, 0xFFFFFFFF)), WRP,
+            "operation count 4294967295 cannot fit"),
+    Hostile("wrp_op_size_past_its_stream", wrp_patch(put("<I", "OPERATIONS", 8, 0xFFFFFFF0)), WRP,
+            "operation 0 declares size 4294967280, which overruns its stream"),
+    Hostile("wrp_op_size_below_its_header", wrp_patch(put("<I", "OPERATIONS", 8, 4)), WRP,
+            "operation 0 declares size 4, which overruns its stream or is too small"),
+    Hostile("wrp_op_of_unknown_type", wrp_rewrite(appended_op(3, b"")), WRP,
+            "operation 7: unknown or unsupported op type 3"),
+    Hostile("wrp_reloc_past_its_value_blob",
+            wrp_rewrite(first_launch(lambda op: _set_attr(op.relocs[0], value_byte_offset=op.params[0].value_size))),
+            WRP, "operation 1: param 0 reloc at byte 56 is outside its value blob"),
+    Hostile("wrp_reloc_of_unknown_kind", wrp_rewrite(first_launch(lambda op: _set_attr(op.relocs[1], kind=9))),
+            WRP, "operation 1: reloc 1 has unknown kind 9"),
+    Hostile("wrp_relocs_the_params_do_not_claim",
+            wrp_rewrite(first_launch(lambda op: op.relocs.append(op.relocs[0]))), WRP,
+            "operation 1: params claim 4 relocs but the table holds 5"),
+    Hostile("wrp_param_slice_past_value_data",
+            wrp_rewrite(first_launch(lambda op: _set_attr(op.params[3], value_offset=len(op.value_data)))), WRP,
+            "operation 1: param 3 value slice is outside value_data"),
+    Hostile("wrp_launch_value_data_past_its_record",
+            wrp_patch(put("<I", "OPERATIONS", 4 + 32 + 76, 1 << 20)), WRP,
+            "operation 1: kernel launch variable data (1048809 bytes) overflows the record"),
+    Hostile("wrp_h2d_data_past_its_record", wrp_rewrite(appended_op(2, struct.pack("<iIQQ", 1, 0, 0, 4096))), WRP,
+            "operation 7: H2D inline data of 4096 bytes overflows the record"),
+    Hostile("wrp_memtile_of_zero_bytes", wrp_rewrite(appended_op(10, struct.pack("<iIQQ", 1, 0, 0, 1))), WRP,
+            "operation 7: memtile source size is zero"),
+    Hostile("wrp_alloc_record_short", wrp_rewrite(appended_op(6, bytes(8))), WRP,
+            "operation 7: operation alloc record needs 16 bytes but only 8 remain"),
+    Hostile("wrp_reduction_record_oversize", wrp_rewrite(appended_op(16, bytes(64))), WRP,
+            "operation 7: REDUCTION record size is 72, not 64"),
+    Hostile("wrp_scan_negative_stride",
+            wrp_rewrite(appended_op(9, struct.pack("<iiQQIiiiBB2x", 1, 1, 0, 0, 4, -4, 4, 1, 5, 0))), WRP,
+            "operation 7: scan has a negative stride"),
+    Hostile("wrp_radix_sort_bits_past_the_key",
+            wrp_rewrite(appended_op(12, struct.pack("<iiQQIiiiB3x", 1, 1, 0, 0, 4, 0, 40, 4, 1))), WRP,
+            "operation 7: radix-sort value size 4 or key bits 0..40 out of range"),
+    Hostile("wrp_bsr_negative_block_size", wrp_rewrite(appended_op(14, struct.pack("<i", -1) + bytes(148))), WRP,
+            "operation 7: bsr-from-triplets has a negative size or count"),
+    Hostile("wrp_bvh_refit", wrp_rewrite(appended_op(17, bytes(16))), WRP,
+            "operation 7: BVH_REFIT records a process-local handle"),
+    Hostile("wrp_while_with_an_else_branch",
+            wrp_rewrite(appended_op(_OP_WHILE, struct.pack("<iIQIIII", 1, 0, 0, 0, 0, 8, 1)
+                                    + struct.pack("<II", 5, 32) + bytes(24))), WRP,
+            "operation 7: capture_while record has a non-empty second branch"),
+    Hostile("wrp_branch_sizes_past_the_record",
+            wrp_rewrite(appended_op(_OP_IF, struct.pack("<iIQIIII", 1, 0, 0, 64, 1, 0, 0))), WRP,
+            "operation 7: conditional branch sizes overflow the record"),
+    # Deeper than Warp's own limit (1024), so its load refuses too; the readers stop at the table's 128.
+    Hostile("wrp_ifs_nested_1100_deep", wrp_rewrite(appended_op(_OP_IF, nested_ifs(1100))), WRP,
+            "conditional nesting exceeds 128 levels"),
+    Hostile("wrp_region_over_the_limit", wrp_rewrite(added_regions(HUGE_REGION)), WRP,
+            f"region 4 asks for {HUGE_REGION} bytes, more than the 1099511627776 a region may have"),
+    Hostile("wrp_regions_over_the_total_limit", wrp_rewrite(added_regions(*[(1 << 39) + 1] * 3)), WRP,
+            "bytes in all, more than the 1099511627776 a .wrp may allocate"),
+    Hostile("wrp_region_initial_data_past_the_section",
+            wrp_patch(lambda data, sections: struct.pack_into("<Q", data, sections["MEMORY"] + 4 + 8, 1 << 30)), WRP,
+            "region 1 declares 1073741824 bytes of initial data"),
+    Hostile("wrp_section_past_the_file", wrp_patch(lambda data, sections: struct.pack_into("<Q", data, 64 + 16, 1 << 40)),
+            WRP, "overruns the"),
+]  # fmt: skip
+
+
+def _short_record_case(name: str, size: int, op_type: int) -> Hostile:
+    """An operation of type `name` one byte shorter than the table's record size (or, for one whose size is
+    exact, one byte longer): Warp's validator refuses it by the same bound."""
+    from wrpkg.wrpformat.limits import EXACT_RECORD_BYTES  # noqa: PLC0415
+
+    opaque = name not in (
+        "KERNEL_LAUNCH",
+        "MEMCPY_H2D",
+        "MEMCPY_D2D",
+        "MEMSET",
+        "ALLOC",
+        "IF",
+        "WHILE",
+        "MEMTILE",
+    )
+    if name in EXACT_RECORD_BYTES:
+        total, fragment = size + 1, f"operation 7: {name} record size is {size + 1}, not {size}"
+    elif opaque:
+        total, fragment = size - 1, f"operation 7: {name} record of {size - 1} bytes is shorter than {size}"
+    else:
+        total, fragment = size - 1, f"record needs {size - 8} bytes but only {size - 9} remain"
+    return Hostile(
+        f"wrp_{name.lower()}_record_of_{total}_bytes",
+        wrp_rewrite(appended_op(op_type, bytes(total - 8))),
+        WRP,
+        fragment,
+    )
+
+
+def _record_size_cases() -> list[Hostile]:
+    """One case per entry of the shared table's record sizes (wrpkg/schemas/wrp_limits.json)."""
+    from wrpkg.wrpformat import OpType  # noqa: PLC0415
+    from wrpkg.wrpformat.limits import RECORD_BYTES  # noqa: PLC0415
+
+    return [_short_record_case(name, size, OpType[name]) for name, size in sorted(RECORD_BYTES.items())]
+
+
+WRP_CASES += _record_size_cases()
+CASES += WRP_CASES
+
+
 # --- the parity corpus: each case with the verdict both readers must give ----------------------------------
 #
 # CASES above are all refusals; these add what the two readers used to judge differently (unknown and
@@ -575,9 +770,69 @@ def grow_binding_and_its_golden(index: int, extra: int) -> Callable[[Path], None
 CUDA_WRP = (
     json.loads((GOOD_CUDA_DIR / "manifest.json").read_bytes())["wrp"] if GOOD_CUDA_DIR.is_dir() else "sim.wrp"
 )
+CUDA_MODULE_BINARY = (
+    json.loads((GOOD_CUDA_DIR / "manifest.json").read_bytes())["modules"][0]["binary"]
+    if GOOD_CUDA_DIR.is_dir()
+    else "sim_modules/x.cubin"
+)
+# The SM whose image the cases change: the one a device view for an H100 hands out (prepare_cuda_load).
+VIEW_SM = "sm_90"
+
+
+def fatbin_rewrite(edit: Callable[[bytearray, dict], None], *, rehash_images: bool = False) -> Callable:
+    """The first module's fatbin changed in place by edit(data, images) (`images`: each SASS entry's payload
+    (offset, size) by arch), the .wrp's record of its digest patched to the new one, and every file's listing
+    redone: an attacker who rewrites the files and the manifest alike. `rehash_images`: the manifest's record
+    of each SASS image too (size and sha256), the one digest that still pinned the image."""
+    from wrpkg.fatbin import parse_fatbin  # noqa: PLC0415
+
+    def mutate(bundle: Path) -> None:
+        path = bundle / CUDA_MODULE_BINARY
+        old = path.read_bytes()
+        images = {i.arch: (i.offset, i.size) for i in parse_fatbin(old) if i.is_sass}
+        data = bytearray(old)
+        edit(data, images)
+        path.write_bytes(bytes(data))
+        wrp = bundle / CUDA_WRP
+        old_digest, new_digest = hashlib.sha256(old).hexdigest(), hashlib.sha256(data).hexdigest()
+        assert old_digest.encode() in wrp.read_bytes()
+        wrp.write_bytes(wrp.read_bytes().replace(old_digest.encode(), new_digest.encode()))
+        if rehash_images:
+            raw = json.loads((bundle / "manifest.json").read_bytes())
+            for record in raw["modules"][0]["sass"]:
+                offset, size = images[record["arch"]]
+                image = bytes(data[offset : offset + size])
+                record.update(size=len(image), sha256=hashlib.sha256(image).hexdigest())
+            _write_canonical(bundle / "manifest.json", raw)
+        rewrite_listed(CUDA_WRP, lambda d: d)(bundle)
+
+    return mutate
+
+
+def in_image(arch: str, at: Callable[[int], int], fmt: str, value) -> Callable[[bytearray, dict], None]:
+    """Writes `value` (struct format `fmt`) into the SASS image for `arch`, at at(image size)."""
+
+    def edit(data: bytearray, images: dict) -> None:
+        offset, size = images[arch]
+        struct.pack_into(fmt, data, offset + at(size), value)
+
+    return edit
+
+
+def flip_in_image(arch: str) -> Callable[[bytearray, dict], None]:
+    """One byte flipped in the middle of the SASS image for `arch`: inside its code, past every header."""
+
+    def edit(data: bytearray, images: dict) -> None:
+        offset, size = images[arch]
+        data[offset + size // 2] ^= 0x01
+
+    return edit
 
 
 def _parity_cases() -> list[Verdict]:
+    from wrpkg.wrpformat import OpType  # noqa: PLC0415
+    from wrpkg.wrpformat.limits import RECORD_BYTES  # noqa: PLC0415
+
     M, G, H = "manifest.json", "golden.json", f"{NAME}.sha256"
     pdriver = b'"ptx_min_driver": null'
     cases = [
@@ -963,10 +1218,52 @@ def _parity_cases() -> list[Verdict]:
             cuda=True,
         ),
         Verdict("cuda_good_loaded", lambda b: None, True, cuda=True, gpu_load=True),
+        # C++ refuses it at verify now (runtime/wrp_check.cc), without a GPU.
         Verdict("cuda_wrp_truncated_and_rehashed", rewrite_listed(CUDA_WRP, lambda d: d[: len(d) // 2]),
-                False, CUDA_WRP, cuda=True, gpu_load=True),
+                False, CUDA_WRP, cuda=True),
         Verdict("cuda_binding_size_differs_from_the_wrp", grow_binding_and_its_golden(0, 16),
                 False, M, cuda=True, gpu_load=True),
+        # Issue 40: each module's fatbin and the image a device view hands out, as a load would take them, in
+        # bundles whose every digest an attacker redid. Python's load (the device view for an H100) and C++
+        # verify judge them without a GPU.
+        Verdict("cuda_fatbin_truncated", fatbin_rewrite(lambda d, i: d.__delitem__(slice(len(d) // 2, None))),
+                False, CUDA_MODULE_BINARY, cuda=True),
+        Verdict("cuda_fatbin_size_field_past_its_end", fatbin_rewrite(lambda d, i: struct.pack_into(
+            "<Q", d, 8, struct.unpack_from("<Q", d, 8)[0] + 4096)), False, CUDA_MODULE_BINARY, cuda=True),
+        Verdict("cuda_fatbin_entry_past_its_container", fatbin_rewrite(lambda d, i: struct.pack_into(
+            "<Q", d, 16 + 8, 1 << 40)), False, CUDA_MODULE_BINARY, cuda=True),
+        Verdict("cuda_fatbin_bad_magic", fatbin_rewrite(lambda d, i: struct.pack_into("<I", d, 0, 0xBA55ED51)),
+                False, CUDA_MODULE_BINARY, cuda=True),
+        Verdict("cuda_sass_image_flipped_byte", fatbin_rewrite(flip_in_image(VIEW_SM)),
+                False, f"{CUDA_MODULE_BINARY}: its {VIEW_SM} image", cuda=True),
+        Verdict("cuda_sass_image_of_another_sm_flipped_byte", fatbin_rewrite(flip_in_image("sm_120")),
+                False, f"{CUDA_MODULE_BINARY}: its sm_120 image", cuda=True),
+        Verdict("cuda_sass_image_not_elf_all_rehashed",
+                fatbin_rewrite(in_image(VIEW_SM, lambda n: 0, "<I", 0), rehash_images=True),
+                False, f"{CUDA_MODULE_BINARY}: its {VIEW_SM} image", cuda=True),
+        Verdict("cuda_sass_image_sections_past_its_end_all_rehashed",
+                fatbin_rewrite(in_image(VIEW_SM, lambda n: 40, "<Q", 1 << 40), rehash_images=True),
+                False, f"{CUDA_MODULE_BINARY}: its {VIEW_SM} image", cuda=True),
+        Verdict("cuda_sass_image_of_another_machine_all_rehashed",
+                fatbin_rewrite(in_image(VIEW_SM, lambda n: 18, "<H", 62), rehash_images=True),
+                False, f"{CUDA_MODULE_BINARY}: its {VIEW_SM} image", cuda=True),
+        # What no reader can tell without a hash pinned outside the bundle (docs/security.md): a changed
+        # instruction, every digest redone, is a well-formed bundle.
+        Verdict("cuda_sass_image_flipped_byte_all_rehashed",
+                fatbin_rewrite(flip_in_image(VIEW_SM), rehash_images=True), True, cuda=True),
+        Verdict("tar_cuda_fatbin_truncated", then(fatbin_rewrite(
+            lambda d, i: d.__delitem__(slice(len(d) // 2, None))), as_tar()), False, CUDA_MODULE_BINARY, cuda=True),
+        # The other side of each record-size bound (WRP_CASES holds each op one byte short): a record of
+        # exactly the table's size, zero-filled where zeros are a record Warp accepts, is loadable in both
+        # readers and loads through Warp.
+        *[
+            Verdict(f"wrp_{name.lower()}_record_of_its_size", wrp_rewrite(appended_op(
+                OpType[name], bytes(RECORD_BYTES[name] - 8))), True)
+            for name in ("MEMCPY_H2D", "MEMCPY_D2D", "MEMSET", "ALLOC", "RUNLENGTH_ENCODE", "BSR_FROM_TRIPLETS",
+                         "BSR_TRANSPOSE")
+        ],
+        Verdict("tar_wrp_op_count_huge", then(wrp_patch(put("<I", "OPERATIONS", 0, 0xFFFFFFFF)), as_tar()),
+                False, WRP),
         Verdict("cuda_module_hash_differs_from_the_wrp",
                 manifest_edit(set_field("modules", 0, "hash", value="cd" * 32)), False, M, cuda=True, gpu_load=True),
     ]  # fmt: skip

@@ -142,12 +142,12 @@ class _FakeWarp:
 def test_load_hashes_while_warp_parses_and_returns_only_verified_graphs(tmp_path):
     """wrpkg.bundle hands Warp the view and hashes it on another thread meanwhile: a graph comes
     back only when every digest matched; a tampered .wrp is a VerifyError naming the file,
-    whether Warp accepted the bytes or refused them."""
+    whether Warp accepted the bytes or refused them; Warp's refusal of intact bytes is a VerifyError too."""
     from wrpkg.bundle import _load_view_while_verifying
 
     _, view = prepare_cuda_load(BUNDLE, "cuda:0", "NVIDIA H200", 90, (13, 0), verify=False)
     warp = _FakeWarp()
-    assert _load_view_while_verifying(warp, view, "cuda:0") is not None
+    assert _load_view_while_verifying(warp, view, "cuda:0", "sim.wrp") is not None
     assert warp.given[0] == bytes(view.wrp) and set(warp.given[1]) == set(view.modules)
 
     copy = _copy(tmp_path)
@@ -158,7 +158,7 @@ def test_load_hashes_while_warp_parses_and_returns_only_verified_graphs(tmp_path
     for fail in (False, True):
         _, tampered = prepare_cuda_load(copy, "cuda:0", "NVIDIA H200", 90, (13, 0), verify=False)
         with pytest.raises(VerifyError, match="sha256") as err:
-            _load_view_while_verifying(_FakeWarp(fail=fail), tampered, "cuda:0")
+            _load_view_while_verifying(_FakeWarp(fail=fail), tampered, "cuda:0", "sim.wrp")
         assert manifest.wrp in str(err.value)
         assert isinstance(err.value.__cause__, RuntimeError) == fail
     # Warp refuses a changed image (it checks each against the digest the view writes): the
@@ -172,12 +172,14 @@ def test_load_hashes_while_warp_parses_and_returns_only_verified_graphs(tmp_path
     (image / module.binary).write_bytes(fatbin)
     _, changed = prepare_cuda_load(image, "cuda:0", "NVIDIA H200", 90, (13, 0), verify=False)
     with pytest.raises(VerifyError, match="sm_90 image: sha256") as err:
-        _load_view_while_verifying(_FakeWarp(fail=True), changed, "cuda:0")
+        _load_view_while_verifying(_FakeWarp(fail=True), changed, "cuda:0", "sim.wrp")
     assert module.binary in str(err.value) and isinstance(err.value.__cause__, RuntimeError)
-    # Warp's own refusal of intact bytes is Warp's error, unchanged.
+    # Warp's own refusal of intact bytes is the VerifyError a load promises (issue 40), naming the .wrp and
+    # carrying Warp's words.
     _, intact = prepare_cuda_load(BUNDLE, "cuda:0", "NVIDIA H200", 90, (13, 0), verify=False)
-    with pytest.raises(RuntimeError, match="bad section"):
-        _load_view_while_verifying(_FakeWarp(fail=True), intact, "cuda:0")
+    with pytest.raises(VerifyError, match="sim.wrp: Warp refused to load it on cuda:0: .*bad section") as err:
+        _load_view_while_verifying(_FakeWarp(fail=True), intact, "cuda:0", "sim.wrp")
+    assert isinstance(err.value.__cause__, RuntimeError)
 
 
 @pytest.mark.parametrize("threshold", [0, 1 << 40], ids=["read-on-hash-thread", "read-first"])

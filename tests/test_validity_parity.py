@@ -39,12 +39,18 @@ def python_verdict_on(bundle: str, tar: bool = False, cwd: Path | None = None) -
 
 
 def cpp_verdict_on(
-    bundle: str, tar: bool = False, cwd: Path | None = None, load: str | None = None
+    bundle: str,
+    tar: bool = False,
+    cwd: Path | None = None,
+    load: str | None = None,
+    *,
+    load_only: bool = False,
 ) -> tuple[bool, str]:
     """The C++ runtime's verdict on `bundle` (run from `cwd`): (accepted, message). `load`: also load it on
     that device, through Warp, which checks the manifest against the .wrp (as wrpkg.verify does by parsing
-    the .wrp)."""
-    cmd = [VERIFY_BUNDLE, *(["--tar"] if tar else []), *(["--load", load] if load else []), bundle]
+    the .wrp); with `load_only`, load it without verifying first, as a deployment does."""
+    mode = ["--load-only" if load_only else "--load", load] if load else []
+    cmd = [VERIFY_BUNDLE, *(["--tar"] if tar else []), *mode, bundle]
     proc = subprocess.run(
         cmd, cwd=cwd, capture_output=True, text=True, errors="backslashreplace", timeout=120, check=False
     )
@@ -150,6 +156,83 @@ def test_both_readers_give_the_expected_verdict(case, tmp_path):
     if not expected and case.file:
         assert case.file in python[1], python[1]
         assert case.file in cpp[1], cpp[1]
+
+
+# --- verify = load (issue 40): verify's verdict is every load's ------------------------------------------------
+
+# The SMs a CUDA bundle of the corpus serves with SASS: a load on each takes that SM's images.
+VIEW_SMS = (75, 80, 86, 87, 89, 90, 100, 120)
+
+
+def python_load_verdicts(arg: str, tar: bool, cwd: Path | None, cuda: bool) -> dict[str, tuple[bool, str]]:
+    """What each of wrpkg's loads decides, by load: a CPU bundle loaded on the CPU through Warp
+    (`wrpkg.load_bundle`, or `Bundle.from_tar(...).load` for an archive); a CUDA bundle, which needs a GPU
+    to reach Warp, as far as a load goes without one: `prepare_cuda_load` for a device of each SM it serves
+    (the per-device view, read and verified, or every file verified for Warp)."""
+    from wrpkg import Bundle, load_bundle
+    from wrpkg.bundle import prepare_cuda_load
+
+    loads = {}
+    before = os.getcwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        if tar:
+            attempts = {"Bundle.from_tar(...).load('cpu')": lambda: Bundle.from_tar(arg).load("cpu")}
+            if cuda:
+                attempts = {"Bundle.from_tar": lambda: Bundle.from_tar(arg)}
+        elif cuda:
+            # A bundle serves every SM it holds SASS for: it is loadable when the load on each of them is.
+            def every_sm() -> None:
+                refusals = []
+                for sm in VIEW_SMS:
+                    try:
+                        prepare_cuda_load(arg, "cuda:0", f"sm_{sm} GPU", sm, (13, 0))
+                    except WrpError as exc:
+                        refusals.append(f"sm_{sm}: {exc}")
+                if refusals:
+                    raise WrpError("; ".join(refusals))
+
+            attempts = {"prepare_cuda_load(each SM)": every_sm}
+        else:
+            attempts = {"load_bundle(cpu)": lambda: load_bundle(arg, device="cpu")}
+        for name, attempt in attempts.items():
+            try:
+                attempt()
+                loads[name] = (True, "")
+            except WrpError as exc:
+                loads[name] = (False, str(exc))
+    finally:
+        os.chdir(before)
+    return loads
+
+
+# The one verdict verify and a load give differently, by design (docs/security.md): a chunked file whose
+# chunk digests are right but whose whole-file sha256 is not. A load checks the chunks, which bind every byte
+# it hands Warp; hashing the whole file again would double a large .wrp's hashing on every load for a digest
+# that vouches for no byte the chunks do not. verify refuses the manifest as not the bundler's.
+VERIFY_ONLY = {"whole_sha256_wrong_chunks_right"}
+
+
+@pytest.mark.parametrize("case", JUDGED_HERE, ids=[c.name for c in JUDGED_HERE])
+def test_verify_verdict_is_every_loads(case, tmp_path):
+    """For every case of the hostile corpus, each reader's verify gives the verdict every load gives: wrpkg
+    verify that of wrpkg's loads, and the C++ verify (no Warp) that of a C++ load alone (a deployment's
+    Bundle::OpenDirectory without verify_all, then Graph::Load on the CPU). A load never accepts what verify
+    refuses, nor refuses what it accepts; and every refusal is a WrpError (VerifyError), never Warp's own."""
+    arg, cwd, tar = _made(case, tmp_path)
+    cuda = getattr(case, "cuda", False)
+    verdicts = {"wrpkg verify": python_verdict_on(arg, tar, cwd), "C++ verify": cpp_verdict_on(arg, tar, cwd)}
+    verdicts.update(python_load_verdicts(arg, tar, cwd, cuda))
+    if not tar and not cuda:
+        verdicts["C++ load alone (cpu)"] = cpp_verdict_on(arg, tar, cwd, "cpu", load_only=True)
+    expected = {name: getattr(case, "valid", False) for name in verdicts}
+    if case.name in VERIFY_ONLY:
+        expected = {name: "verify" not in name for name in verdicts}
+    wrong = {name: message or "ok" for name, (ok, message) in verdicts.items() if ok != expected[name]}
+    assert not wrong, "; ".join(
+        f"{k}: expected {'ok' if expected[k] else 'reject'}, got {v}" for k, v in wrong.items()
+    )
 
 
 GPU_LOAD_CASES = [c for c in PARITY_CASES if c.gpu_load]

@@ -38,7 +38,7 @@ def test_wheel_builds_installs_and_runs(tmp_path):
     shutil.copy(REPO / "pyproject.toml", src)
     sources = sorted(
         str(p.relative_to(REPO / "wrpkg"))
-        for pattern in ("*.py", "schemas/*.schema.json")
+        for pattern in ("*.py", "schemas/*.json")
         for p in (REPO / "wrpkg").rglob(pattern)
     )
     for name in sources:

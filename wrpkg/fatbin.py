@@ -115,3 +115,48 @@ def sass_image(data: bytes | memoryview, arch: str, what: str = "<fatbin>") -> m
                 raise _bad(what, image.offset, f"the {arch} entry is not an ELF cubin")
             return payload
     return None
+
+
+# ELF64 as a cubin is written: little-endian, e_machine EM_CUDA; runtime/wrp_check.cc's ElfProblem, rule for rule.
+_ELF_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")
+_ELF_SECTION = struct.Struct("<IIQQQQIIQQ")
+_EM_CUDA = 190
+_SHT_NOBITS = 8
+
+
+def elf_problem(image: bytes | memoryview) -> str | None:
+    """Why `image` is not a well-formed CUDA ELF (a cubin), or None: its header (ELF64, little-endian,
+    version 1, EM_CUDA, header and table entry sizes) and every program and section header within it,
+    and each section's bytes (but NOBITS ones) inside the image. What a driver parses before it runs a
+    byte of code; a changed instruction inside a section is no structural fault (docs/security.md)."""
+    size = len(image)
+    if size < _ELF_HEADER.size:
+        return f"{size} bytes, shorter than an ELF header"
+    ident, _, machine, version, _, phoff, shoff, _, ehsize, phentsize, phnum, shentsize, shnum, shstrndx = (
+        _ELF_HEADER.unpack_from(image, 0)
+    )
+    if ident[:4] != b"\x7fELF":
+        return "no ELF magic"
+    if ident[4] != 2 or ident[5] != 1 or ident[6] != 1 or version != 1:
+        return "not a little-endian ELF64 of version 1"
+    if machine != _EM_CUDA:
+        return f"ELF machine {machine}, not CUDA ({_EM_CUDA})"
+    if ehsize != _ELF_HEADER.size:
+        return f"ELF header size {ehsize}, not {_ELF_HEADER.size}"
+    if phnum and (phentsize != 56 or phoff > size or phnum * 56 > size - phoff):
+        return f"{phnum} program headers at byte {phoff} lie outside the image"
+    if shnum and (shentsize != _ELF_SECTION.size or shoff > size or shnum * _ELF_SECTION.size > size - shoff):
+        return f"{shnum} section headers at byte {shoff} lie outside the image"
+    if shnum and shstrndx >= shnum:
+        return f"section-name table index {shstrndx} is not below the section count {shnum}"
+    for i in range(shnum):
+        kind, offset, length = _section_span(image, shoff + i * _ELF_SECTION.size)
+        if kind != _SHT_NOBITS and (offset > size or length > size - offset):
+            return f"section {i} ({length} bytes at byte {offset}) lies outside the image"
+    return None
+
+
+def _section_span(image, at: int) -> tuple[int, int, int]:
+    """(sh_type, sh_offset, sh_size) of the section header at byte `at`."""
+    _, kind, _, _, offset, length, *_ = _ELF_SECTION.unpack_from(image, at)
+    return kind, offset, length

@@ -31,10 +31,11 @@ import hashlib
 import mmap
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from wrpkg.errors import VerifyError, WrpFormatError
+from wrpkg.errors import BundleError, VerifyError, WrpFormatError
+from wrpkg.fatbin import elf_problem, is_fatbin, parse_fatbin
 from wrpkg.files import relative_files
 from wrpkg.manifest import (
     CAPTURE_INFO_NAME,
@@ -240,22 +241,78 @@ def verify_files(
     return kept
 
 
-def verify_against_wrp(bundle_dir: Path, manifest: Manifest, wrp_bytes: bytes | None = None) -> None:
-    """The manifest must describe the .wrp it ships: modules, digests, bindings, golden sizes.
-    Reads the header, metadata and memory only (the operations were validated by the bundler
-    and are covered by the manifest's digest); `wrp_bytes`: the .wrp's verified bytes."""
-    # Imported here: `import wrpkg.bundle` (which imports this module) stays cheap, and a .wrp parser
-    # is no part of wrpkg.bundle.load (only of Bundle.open's whole check).
+def parse_loadable_wrp(wrp_bytes, where: str | os.PathLike, fix: str, *, operations: bool = True):
+    """The .wrp parsed whole, its operation stream included: every rule Warp's loader applies before it
+    allocates or runs anything (apic_validate_operation_stream, the metadata and memory parsers), with
+    the bounds of wrpkg/schemas/wrp_limits.json, which the C++ runtime applies too (runtime/wrp_check.cc).
+    A VerifyError naming `where`, the section, the byte and the rule (an operation's index among them)
+    otherwise: verify refuses what a load would. `operations=False` (a load, which leaves the operation
+    stream to Warp's own validator) parses the header, metadata and memory only."""
+    # Imported here: `import wrpkg.bundle` (which imports this module) stays cheap until a .wrp is checked.
     from wrpkg import wrpformat  # noqa: PLC0415
+
+    try:
+        return wrpformat.read_wrp(memoryview(wrp_bytes), path=where, operations=operations)
+    except WrpFormatError as exc:
+        raise VerifyError(exc.message, fix=exc.fix or fix) from exc
+
+
+def verify_module_binaries(
+    where: Callable[[str], str], manifest: Manifest, files: Mapping[str, bytes]
+) -> None:
+    """Each CUDA module binary as a load would take it: a fatbin's structure (container and entry headers,
+    sizes inside the file), and every SASS image the manifest lists for it (what the per-device view hands
+    the driver) there, uncompressed, of its recorded size and sha256, and an ELF cubin whose headers and
+    sections lie inside it; a lone cubin (a single-SM capture) is that ELF itself. `where(path)` names a
+    listed file in messages; runtime/wrp_check.cc's CheckModuleBinaries, rule for rule."""
+    fix = rebuild_fix(manifest)
+    for module in manifest.modules:
+        if manifest.device != "cuda" or module.binary_kind == "ptx":
+            continue
+        data = memoryview(files[module.binary])
+        name = where(module.binary)
+        if not is_fatbin(data):
+            problem = elf_problem(data)
+            if problem is not None:
+                raise VerifyError(f"{name}: not a CUDA ELF cubin: {problem}", fix=fix)
+            continue
+        try:
+            images = parse_fatbin(data, name)
+        except BundleError as exc:
+            raise VerifyError(exc.message, fix=fix) from exc
+        for record in module.sass:
+            found = [i for i in images if i.is_sass and i.arch == record.arch and not i.compressed]
+            if len(found) != 1:
+                raise VerifyError(
+                    f"{name}: holds {len(found)} uncompressed SASS images for {record.arch}; {MANIFEST_NAME} "
+                    "lists one",
+                    fix=fix,
+                )
+            image = data[found[0].offset : found[0].offset + found[0].size]
+            what = f"{name}: its {record.arch} image"
+            if len(image) != record.size:
+                raise VerifyError(
+                    f"{what} is {len(image)} bytes; {MANIFEST_NAME} says {record.size}", fix=fix
+                )
+            check_digests([(what, image, record.sha256)], MANIFEST_NAME, fix)
+            problem = elf_problem(image)
+            if problem is not None:
+                raise VerifyError(f"{what} is not a CUDA ELF cubin: {problem}", fix=fix)
+
+
+def verify_against_wrp(
+    bundle_dir: Path, manifest: Manifest, wrp_bytes: bytes | None = None, *, operations: bool = True
+) -> None:
+    """The manifest must describe the .wrp it ships: modules, digests, bindings, golden sizes; and the
+    .wrp must be one Warp loads (parse_loadable_wrp). `wrp_bytes`: the .wrp's verified bytes (the module
+    digests as built, not a device view's); `operations`: as for parse_loadable_wrp."""
+    from wrpkg import wrpformat  # noqa: PLC0415 - see parse_loadable_wrp
 
     fix = rebuild_fix(manifest)
     wrp_path = bundle_dir / manifest.wrp
-    try:
-        if wrp_bytes is None:
-            wrp_bytes = read_listed(bundle_dir, manifest, manifest.wrp)
-        wrp = wrpformat.read_wrp(memoryview(wrp_bytes), path=wrp_path, operations=False)
-    except WrpFormatError as exc:
-        raise VerifyError(f"{wrp_path}: {exc.message}", fix=fix) from exc
+    if wrp_bytes is None:
+        wrp_bytes = read_listed(bundle_dir, manifest, manifest.wrp)
+    wrp = parse_loadable_wrp(wrp_bytes, wrp_path, fix, operations=operations)
     files = {entry.path: entry for entry in manifest.files}
     if manifest.wrp not in files:
         raise VerifyError(f"{wrp_path}: the .wrp is not listed in {MANIFEST_NAME}", fix=fix)
@@ -514,6 +571,7 @@ def read_bundle(
     everything = frozenset(entry.path for entry, _ in listed_files(manifest))
     verified = verify_files(Path(bundle_dir), manifest, keep=everything)
     verify_against_wrp(Path(bundle_dir), manifest, verified[manifest.wrp])
+    verify_module_binaries(lambda path: str(Path(bundle_dir) / path), manifest, verified)
     return manifest, content_hash, verified
 
 
@@ -787,4 +845,7 @@ def read_tar(
         if entry.path not in files:
             raise VerifyError(f"{where}: listed in {lister} but missing", fix=fix)
         check_content(where, files[entry.path], entry, lister, manifest.chunk_bytes, fix)
+    # What a load of the archive would refuse, as for a directory (runtime/bundle.cc's VerifyAll checks the same).
+    verify_against_wrp(Path(f"{tar_path}:{manifest.name}"), manifest, files[manifest.wrp])
+    verify_module_binaries(lambda path: f"{tar_path}:{prefix}{path}", manifest, files)
     return manifest, content_hash, {e.path: files[e.path] for e, _ in listed}

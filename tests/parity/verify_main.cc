@@ -1,7 +1,9 @@
 // Prints the C++ runtime's verdict on a bundle, for tests/test_validity_parity.py to hold against
-// wrpkg.verify:   verify_bundle [--load DEVICE] DIR   |   verify_bundle --tar FILE
+// wrpkg.verify:   verify_bundle [--load DEVICE | --load-only DEVICE] DIR   |   verify_bundle --tar FILE
 // --load DEVICE ("cpu", "cuda:0"): after verifying, load the bundle there through Warp, which checks the
 // manifest against the .wrp: what wrpkg.verify checks by parsing the .wrp itself.
+// --load-only DEVICE: a deployment's load alone (Bundle::OpenDirectory without verify_all, then Graph::Load),
+// whose verdict must be verify's (issue 40: verify = load).
 // Output: "ok" or "reject: <message>" (exit 0 either way; 2 for bad usage). Anything but a wrp::Error
 // (std::bad_alloc, say) is a fault of the reader, not a verdict: "ERROR: <what>" on stderr, exit 2.
 #include <cstdint>
@@ -16,14 +18,18 @@
 
 int main(int argc, char** argv) {
   const bool tar = argc == 3 && std::string(argv[1]) == "--tar";
-  const bool load = argc == 4 && std::string(argv[1]) == "--load";
+  const bool load_only = argc == 4 && std::string(argv[1]) == "--load-only";
+  const bool load = (argc == 4 && std::string(argv[1]) == "--load") || load_only;
   if (argc != 2 && !tar && !load) {
-    std::fprintf(stderr, "usage: verify_bundle [--load DEVICE] DIR | verify_bundle --tar FILE\n");
+    std::fprintf(
+        stderr, "usage: verify_bundle [--load DEVICE | --load-only DEVICE] DIR | verify_bundle --tar FILE\n");
     return 2;
   }
   try {
     wrp::BundleOptions options;
-    options.verify_all = true;  // wrpkg verify's verdict covers every file's bytes, not only the listing
+    // wrpkg verify's verdict covers every file's bytes, not only the listing; a load alone reads what it
+    // uses.
+    options.verify_all = !load_only;
     if (tar) {
       wrp::Buffer bytes;
       const std::string problem = wrp::ReadRegularFile(argv[2], UINT64_MAX, &bytes);

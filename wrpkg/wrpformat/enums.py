@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import enum
 
-FORMAT_VERSION = 18
+# The bounds shared with the C++ runtime (wrpkg/schemas/wrp_limits.json).
+from wrpkg.wrpformat.limits import (  # noqa: F401 - re-exported
+    FORMAT_VERSION,
+    HEADER_SIZE,
+    MAX_BRANCH_DEPTH,
+    MAX_SECTIONS,
+    SECTION_ENTRY_SIZE,
+)
+
 MAGIC = b"WRP1"
-HEADER_SIZE = 64
-SECTION_ENTRY_SIZE = 32
-# Warp's loader refuses more sections than this (apic_load_graph_from_image).
-MAX_SECTIONS = 64
-# Warp allows 1024 nested capture_if/capture_while levels. The reader recurses in Python,
-# whose stack is far smaller than C++'s, so it stops earlier; no real program comes close.
-MAX_BRANCH_DEPTH = 128
 INT32_MAX = 0x7FFFFFFF
 
 # The target_arch canonicalize() writes into the header, the metadata and every module of a

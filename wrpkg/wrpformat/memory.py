@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 
 from wrpkg.errors import WrpFormatError
 from wrpkg.wrpformat.cursor import _Cursor
+from wrpkg.wrpformat.limits import MAX_REGION_BYTES, MAX_TOTAL_REGION_BYTES, REGION_RECORD_SIZE
 
 _REGION = struct.Struct("<IIQB7s")
-assert _REGION.size == 24
+assert _REGION.size == REGION_RECORD_SIZE
 
 
 @dataclass
@@ -29,6 +30,12 @@ class MemoryRegion:
             raise cur.fail(f"region {region_id} has initial-data flag {has_data}, expected 0 or 1", at)
         if region_id in seen:
             raise cur.fail(f"duplicate region id {region_id}", at)
+        if size > MAX_REGION_BYTES:
+            raise cur.fail(
+                f"region {region_id} asks for {size} bytes, more than the {MAX_REGION_BYTES} a region may have "
+                "(Warp would allocate them at load)",
+                at,
+            )
         data = None
         if has_data:
             if size > cur.remaining():
@@ -72,9 +79,18 @@ def _parse_memory(cur: _Cursor) -> MemorySection:
     count = cur.count("memory region", _REGION.size)
     section = MemorySection()
     seen: set[int] = set()
+    total = 0
     for i in range(count):
+        at = cur.pos
         region = MemoryRegion.read(cur, i, seen)
         seen.add(region.region_id)
+        total += region.size
+        if total > MAX_TOTAL_REGION_BYTES:
+            raise cur.fail(
+                f"regions 0 to {i} ask for {total} bytes in all, more than the {MAX_TOTAL_REGION_BYTES} a .wrp "
+                "may allocate (Warp would allocate them at load)",
+                at,
+            )
         section.regions.append(region)
     section.trailing = cur.raw(cur.remaining(), "trailing memory bytes")
     return section

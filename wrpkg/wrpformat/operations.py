@@ -7,6 +7,7 @@ dispatch on the op type.
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
@@ -14,8 +15,16 @@ from dataclasses import dataclass, field, fields
 from wrpkg.errors import WrpFormatError
 from wrpkg.wrpformat.cursor import _Cursor
 from wrpkg.wrpformat.enums import MAX_BRANCH_DEPTH, OpType, RelocKind, ScalarType
+from wrpkg.wrpformat.limits import (
+    EXACT_RECORD_BYTES,
+    LAUNCH_PARAM_SIZE,
+    LAUNCH_RELOC_SIZE,
+    OP_HEADER_SIZE,
+    RECORD_BYTES,
+)
 
 _OP_HEADER = struct.Struct("<II")
+assert _OP_HEADER.size == OP_HEADER_SIZE
 
 
 class _OpReader:
@@ -42,7 +51,7 @@ class _OpReader:
 
 
 _LAUNCH_PARAM = struct.Struct("<HHIII")
-assert _LAUNCH_PARAM.size == 16
+assert _LAUNCH_PARAM.size == LAUNCH_PARAM_SIZE
 
 
 @dataclass(slots=True)
@@ -62,7 +71,7 @@ class LaunchParam:
 
 
 _LAUNCH_RELOC = struct.Struct("<IiQB7s")
-assert _LAUNCH_RELOC.size == 24
+assert _LAUNCH_RELOC.size == LAUNCH_RELOC_SIZE
 _RELOC_KINDS = {kind.value: kind for kind in RelocKind}
 
 
@@ -86,7 +95,7 @@ class LaunchReloc:
 # smem_bytes, grid_stride, is_forward, cluster_dim, _pad1[2], kernel_key_len,
 # module_hash_len, num_params, _pad2, num_relocs, value_data_size.
 _LAUNCH = struct.Struct("<4IiQQiiiiBB2sHHHHII")
-assert _LAUNCH.size + 8 == 80
+assert _LAUNCH.size + OP_HEADER_SIZE == RECORD_BYTES["KERNEL_LAUNCH"]
 
 
 @dataclass
@@ -223,6 +232,7 @@ class KernelLaunch:
 
 
 _H2D = struct.Struct("<iIQQ")
+assert _H2D.size + OP_HEADER_SIZE == RECORD_BYTES["MEMCPY_H2D"]
 
 
 @dataclass
@@ -276,7 +286,7 @@ class MemcpyD2D(_FlatOp):
     what = "D2D"
 
 
-assert MemcpyD2D.layout.size + 8 == 40
+assert MemcpyD2D.layout.size + OP_HEADER_SIZE == RECORD_BYTES["MEMCPY_D2D"]
 
 
 @dataclass
@@ -292,8 +302,11 @@ class Memset(_FlatOp):
     what = "memset"
 
 
+assert Memset.layout.size + OP_HEADER_SIZE == RECORD_BYTES["MEMSET"]
+
+
 _MEMTILE = struct.Struct("<iIQQ")
-assert _MEMTILE.size + 8 == 32
+assert _MEMTILE.size + OP_HEADER_SIZE == RECORD_BYTES["MEMTILE"]
 
 
 @dataclass
@@ -338,6 +351,9 @@ class Alloc(_FlatOp):
     what = "alloc"
 
 
+assert Alloc.layout.size + OP_HEADER_SIZE == RECORD_BYTES["ALLOC"]
+
+
 @dataclass
 class OpStream:
     ops: list = field(default_factory=list)
@@ -345,7 +361,7 @@ class OpStream:
 
 
 _COND = struct.Struct("<iIQIIII")
-assert _COND.size + 8 == 40
+assert _COND.size + OP_HEADER_SIZE == RECORD_BYTES["IF"] == RECORD_BYTES["WHILE"]
 
 
 @dataclass
@@ -388,19 +404,31 @@ class Conditional:
         return _COND.pack(self.cond_region_id, self.pad, self.cond_offset, *counts) + a + b + self.tail
 
 
-# Minimum sizes of the records Warp's validator knows (apic_types.h sizeof()). Records of
-# these types are kept opaque; the reader still enforces the size and field rules below.
+# The fixed size of each record Warp's validator knows (apic_types.h sizeof(), in the table shared with the
+# C++ runtime). Records of these types are kept opaque; the reader still enforces the rules below.
 _OPAQUE_MIN_SIZE = {
-    OpType.SCAN: 52,
-    OpType.REDUCTION: 64,
-    OpType.SEGMENTED_SORT: 68,
-    OpType.RADIX_SORT: 52,
-    OpType.RUNLENGTH_ENCODE: 64,
-    OpType.BSR_FROM_TRIPLETS: 160,
-    OpType.BSR_TRANSPOSE: 116,
-    OpType.BVH_REFIT: 24,
-    OpType.BVH_REBUILD: 24,
-    OpType.HASH_GRID_UPDATE: 64,
+    op_type: RECORD_BYTES[op_type.name]
+    for op_type in (
+        OpType.SCAN,
+        OpType.REDUCTION,
+        OpType.SEGMENTED_SORT,
+        OpType.RADIX_SORT,
+        OpType.RUNLENGTH_ENCODE,
+        OpType.BSR_FROM_TRIPLETS,
+        OpType.BSR_TRANSPOSE,
+        OpType.BVH_REFIT,
+        OpType.BVH_REBUILD,
+        OpType.HASH_GRID_UPDATE,
+    )
+}
+_U64_MAX = 0xFFFFFFFFFFFFFFFF
+_SCALAR_BYTES = {
+    ScalarType.INT32: 4,
+    ScalarType.UINT32: 4,
+    ScalarType.FLOAT32: 4,
+    ScalarType.INT64: 8,
+    ScalarType.UINT64: 8,
+    ScalarType.FLOAT64: 8,
 }
 
 
@@ -421,34 +449,98 @@ class OpaqueOp:
 
 
 def _check_opaque(rec: _Cursor, op_type: OpType, fail) -> None:
-    """The loader's rules for records this module keeps as bytes (sizes, enums)."""
+    """The loader's rules for records this module keeps as bytes (apic_validate_operation_stream: sizes,
+    enums, signs, spans that would overflow at replay); runtime/wrp_check.cc applies the same."""
     total = rec.end - rec.pos + _OP_HEADER.size
     if total < _OPAQUE_MIN_SIZE[op_type]:
         raise fail(f"{op_type.name} record of {total} bytes is shorter than {_OPAQUE_MIN_SIZE[op_type]}")
-    body = rec.data
+    if op_type.name in EXACT_RECORD_BYTES and total != _OPAQUE_MIN_SIZE[op_type]:
+        raise fail(f"{op_type.name} record size is {total}, not {_OPAQUE_MIN_SIZE[op_type]}")
     at = rec.pos - _OP_HEADER.size  # offsets below are from the op header, as in apic_types.h
+
+    def i32(offset: int) -> int:
+        return struct.unpack_from("<i", rec.data, at + offset)[0]
+
+    def u32(offset: int) -> int:
+        return struct.unpack_from("<I", rec.data, at + offset)[0]
+
+    def u64(offset: int) -> int:
+        return struct.unpack_from("<Q", rec.data, at + offset)[0]
+
+    def u8(offset: int) -> int:
+        return rec.data[at + offset]
+
     if op_type in (OpType.BVH_REFIT, OpType.BVH_REBUILD, OpType.HASH_GRID_UPDATE):
         raise fail(f"{op_type.name} records a process-local handle and cannot be loaded from a .wrp")
-    if op_type == OpType.REDUCTION and total != 64:
-        raise fail("reduction record size is not 64")
     if op_type == OpType.SCAN:
-        dtype, inclusive = body[at + 48], body[at + 49]
+        dtype, inclusive = u8(48), u8(49)
         if dtype not in (ScalarType.INT32, ScalarType.FLOAT32, ScalarType.INT64, ScalarType.FLOAT64):
             raise fail(f"unknown scan dtype {dtype}")
         if inclusive > 1:
             raise fail("scan inclusive flag out of range")
+        if u32(32) > 0 and (i32(36) < 0 or i32(40) < 0 or i32(44) <= 0):
+            raise fail("scan has a negative stride or a type length below 1")
     elif op_type == OpType.SEGMENTED_SORT:
-        dtype = body[at + 64]
+        dtype = u8(64)
         if dtype not in (ScalarType.INT32, ScalarType.FLOAT32):
             raise fail(f"unknown segmented-sort dtype {dtype}")
     elif op_type == OpType.RADIX_SORT:
-        dtype = body[at + 48]
-        if dtype not in ScalarType._value2member_map_:
+        dtype = u8(48)
+        if dtype not in _SCALAR_BYTES:
             raise fail(f"unknown radix-sort dtype {dtype}")
+        begin_bit, end_bit, value_size = i32(36), i32(40), i32(44)
+        if (
+            value_size not in (4, 8)
+            or begin_bit < 0
+            or end_bit < begin_bit
+            or end_bit > 8 * _SCALAR_BYTES[dtype]
+        ):
+            raise fail(f"radix-sort value size {value_size} or key bits {begin_bit}..{end_bit} out of range")
     elif op_type == OpType.REDUCTION:
-        kind, dtype = body[at + 60], body[at + 61]
-        if kind not in (1, 2) or dtype not in (ScalarType.FLOAT32, ScalarType.FLOAT64):
-            raise fail(f"invalid reduction kind {kind} or dtype {dtype}")
+        _check_reduction(i32, u32, u64, u8, fail)
+    elif op_type == OpType.BSR_FROM_TRIPLETS:
+        block_size, scalar_size, row_count, nnz = i32(8), i32(12), i32(16), i32(24)
+        if min(block_size, scalar_size, row_count, nnz) < 0:
+            raise fail("bsr-from-triplets has a negative size or count")
+        if nnz * block_size * scalar_size > _U64_MAX:
+            raise fail("bsr-from-triplets block data span overflows 64 bits")
+    elif op_type == OpType.BSR_TRANSPOSE:
+        if min(i32(8), i32(12), i32(16)) < 0:
+            raise fail("bsr-transpose has a negative size or count")
+
+
+def _check_reduction(i32, u32, u64, u8, fail) -> None:
+    """APICReductionRecord's rules (apic_validate_operation_stream, APIC_OP_REDUCTION)."""
+    a_region, b_region, out_region, count = i32(8), i32(12), i32(16), u32(20)
+    a_offset, b_offset, out_offset = u64(24), u64(32), u64(40)
+    a_stride, b_stride, type_len, kind, dtype = i32(48), i32(52), i32(56), u8(60), u8(61)
+    is_sum, is_inner = kind == 1, kind == 2
+    if (
+        not (is_sum or is_inner)
+        or dtype not in (ScalarType.FLOAT32, ScalarType.FLOAT64)
+        or count == 0
+        or count > 0x7FFFFFFF
+        or type_len <= 0
+        or a_stride < 0
+        or a_region < 0
+        or out_region < 0
+        or (is_sum and (b_region != -1 or b_offset != 0 or b_stride != 0))
+        or (is_inner and (b_region < 0 or b_stride < 0))
+    ):
+        raise fail(f"invalid reduction kind {kind}, dtype {dtype}, count, regions or strides")
+    scalar = _SCALAR_BYTES[dtype]
+    if (
+        a_offset % scalar
+        or out_offset % scalar
+        or a_stride % scalar
+        or (is_inner and (b_offset % scalar or b_stride % scalar))
+    ):
+        raise fail("reduction offsets or strides are not multiples of the scalar size")
+    a_bytes = (count - 1) * a_stride + type_len * scalar
+    b_bytes = (count - 1) * b_stride + type_len * scalar if is_inner else 0
+    out_bytes = type_len * scalar if is_sum else scalar
+    if a_offset + a_bytes > _U64_MAX or out_offset + out_bytes > _U64_MAX or b_offset + b_bytes > _U64_MAX:
+        raise fail("reduction span overflows 64 bits")
 
 
 _READERS = {
@@ -507,12 +599,23 @@ def _parse_stream(cur: _Cursor, end: int, op_count: int, depth: int) -> OpStream
     return stream
 
 
+_NAMES_AN_OP = re.compile(r"operation \d+: ")
+
+
 def _parse_op(rec: _Cursor, op_type: int, index: int, op_start: int, depth: int):
     op = _OpReader(rec, op_type, index, op_start, depth)
     read = _READERS.get(op_type)
     if read is None:
         raise op.fail(f"unknown or unsupported op type {op_type}")
-    return read(op)
+    try:
+        return read(op)
+    except WrpFormatError as exc:
+        # Every refusal inside a record names its operation (a nested one names the innermost).
+        if _NAMES_AN_OP.match(exc.rule):
+            raise
+        raise WrpFormatError(
+            exc.path, exc.section, exc.offset, f"operation {index}: {exc.rule}", fix=exc.fix
+        ) from None
 
 
 def _write_op(op) -> bytes:
