@@ -213,18 +213,30 @@ std::vector<std::pair<std::string, std::string>> PinnedContentHashes(const std::
                   "; fix: the content-hash file beside the bundle must be the regular file the build wrote: "
                   "rebuild the bundle's wrp_artifact, or remove it and pass the hash with --content-hash");
     }
-    std::string text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-    size_t end = text.find_first_of(" \t\r\n");
-    std::string token = text.substr(0, end);
-    if (!IsHex64(token)) {
-      throw Error(path + ": does not start with a lowercase sha256; fix: rebuild the bundle's wrp_artifact");
-    }
-    pinned.emplace_back(path, token);
+    pinned.emplace_back(path, ParseHashFile(bytes.data(), bytes.size(), path));
   }
   return pinned;
 }
 
 }  // namespace
+
+std::string ParseHashFile(const uint8_t* data, size_t size, const std::string& path) {
+  const std::string hex(reinterpret_cast<const char*>(data), std::min<size_t>(size, 64));
+  size_t end = size;
+  if (end > 0 && data[end - 1] == '\n') --end;
+  bool well_formed = IsHex64(hex);
+  if (well_formed && end > 64) {
+    // "  <name>": printable ASCII only, so no control character (a tab, a CR, a newline) can pass.
+    well_formed = end > 66 && data[64] == ' ' && data[65] == ' ';
+    for (size_t i = 66; well_formed && i < end; ++i) well_formed = data[i] >= 0x20 && data[i] < 0x7f;
+  }
+  if (!well_formed) {
+    throw Error(path +
+                ": the content-hash file is not one line of 64 lowercase hex digits, optionally followed by two "
+                "spaces and a name (\"<sha256>  <name>/manifest.json\"); fix: rebuild the bundle's wrp_artifact");
+  }
+  return hex;
+}
 
 DigestJob::DigestJob(std::vector<DigestCheck> checks, size_t helpers, Fill fill)
     : checks_(std::move(checks)), digests_(checks_.size()), order_(checks_.size()), fill_(std::move(fill)) {

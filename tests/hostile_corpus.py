@@ -450,6 +450,17 @@ def write_hash_file(text: str) -> Callable[[Path], None]:
     return mutate
 
 
+def pinned_hash_as(template: str) -> Callable[[Path], None]:
+    """The bundle's own content hash, rewritten in `<dir>.sha256` as `template` spells it ({h}: the hash,
+    {n}: the bundle's name)."""
+
+    def mutate(bundle: Path) -> None:
+        digest = hashlib.sha256((bundle / "manifest.json").read_bytes()).hexdigest()
+        (bundle.parent / f"{bundle.name}.sha256").write_text(template.format(h=digest, n=bundle.name))
+
+    return mutate
+
+
 def as_tar(*extra: tuple[str, str, bytes | str | None]) -> Callable[[Path], Path]:
     """The (already mutated) bundle as a ustar archive, plus extra entries (kind, name, data): kind "file",
     "dir", "symlink" (data: its target) or "hardlink"."""
@@ -744,6 +755,13 @@ def _parity_cases() -> list[Verdict]:
         Verdict("manifest_an_array", manifest_bytes(lambda d: b"[]\n"), False, M),
         Verdict("manifest_empty", manifest_bytes(lambda d: b""), False, M),
         Verdict("manifest_trailing_garbage", manifest_bytes(lambda d: d + b"x"), False, M),
+        # Issue 40: a NUL byte anywhere is refused by both (C++'s nlohmann stopped reading at it: accepted).
+        Verdict("manifest_nul_then_garbage", manifest_bytes(lambda d: d + b"\0{garbage"), False, M),
+        Verdict("manifest_nul_as_whitespace", manifest_bytes(lambda d: d.replace(b"\n", b"\n\0", 1)), False, M),
+        Verdict("golden_nul_then_garbage", golden_bytes(lambda d: d + b"\0[1]"), False, G),
+        Verdict("capture_json_nul_then_garbage", lambda b: (b / "capture.json").write_bytes(
+            (b / "capture.json").read_bytes() + b"\0" + b"x" * 100), False, "capture.json"),
+        Verdict("tar_manifest_nul_then_garbage", then(manifest_bytes(lambda d: d + b"\0x"), as_tar()), False, M),
         Verdict("manifest_byte_order_mark", manifest_bytes(lambda d: b"\xef\xbb\xbf" + d), False, M),
         Verdict("manifest_utf16", manifest_bytes(lambda d: d.decode().encode("utf-16")), False, M),
         Verdict(
@@ -831,6 +849,22 @@ def _parity_cases() -> list[Verdict]:
             "hash_file_uppercase", lambda b: write_hash_file((b.parent / H).read_text().upper())(b), False, H
         ),
         Verdict("hash_file_of_another_bundle", write_hash_file(f"{D}  {NAME}/manifest.json\n"), False, M),
+        # Issue 40: one grammar, "<64 lowercase hex>[  <printable ASCII name>]" and at most one final newline.
+        Verdict("hash_file_hash_alone", pinned_hash_as("{h}"), True),
+        Verdict("hash_file_hash_and_newline", pinned_hash_as("{h}\n"), True),
+        Verdict("hash_file_without_final_newline", pinned_hash_as("{h}  {n}/manifest.json"), True),
+        Verdict("hash_file_leading_spaces", pinned_hash_as("  {h}  {n}/manifest.json\n"), False, H),
+        Verdict("hash_file_tab_separator", pinned_hash_as("{h}\t{n}/manifest.json\n"), False, H),
+        Verdict("hash_file_one_space_separator", pinned_hash_as("{h} {n}/manifest.json\n"), False, H),
+        Verdict("hash_file_file_separator_control", pinned_hash_as("{h}\x1c{n}/manifest.json\n"), False, H),
+        Verdict("hash_file_vertical_tab_separator", pinned_hash_as("{h}\x0b\n"), False, H),
+        Verdict("hash_file_crlf", pinned_hash_as("{h}  {n}/manifest.json\r\n"), False, H),
+        Verdict("hash_file_two_lines", pinned_hash_as("{h}  {n}/manifest.json\n{h}  x\n"), False, H),
+        Verdict("hash_file_name_with_escape", pinned_hash_as("{h}  {n}\x1b[2J/manifest.json\n"), False, H),
+        Verdict("hash_file_two_spaces_no_name", pinned_hash_as("{h}  \n"), False, H),
+        Verdict("hash_file_65_digits", pinned_hash_as("{h}0  {n}/manifest.json\n"), False, H),
+        Verdict("hash_file_latin1_name", lambda b: (b.parent / H).write_bytes(
+            (b.parent / H).read_bytes().replace(b"  ", b"  \xe9", 1)), False, H),
         # What lies in the directory.
         Verdict("hidden_extra_file", lambda b: (b / ".DS_Store").write_bytes(b"\0"), False, ".DS_Store"),
         Verdict(

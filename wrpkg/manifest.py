@@ -356,6 +356,11 @@ def strict_json_loads(data: bytes | bytearray | memoryview, path, file_name: str
             raise refuse(f"number {text[:24]} is out of range")
         return value
 
+    # runtime/json.cc refuses a NUL byte before parsing (nlohmann would stop reading there): so here,
+    # with its message, wherever the byte is.
+    nul = (bytes(data) if isinstance(data, memoryview) else data).find(b"\0")
+    if nul >= 0:
+        raise refuse(f"a NUL byte at byte {nul}")
     try:
         text = str(data, "utf-8")
     except UnicodeDecodeError as exc:

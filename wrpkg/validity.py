@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
+import re
 import stat
 from collections.abc import Sequence
 from pathlib import Path
@@ -330,20 +331,29 @@ def verify_against_wrp(bundle_dir: Path, manifest: Manifest, wrp_bytes: bytes | 
     # Golden outputs against the bindings: attach_golden (golden.json's own checks, as in C++).
 
 
-def read_hash_file(path: str | os.PathLike) -> str:
-    """The content hash from a `<name>.sha256` file (`HEX  <name>/manifest.json`)."""
-    data = read_regular(path, "the content-hash file", rebuild_fix(None), MAX_JSON_BYTES)
-    try:
-        # bytes.decode: a text-mode open looks the codec up (an import, in a fresh process).
-        text = data.decode("ascii")
-    except UnicodeDecodeError as exc:
+# The one grammar of a `<name>.sha256` file (runtime/bundle.cc's ParseHashFile): 64 lowercase hex digits,
+# optionally two spaces and a name of printable ASCII (sha256sum's "<hex>  <name>/manifest.json"), then at
+# most one final newline. A leading space, a tab or other control character as the separator, CRLF or a
+# second line are refused (str.split took any of them, C++ some).
+_HASH_FILE = re.compile(rb"([0-9a-f]{64})(?:  [\x20-\x7e]+)?\n?")
+
+
+def parse_hash_file(data: bytes | bytearray, path: str | os.PathLike) -> str:
+    """The content hash a `<name>.sha256` file's bytes `data` hold (_HASH_FILE), or a VerifyError naming `path`."""
+    match = _HASH_FILE.fullmatch(data)
+    if match is None:
         raise VerifyError(
-            f"{path}: the content-hash file is not ASCII ({exc})", fix=rebuild_fix(None)
-        ) from exc
-    token = text.split()[0] if text.split() else ""
-    if len(token) != 64 or any(ch not in "0123456789abcdef" for ch in token):
-        raise VerifyError(f"{path}: does not start with a lowercase sha256", fix=rebuild_fix(None))
-    return token
+            f"{path}: the content-hash file is not one line of 64 lowercase hex digits, optionally followed by "
+            'two spaces and a name ("<sha256>  <name>/manifest.json")',
+            fix=rebuild_fix(None),
+        )
+    # bytes.decode: a text-mode open looks the codec up (an import, in a fresh process).
+    return match[1].decode("ascii")
+
+
+def read_hash_file(path: str | os.PathLike) -> str:
+    """The content hash from a `<name>.sha256` file (`HEX  <name>/manifest.json`): parse_hash_file."""
+    return parse_hash_file(read_regular(path, "the content-hash file", rebuild_fix(None), MAX_JSON_BYTES), path)
 
 
 def hash_file_candidates(bundle_dir: str | os.PathLike) -> list[Path]:
