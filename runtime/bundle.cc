@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "runtime/error.h"
+#include "runtime/names.h"
 #include "runtime/sha256.h"
 #include "runtime/ustar.h"
 
@@ -476,7 +477,7 @@ Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& option
   for (const std::string& rel : internal::ListBundleFiles(dir, list_fix)) {
     if (!bundle.files_->by_path.count(rel) && rel != "manifest.json" && rel != Manifest::kGolden &&
         rel != Manifest::kCaptureInfo) {
-      throw Error(Join(dir, rel) +
+      throw Error(Join(dir, Shown(rel)) +
                   ": not listed in manifest.json or golden.json (a symlinked directory counts as unlisted)" +
                   "; fix: the bundle was modified after it was built: " + bundle.manifest_.RebuildHint());
     }
@@ -769,8 +770,8 @@ UnverifiedFile Bundle::OpenUnverified(const std::string& path) const {
 }
 
 std::string Bundle::Describe(const std::string& path) const {
-  if (from_directory_) return Join(directory_, path);
-  return origin_ + ":" + manifest_.name + "/" + path;
+  if (from_directory_) return Join(directory_, Shown(path));
+  return origin_ + ":" + manifest_.name + "/" + Shown(path);
 }
 
 std::string Bundle::Title() const {

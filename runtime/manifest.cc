@@ -15,6 +15,7 @@
 
 #include "runtime/error.h"
 #include "runtime/json.h"
+#include "runtime/names.h"
 #include "runtime/manifest_schemas.h"
 
 namespace wrp {
@@ -189,8 +190,8 @@ class ManifestReader {
   }
 
   void CheckRelativePath(const std::string& value, const std::string& field) const {
-    bool ok = !value.empty() && value[0] != '/' && value.find('\\') == std::string::npos &&
-              value.find('\0') == std::string::npos;
+    // NameProblem: UTF-8, no control character (NUL included) or backslash, NFC (wrpkg.names).
+    bool ok = !value.empty() && value[0] != '/' && NameProblem(value).empty();
     size_t start = 0;
     while (ok && start <= value.size()) {
       size_t end = value.find('/', start);
@@ -199,7 +200,7 @@ class ManifestReader {
       ok = !part.empty() && part != "." && part != "..";
       start = end + 1;
     }
-    if (!ok) Fail(field, "\"" + value + "\" is not a plain relative path inside the bundle");
+    if (!ok) Fail(field, "\"" + Shown(value) + "\" is not a plain relative path inside the bundle");
   }
 
   // The bundler writes the CUDA release as text ("13.4"); cuDriverGetVersion's integer form (13040) is

@@ -19,6 +19,7 @@
 #include <set>
 
 #include "runtime/error.h"
+#include "runtime/names.h"
 
 namespace wrp {
 namespace {
@@ -69,9 +70,10 @@ bool IsZeroBlock(const uint8_t* block) {
   return true;
 }
 
-// Every component non-empty and neither "." nor "..": the path names one place under the archive's root.
+// Every component non-empty and neither "." nor "..", and a name by NameProblem's rule (UTF-8, no control
+// character or backslash, NFC): the path names one place under the archive's root, spelled one way.
 bool IsPlainRelativePath(const std::string& path) {
-  if (path.empty() || path[0] == '/') return false;
+  if (path.empty() || path[0] == '/' || !NameProblem(path).empty()) return false;
   size_t start = 0;
   while (start <= path.size()) {
     size_t end = path.find('/', start);
@@ -85,9 +87,9 @@ bool IsPlainRelativePath(const std::string& path) {
   return true;
 }
 
-// Bytes of the archive for a message (wrpkg.validity._shown): printable ASCII as it is, any other byte as
-// \xNN.
-std::string Shown(const uint8_t* data, size_t size) {
+// Bytes of the archive that are no name (a pax key) for a message (wrpkg.validity._shown): printable ASCII as
+// it is, any other byte as \xNN.
+std::string ShownBytes(const uint8_t* data, size_t size) {
   static const char kHex[] = "0123456789abcdef";
   std::string out;
   for (size_t i = 0; i < size; ++i) {
@@ -170,7 +172,7 @@ std::string PaxPath(const uint8_t* payload, size_t size, std::string* path) {
     const size_t equals = found ? static_cast<size_t>(static_cast<const uint8_t*>(found) - record) : 0;
     if (equals == 0) return at + " is not <key>=<value>";
     if (equals != 4 || std::memcmp(record, "path", 4) != 0) {
-      return "key '" + Shown(record, equals) +
+      return "key '" + ShownBytes(record, equals) +
              "' is not allowed (a bundle archive's pax headers carry only 'path')";
     }
     if (have_path) return std::string("it holds 'path' twice");
@@ -241,7 +243,7 @@ std::vector<TarEntry> ReadUstar(const void* data, size_t size, const std::string
     if (pax_pending && typeflag != '0' && typeflag != '\0' && typeflag != '5') {
       const std::string following = typeflag == 'x'
                                         ? std::string("another pax header")
-                                        : "an entry of tar type '" + std::string(1, typeflag) + "'";
+                                        : "an entry of tar type '" + ShownBytes(&header[kTypeflagOffset], 1) + "'";
       throw Error(origin + ": pax extended header at byte " + std::to_string(pax_offset) +
                   " is followed by " + following + ", not by the regular file or directory it names" + fix);
     }
@@ -253,14 +255,18 @@ std::vector<TarEntry> ReadUstar(const void* data, size_t size, const std::string
       std::string name = Field(header, kNameOffset, kNameSize);
       std::string prefix = Field(header, kPrefixOffset, kPrefixSize);
       path = prefix.empty() ? name : prefix + "/" + name;
+      // One decoding of every name (wrpkg.names): the bytes must be UTF-8 before anything compares them.
+      if (NameProblem(path) == "is not valid UTF-8") {
+        throw Error(where + ": entry name '" + Shown(path) + "' is not valid UTF-8" + fix);
+      }
     }
     uint64_t entry_size = 0;
     if (!ParseOctal(header, kSizeOffset, kSizeSize, &entry_size)) {
-      throw Error(where + " (" + path + "): unreadable size field" + fix);
+      throw Error(where + " (" + Shown(path) + "): unreadable size field" + fix);
     }
     offset += kBlock;
     if (entry_size > size - offset) {
-      throw Error(origin + ": entry " + path + " claims " + std::to_string(entry_size) + " bytes but only " +
+      throw Error(origin + ": entry " + Shown(path) + " claims " + std::to_string(entry_size) + " bytes but only " +
                   std::to_string(size - offset) + " remain (truncated archive)" + fix);
     }
     if (typeflag == 'x') {
@@ -280,23 +286,23 @@ std::vector<TarEntry> ReadUstar(const void* data, size_t size, const std::string
       // Extracting the archive creates every directory entry, so each is held to the rules of a file's path.
       const std::string dir = !path.empty() && path.back() == '/' ? path.substr(0, path.size() - 1) : path;
       if (!IsPlainRelativePath(dir)) {
-        throw Error(origin + ": directory entry path \"" + path + "\" is not a safe relative path" + fix);
+        throw Error(origin + ": directory entry path \"" + Shown(path) + "\" is not a safe relative path" + fix);
       }
       if (entry_size != 0) {
-        throw Error(origin + ": directory entry " + path + " carries " + std::to_string(entry_size) +
+        throw Error(origin + ": directory entry " + Shown(path) + " carries " + std::to_string(entry_size) +
                     " bytes of payload (a directory entry has none)" + fix);
       }
       // Each entry once, directories too (docs/bundles.md): a second one is a second thing to extract there.
-      if (!seen.insert(dir).second) throw Error(origin + ": entry " + path + " appears twice" + fix);
+      if (!seen.insert(dir).second) throw Error(origin + ": entry " + Shown(path) + " appears twice" + fix);
       if (directories) directories->push_back(dir);
     } else if (typeflag == '0' || typeflag == '\0') {
       if (!IsPlainRelativePath(path)) {
-        throw Error(origin + ": entry path \"" + path + "\" is not a safe relative path" + fix);
+        throw Error(origin + ": entry path \"" + Shown(path) + "\" is not a safe relative path" + fix);
       }
-      if (!seen.insert(path).second) throw Error(origin + ": entry " + path + " appears twice" + fix);
+      if (!seen.insert(path).second) throw Error(origin + ": entry " + Shown(path) + " appears twice" + fix);
       entries.push_back(TarEntry{path, bytes + offset, static_cast<size_t>(entry_size)});
     } else {
-      throw Error(origin + ": entry " + path + " has tar type '" + std::string(1, typeflag) + "'" +
+      throw Error(origin + ": entry " + Shown(path) + " has tar type '" + ShownBytes(&header[kTypeflagOffset], 1) + "'" +
                   TypeName(typeflag) + "; bundles hold only regular files and directories" + fix);
     }
     offset += (entry_size + kBlock - 1) / kBlock * kBlock;

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from wrpkg.archs import split_arch
+from wrpkg.names import name_problem, shown
 from wrpkg.errors import VerifyError
 
 # /3 added each binding's array layout (dtype, dtype_bytes, shape, strides, offset); /4 the
@@ -417,13 +418,14 @@ def _check_text(text: str, refuse) -> None:
 
 def plain_relpath_problem(value) -> str | None:
     """Why `value` is not a plain relative path inside the bundle, or None: the rule of
-    runtime/manifest.cc's CheckRelativePath (a string; not empty; no leading '/', backslash or
-    NUL; no empty, '.' or '..' component), for every path a manifest names."""
+    runtime/manifest.cc's CheckRelativePath (a string; not empty; no leading '/'; no empty, '.' or
+    '..' component; a name by wrpkg.names: no control character or backslash, in NFC), for every
+    path a manifest names and every tar entry. A message shows it escaped (wrpkg.names.shown)."""
     if not isinstance(value, str):
         return f"expected a string path, got {_json_type(value)}"
     if _is_safe_relpath(value):
         return None
-    return f"{json.dumps(value)} is not a plain relative path inside the bundle"
+    return f'"{shown(value)}" is not a plain relative path inside the bundle'
 
 
 def _json_type(value) -> str:
@@ -843,4 +845,5 @@ def _is_safe_relpath(relpath: str) -> bool:
         and "\\" not in relpath
         and "\0" not in relpath
         and all(p not in ("", ".", "..") for p in parts)
+        and name_problem(relpath) is None
     )

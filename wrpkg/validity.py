@@ -37,6 +37,7 @@ from pathlib import Path
 
 from wrpkg.errors import VerifyError, WrpFormatError
 from wrpkg.files import relative_files
+from wrpkg.names import decode_name, shown
 from wrpkg.manifest import (
     CAPTURE_INFO_NAME,
     GOLDEN_NAME,
@@ -198,7 +199,7 @@ def _refuse_unlisted(present, listed: list[tuple[FileEntry, str]], where: str, f
     paths = {entry.path for entry, _ in listed}
     for rel in sorted(present):
         if rel not in paths and rel not in UNHASHED_FILES:
-            raise VerifyError(f"{where}{rel}: file not listed in {MANIFEST_NAME} or {GOLDEN_NAME}", fix=fix)
+            raise VerifyError(f"{where}{shown(rel)}: file not listed in {MANIFEST_NAME} or {GOLDEN_NAME}", fix=fix)
 
 
 def _present_files(bundle_dir: Path, fix: str) -> list[str]:
@@ -545,8 +546,8 @@ def _octal(field: bytes) -> int | None:
 
 
 def _shown(raw: bytes) -> str:
-    """Bytes of an archive for a message, as runtime/ustar.cc's Shown spells them: printable ASCII as it
-    is, any other byte as \\xNN."""
+    """Bytes of an archive that are no name (a pax key) for a message, as runtime/ustar.cc's ShownBytes spells
+    them: printable ASCII as it is, any other byte as \\xNN (a name: wrpkg.names.shown)."""
     return "".join(chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02x}" for b in raw)
 
 
@@ -621,9 +622,9 @@ def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str
 
     A path too long for ustar's name and prefix fields comes in a pax extended header (type 'x') just
     before its entry: exactly one `path` record (strict UTF-8, no control character), at most
-    PAX_HEADER_MAX_BYTES, followed by a regular file or directory (_pax_path). Names are the archive's
-    bytes: a ustar name decoded as UTF-8 with surrogateescape (one str for each byte string, so two
-    entries are the same path exactly when C++ sees the same bytes), a pax path as strict UTF-8."""
+    PAX_HEADER_MAX_BYTES, followed by a regular file or directory (_pax_path). Every name, ustar or pax,
+    is strict UTF-8 and a name by wrpkg.names (no control character or backslash, in NFC), so one decoded
+    path is one byte string, as C++ compares them; messages show names escaped (wrpkg.names.shown)."""
     fix = "rebuild the wrp_artifact target that produced this archive"
     if len(data) % _BLOCK:
         raise VerifyError(
@@ -652,19 +653,25 @@ def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str
                 "not by the regular file or directory it names",
                 fix=fix,
             )
-        name = header[:100].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
-        prefix = header[345:500].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
-        path = f"{prefix}/{name}" if prefix else name
         if pax is not None:
             path = pax[1]
             pax = None
+        else:
+            name = header[:100].split(b"\0", 1)[0]
+            prefix = header[345:500].split(b"\0", 1)[0]
+            raw = prefix + b"/" + name if prefix else name
+            try:
+                path = decode_name(raw)
+            except ValueError as exc:
+                raise VerifyError(f"{where}: entry name '{shown(raw)}' {exc}", fix=fix) from None
         size = _octal(header[124:136])
         if size is None:
-            raise VerifyError(f"{where} ({path}): unreadable size field", fix=fix)
+            raise VerifyError(f"{where} ({shown(path)}): unreadable size field", fix=fix)
         offset += _BLOCK
         if size > len(data) - offset:
             raise VerifyError(
-                f"{origin}: entry {path} claims {size} bytes but only {len(data) - offset} remain (truncated archive)",
+                f"{origin}: entry {shown(path)} claims {size} bytes but only {len(data) - offset} remain "
+                "(truncated archive)",
                 fix=fix,
             )
         if typeflag == b"x":
@@ -682,30 +689,30 @@ def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str
         elif typeflag in (b"0", b"\0"):
             problem = plain_relpath_problem(path)
             if problem is not None:
-                raise VerifyError(f"{origin}: entry path {path!r}: {problem}", fix=fix)
+                raise VerifyError(f"{origin}: entry path {problem}", fix=fix)
             if path in entries or path in seen_directories:
-                raise VerifyError(f"{origin}: entry {path} appears twice", fix=fix)
+                raise VerifyError(f"{origin}: entry {shown(path)} appears twice", fix=fix)
             entries[path] = data[offset : offset + size]
         elif typeflag == b"5":
             # ustar writes a directory as "a/b/"; only that one trailing '/' is its spelling.
             directory = path[:-1] if path.endswith("/") else path
             problem = plain_relpath_problem(directory)
             if problem is not None:
-                raise VerifyError(f"{origin}: directory entry {path!r}: {problem}", fix=fix)
+                raise VerifyError(f"{origin}: directory entry path {problem}", fix=fix)
             if size:
                 raise VerifyError(
-                    f"{origin}: directory entry {path!r} carries a {size}-byte payload; a directory has none",
+                    f"{origin}: directory entry {shown(path)} carries a {size}-byte payload; a directory has none",
                     fix=fix,
                 )
             # Each entry once, directories too (docs/bundles.md): a second one is a second thing to extract there.
             if directory in entries or directory in seen_directories:
-                raise VerifyError(f"{origin}: entry {path} appears twice", fix=fix)
+                raise VerifyError(f"{origin}: entry {shown(path)} appears twice", fix=fix)
             seen_directories.add(directory)
             directories.append(directory)
         else:
             what = f" ({_TYPE_NAMES[typeflag]})" if typeflag in _TYPE_NAMES else ""
             raise VerifyError(
-                f"{origin}: entry {path} has tar type {typeflag!r}{what}; bundles hold only regular files "
+                f"{origin}: entry {shown(path)} has tar type {typeflag!r}{what}; bundles hold only regular files "
                 "and directories",
                 fix=fix,
             )
@@ -782,11 +789,11 @@ def read_tar(
         )
     for directory in directories:
         if directory != manifest.name and not directory.startswith(prefix):
-            raise VerifyError(f"{tar_path}: directory entry {directory}/ lies outside {prefix}", fix=fix)
+            raise VerifyError(f"{tar_path}: directory entry {shown(directory)}/ lies outside {prefix}", fix=fix)
     files = {}
     for path, content in entries.items():
         if not path.startswith(prefix):
-            raise VerifyError(f"{tar_path}: entry {path} lies outside {prefix}", fix=fix)
+            raise VerifyError(f"{tar_path}: entry {shown(path)} lies outside {prefix}", fix=fix)
         rel = path[len(prefix) :]
         if rel != MANIFEST_NAME:
             files[rel] = content
