@@ -83,7 +83,7 @@ std::vector<std::string> ListBundleFiles(const std::string& root, const std::str
   std::vector<Level> stack;
   std::vector<std::string> found;
   const auto cannot_list = [&](const std::string& rel, int error) {
-    const std::string where = rel.empty() ? root : Join(root, rel.substr(0, rel.size() - 1));
+    const std::string where = Shown(rel.empty() ? root : Join(root, rel.substr(0, rel.size() - 1)));
     return Error(where + ": cannot list " +
                  (rel.empty() ? "the bundle directory" : "this directory of the bundle") + " (" +
                  std::strerror(error) + "), so an unlisted file in it cannot be ruled out" + fix);
@@ -232,9 +232,10 @@ std::string ParseHashFile(const uint8_t* data, size_t size, const std::string& p
     for (size_t i = 66; well_formed && i < end; ++i) well_formed = data[i] >= 0x20 && data[i] < 0x7f;
   }
   if (!well_formed) {
-    throw Error(path +
-                ": the content-hash file is not one line of 64 lowercase hex digits, optionally followed by two "
-                "spaces and a name (\"<sha256>  <name>/manifest.json\"); fix: rebuild the bundle's wrp_artifact");
+    throw Error(
+        path +
+        ": the content-hash file is not one line of 64 lowercase hex digits, optionally followed by two "
+        "spaces and a name (\"<sha256>  <name>/manifest.json\"); fix: rebuild the bundle's wrp_artifact");
   }
   return hex;
 }

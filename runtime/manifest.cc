@@ -15,8 +15,8 @@
 
 #include "runtime/error.h"
 #include "runtime/json.h"
-#include "runtime/names.h"
 #include "runtime/manifest_schemas.h"
+#include "runtime/names.h"
 
 namespace wrp {
 namespace {

@@ -41,7 +41,9 @@ size_t Utf8Sequence(const std::string& s, size_t i, uint32_t* code_point) {
   return length;
 }
 
-bool IsControl(uint32_t code_point) { return code_point < 0x20 || (code_point >= 0x7f && code_point <= 0x9f); }
+bool IsControl(uint32_t code_point) {
+  return code_point < 0x20 || (code_point >= 0x7f && code_point <= 0x9f);
+}
 
 // (canonical combining class, NFC_Quick_Check) of `code_point`: {0, 0} for a YES starter.
 nfc::Range NfcValues(uint32_t code_point) {

@@ -241,9 +241,9 @@ std::vector<TarEntry> ReadUstar(const void* data, size_t size, const std::string
 
     const char typeflag = static_cast<char>(header[kTypeflagOffset]);
     if (pax_pending && typeflag != '0' && typeflag != '\0' && typeflag != '5') {
-      const std::string following = typeflag == 'x'
-                                        ? std::string("another pax header")
-                                        : "an entry of tar type '" + ShownBytes(&header[kTypeflagOffset], 1) + "'";
+      const std::string following =
+          typeflag == 'x' ? std::string("another pax header")
+                          : "an entry of tar type '" + ShownBytes(&header[kTypeflagOffset], 1) + "'";
       throw Error(origin + ": pax extended header at byte " + std::to_string(pax_offset) +
                   " is followed by " + following + ", not by the regular file or directory it names" + fix);
     }
@@ -266,8 +266,8 @@ std::vector<TarEntry> ReadUstar(const void* data, size_t size, const std::string
     }
     offset += kBlock;
     if (entry_size > size - offset) {
-      throw Error(origin + ": entry " + Shown(path) + " claims " + std::to_string(entry_size) + " bytes but only " +
-                  std::to_string(size - offset) + " remain (truncated archive)" + fix);
+      throw Error(origin + ": entry " + Shown(path) + " claims " + std::to_string(entry_size) +
+                  " bytes but only " + std::to_string(size - offset) + " remain (truncated archive)" + fix);
     }
     if (typeflag == 'x') {
       // A path too long for the name and prefix fields, for the entry that follows.
@@ -286,7 +286,8 @@ std::vector<TarEntry> ReadUstar(const void* data, size_t size, const std::string
       // Extracting the archive creates every directory entry, so each is held to the rules of a file's path.
       const std::string dir = !path.empty() && path.back() == '/' ? path.substr(0, path.size() - 1) : path;
       if (!IsPlainRelativePath(dir)) {
-        throw Error(origin + ": directory entry path \"" + Shown(path) + "\" is not a safe relative path" + fix);
+        throw Error(origin + ": directory entry path \"" + Shown(path) + "\" is not a safe relative path" +
+                    fix);
       }
       if (entry_size != 0) {
         throw Error(origin + ": directory entry " + Shown(path) + " carries " + std::to_string(entry_size) +
@@ -302,8 +303,9 @@ std::vector<TarEntry> ReadUstar(const void* data, size_t size, const std::string
       if (!seen.insert(path).second) throw Error(origin + ": entry " + Shown(path) + " appears twice" + fix);
       entries.push_back(TarEntry{path, bytes + offset, static_cast<size_t>(entry_size)});
     } else {
-      throw Error(origin + ": entry " + Shown(path) + " has tar type '" + ShownBytes(&header[kTypeflagOffset], 1) + "'" +
-                  TypeName(typeflag) + "; bundles hold only regular files and directories" + fix);
+      throw Error(origin + ": entry " + Shown(path) + " has tar type '" +
+                  ShownBytes(&header[kTypeflagOffset], 1) + "'" + TypeName(typeflag) +
+                  "; bundles hold only regular files and directories" + fix);
     }
     offset += (entry_size + kBlock - 1) / kBlock * kBlock;
   }

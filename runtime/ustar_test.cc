@@ -116,7 +116,9 @@ TEST(UstarTest, RejectsLinksEscapesAndDuplicates) {
 TEST(UstarTest, NamesAreUtf8WithoutControlsOrBackslashInNfc) {
   const std::vector<std::pair<std::string, std::string>> refused = {
       {"b/caf\xe9/", "'b/caf\\xe9/' is not valid UTF-8"},
-      {"b/a\xc0\xaf" "b", "'b/a\\xc0\\xafb' is not valid UTF-8"},
+      {"b/a\xc0\xaf"
+       "b",
+       "'b/a\\xc0\\xafb' is not valid UTF-8"},
       {"b/\x1b[2J/", "\"b/\\x1b[2J/\" is not a safe relative path"},
       {"b/a\\b/", "\"b/a\\x5cb/\" is not a safe relative path"},
       {"b/cafe\xcc\x81", "\"b/cafe\xcc\x81\" is not a safe relative path"},
@@ -135,7 +137,8 @@ TEST(UstarTest, NamesAreUtf8WithoutControlsOrBackslashInNfc) {
   Finish(&tar);
   EXPECT_EQ(wrp::ReadUstar(tar.data(), tar.size(), "t.tar")[0].path, "b/caf\xc3\xa9/x");
 
-  EXPECT_EQ(wrp::NameProblem("\xe2\x84\xab"), "is not in Unicode NFC (precomposed, marks in canonical order)");
+  EXPECT_EQ(wrp::NameProblem("\xe2\x84\xab"),
+            "is not in Unicode NFC (precomposed, marks in canonical order)");
   EXPECT_EQ(wrp::NameProblem("a\xd6\xb1\xd6\xb0"),  // Hebrew marks of class 11 before 10
             "is not in Unicode NFC (precomposed, marks in canonical order)");
   EXPECT_EQ(wrp::NameProblem("\xd7\xa9\xd6\xb8\xd7\x81"), "");

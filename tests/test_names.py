@@ -36,7 +36,15 @@ def test_both_tables_are_what_the_generator_writes():
 
 @pytest.mark.parametrize(
     "name",
-    ["golden/x.bin", "caf\u00e9", "\ud55c\uad6d\uc5b4", "\u05e9\u05b8\u05c1", "a\u0335b", "\u00e9\u0335", "x_\u4e2d"],
+    [
+        "golden/x.bin",
+        "caf\u00e9",
+        "\ud55c\uad6d\uc5b4",
+        "\u05e9\u05b8\u05c1",
+        "a\u0335b",
+        "\u00e9\u0335",
+        "x_\u4e2d",
+    ],
 )
 def test_names_in_nfc_pass(name):
     assert unicodedata.is_normalized("NFC", name)

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from wrpkg.archs import split_arch
-from wrpkg.names import name_problem, shown
 from wrpkg.errors import VerifyError
+from wrpkg.names import name_problem, shown
 
 # /3 added each binding's array layout (dtype, dtype_bytes, shape, strides, offset); /4 the
 # chunk digests (chunk_bytes, each file's chunk_sha256).

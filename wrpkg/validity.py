@@ -37,7 +37,6 @@ from pathlib import Path
 
 from wrpkg.errors import VerifyError, WrpFormatError
 from wrpkg.files import relative_files
-from wrpkg.names import decode_name, shown
 from wrpkg.manifest import (
     CAPTURE_INFO_NAME,
     GOLDEN_NAME,
@@ -53,6 +52,7 @@ from wrpkg.manifest import (
     from_json_bytes,
     plain_relpath_problem,
 )
+from wrpkg.names import decode_name, shown
 
 # (what, bytes, expected sha256): one piece of a listed file and the digest the manifest records.
 DigestCheck = tuple[str, bytes | bytearray | memoryview, str]
@@ -199,7 +199,9 @@ def _refuse_unlisted(present, listed: list[tuple[FileEntry, str]], where: str, f
     paths = {entry.path for entry, _ in listed}
     for rel in sorted(present):
         if rel not in paths and rel not in UNHASHED_FILES:
-            raise VerifyError(f"{where}{shown(rel)}: file not listed in {MANIFEST_NAME} or {GOLDEN_NAME}", fix=fix)
+            raise VerifyError(
+                f"{where}{shown(rel)}: file not listed in {MANIFEST_NAME} or {GOLDEN_NAME}", fix=fix
+            )
 
 
 def _present_files(bundle_dir: Path, fix: str) -> list[str]:
@@ -209,7 +211,7 @@ def _present_files(bundle_dir: Path, fix: str) -> list[str]:
         return relative_files(bundle_dir)
     except OSError as exc:
         raise VerifyError(
-            f"{exc.filename}: cannot list this directory of the bundle ({exc.strerror}), so a file in it "
+            f"{shown(exc.filename)}: cannot list this directory of the bundle ({exc.strerror}), so a file in it "
             "that no manifest lists could not be refused",
             fix=fix + "; make every directory of the bundle readable",
         ) from exc
@@ -354,7 +356,9 @@ def parse_hash_file(data: bytes | bytearray, path: str | os.PathLike) -> str:
 
 def read_hash_file(path: str | os.PathLike) -> str:
     """The content hash from a `<name>.sha256` file (`HEX  <name>/manifest.json`): parse_hash_file."""
-    return parse_hash_file(read_regular(path, "the content-hash file", rebuild_fix(None), MAX_JSON_BYTES), path)
+    return parse_hash_file(
+        read_regular(path, "the content-hash file", rebuild_fix(None), MAX_JSON_BYTES), path
+    )
 
 
 def hash_file_candidates(bundle_dir: str | os.PathLike) -> list[Path]:
@@ -789,7 +793,9 @@ def read_tar(
         )
     for directory in directories:
         if directory != manifest.name and not directory.startswith(prefix):
-            raise VerifyError(f"{tar_path}: directory entry {shown(directory)}/ lies outside {prefix}", fix=fix)
+            raise VerifyError(
+                f"{tar_path}: directory entry {shown(directory)}/ lies outside {prefix}", fix=fix
+            )
     files = {}
     for path, content in entries.items():
         if not path.startswith(prefix):
