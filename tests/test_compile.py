@@ -419,6 +419,9 @@ def test_a_mathdx_module_made_while_the_script_runs_serves_the_capture_sm_only(t
     ]
     proc = run_python("-m", "wrpkg.capture", *args, "--quiet", timeout=900)
     assert proc.returncode == 0, proc.stderr
+    # Said at the capture already, not minutes later by the per-SM compile of another SM.
+    assert "are made while the script runs, not at import" in proc.stderr, proc.stderr
+    assert "List only sm_90 in archs" in proc.stderr
     compile_args = [
         "--wrp",
         str(raw / "t.wrp"),
