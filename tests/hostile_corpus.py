@@ -999,6 +999,8 @@ def _parity_cases() -> list[Verdict]:
                 "cafe\u0301: "),
         Verdict("manifest_path_with_an_escape", manifest_edit(set_field("files", 0, "path", value="sim\x1b.wrp")),
                 False, "sim\\x1b.wrp"),
+        Verdict("golden_name_with_an_escape", golden_edit(set_field("golden", 0, "name", value="\x1b[2Jx")),
+                False, "\\x1b[2Jx"),
         Verdict("manifest_path_nfd", manifest_edit(set_field("files", 0, "path", value="cafe\u0301.wrp")),
                 False, "plain relative path"),
         Verdict("manifest_path_c1_control", manifest_edit(set_field("files", 0, "path", value="sim\x9b.wrp")),
