@@ -105,43 +105,13 @@ std::string ShownBytes(const uint8_t* data, size_t size) {
   return out;
 }
 
-// The problem with a pax path's bytes, or "": strict UTF-8 (Unicode's well-formed sequences: no overlong
-// form, no surrogate, nothing above U+10FFFF), and no control character (U+0000-U+001F, U+007F-U+009F).
-// wrpkg.validity decodes the path as strict UTF-8 and applies pax_path_problem: the same verdicts.
+// The problem with a pax path's bytes, or "": the first two of NameProblem's (wrpkg.validity.pax_path_problem
+// after a strict UTF-8 decoding, in the same order); a backslash or a name not in NFC is refused next, with
+// every other rule of a path.
 std::string PaxPathProblem(const uint8_t* data, size_t size) {
-  bool control = false;
-  size_t i = 0;
-  while (i < size) {
-    const uint8_t c = data[i];
-    uint32_t code = 0;
-    size_t length = 0;
-    uint8_t low = 0x80, high = 0xbf;  // the range of the second byte
-    if (c < 0x80) {
-      code = c, length = 1;
-    } else if (c >= 0xc2 && c <= 0xdf) {
-      code = c & 0x1f, length = 2;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      code = c & 0x0f, length = 3;
-      if (c == 0xe0) low = 0xa0;   // overlong
-      if (c == 0xed) high = 0x9f;  // surrogates
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      code = c & 0x07, length = 4;
-      if (c == 0xf0) low = 0x90;   // overlong
-      if (c == 0xf4) high = 0x8f;  // above U+10FFFF
-    } else {
-      return "its path is not valid UTF-8";
-    }
-    if (length > size - i) return "its path is not valid UTF-8";
-    for (size_t k = 1; k < length; ++k) {
-      const uint8_t b = data[i + k];
-      if (k == 1 ? (b < low || b > high) : (b < 0x80 || b > 0xbf)) return "its path is not valid UTF-8";
-      code = code << 6 | (b & 0x3f);
-    }
-    if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) control = true;
-    i += length;
-  }
-  // Python decodes the whole value before it looks for control characters: invalid UTF-8 is named first.
-  return control ? "its path holds a control character" : "";
+  const std::string problem = NameProblem(std::string(reinterpret_cast<const char*>(data), size));
+  if (problem == "is not valid UTF-8" || problem == "holds a control character") return "its path " + problem;
+  return "";
 }
 
 // The path of a pax extended header's records ("<length> <key>=<value>\n", the length in decimal without a

@@ -52,7 +52,7 @@ from wrpkg.manifest import (
     from_json_bytes,
     plain_relpath_problem,
 )
-from wrpkg.names import decode_name, shown
+from wrpkg.names import decode_name, is_control, shown
 
 # (what, bytes, expected sha256): one piece of a listed file and the digest the manifest records.
 DigestCheck = tuple[str, bytes | bytearray | memoryview, str]
@@ -558,7 +558,7 @@ def _shown(raw: bytes) -> str:
 def pax_path_problem(path: str) -> str | None:
     """Why `path` (a pax path record's value, decoded as UTF-8) cannot name a bundle archive entry, or
     None: it holds a control character (U+0000-U+001F, U+007F-U+009F). runtime/ustar.cc's rule too."""
-    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in path):
+    if any(is_control(ord(c)) for c in path):
         return "its path holds a control character"
     return None
 
