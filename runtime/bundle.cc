@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "runtime/error.h"
+#include "runtime/names.h"
 #include "runtime/sha256.h"
 #include "runtime/ustar.h"
 #include "runtime/wrp_check.h"
@@ -83,7 +84,7 @@ std::vector<std::string> ListBundleFiles(const std::string& root, const std::str
   std::vector<Level> stack;
   std::vector<std::string> found;
   const auto cannot_list = [&](const std::string& rel, int error) {
-    const std::string where = rel.empty() ? root : Join(root, rel.substr(0, rel.size() - 1));
+    const std::string where = Shown(rel.empty() ? root : Join(root, rel.substr(0, rel.size() - 1)));
     return Error(where + ": cannot list " +
                  (rel.empty() ? "the bundle directory" : "this directory of the bundle") + " (" +
                  std::strerror(error) + "), so an unlisted file in it cannot be ruled out" + fix);
@@ -214,18 +215,31 @@ std::vector<std::pair<std::string, std::string>> PinnedContentHashes(const std::
                   "; fix: the content-hash file beside the bundle must be the regular file the build wrote: "
                   "rebuild the bundle's wrp_artifact, or remove it and pass the hash with --content-hash");
     }
-    std::string text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-    size_t end = text.find_first_of(" \t\r\n");
-    std::string token = text.substr(0, end);
-    if (!IsHex64(token)) {
-      throw Error(path + ": does not start with a lowercase sha256; fix: rebuild the bundle's wrp_artifact");
-    }
-    pinned.emplace_back(path, token);
+    pinned.emplace_back(path, ParseHashFile(bytes.data(), bytes.size(), path));
   }
   return pinned;
 }
 
 }  // namespace
+
+std::string ParseHashFile(const uint8_t* data, size_t size, const std::string& path) {
+  const std::string hex(reinterpret_cast<const char*>(data), std::min<size_t>(size, 64));
+  size_t end = size;
+  if (end > 0 && data[end - 1] == '\n') --end;
+  bool well_formed = IsHex64(hex);
+  if (well_formed && end > 64) {
+    // "  <name>": printable ASCII only, so no control character (a tab, a CR, a newline) can pass.
+    well_formed = end > 66 && data[64] == ' ' && data[65] == ' ';
+    for (size_t i = 66; well_formed && i < end; ++i) well_formed = data[i] >= 0x20 && data[i] < 0x7f;
+  }
+  if (!well_formed) {
+    throw Error(
+        path +
+        ": the content-hash file is not one line of 64 lowercase hex digits, optionally followed by two "
+        "spaces and a name (\"<sha256>  <name>/manifest.json\"); fix: rebuild the bundle's wrp_artifact");
+  }
+  return hex;
+}
 
 DigestJob::DigestJob(std::vector<DigestCheck> checks, size_t helpers, Fill fill)
     : checks_(std::move(checks)), digests_(checks_.size()), order_(checks_.size()), fill_(std::move(fill)) {
@@ -465,7 +479,7 @@ Bundle Bundle::OpenDirectory(const std::string& dir, const BundleOptions& option
   for (const std::string& rel : internal::ListBundleFiles(dir, list_fix)) {
     if (!bundle.files_->by_path.count(rel) && rel != "manifest.json" && rel != Manifest::kGolden &&
         rel != Manifest::kCaptureInfo) {
-      throw Error(Join(dir, rel) +
+      throw Error(Join(dir, Shown(rel)) +
                   ": not listed in manifest.json or golden.json (a symlinked directory counts as unlisted)" +
                   "; fix: the bundle was modified after it was built: " + bundle.manifest_.RebuildHint());
     }
@@ -766,8 +780,8 @@ UnverifiedFile Bundle::OpenUnverified(const std::string& path) const {
 }
 
 std::string Bundle::Describe(const std::string& path) const {
-  if (from_directory_) return Join(directory_, path);
-  return origin_ + ":" + manifest_.name + "/" + path;
+  if (from_directory_) return Join(directory_, Shown(path));
+  return origin_ + ":" + manifest_.name + "/" + Shown(path);
 }
 
 std::string Bundle::Title() const {

@@ -200,6 +200,13 @@ std::vector<std::string> ListBundleFiles(const std::string& root, const std::str
 
 }  // namespace internal
 
+// The content hash a "<name>.sha256" file holds (its bytes `data`, read from `path`), in the one grammar
+// wrpkg.validity.parse_hash_file reads too: exactly 64 lowercase hex digits, optionally two spaces and a name
+// of printable ASCII (what sha256sum writes: "<hex>  <name>/manifest.json"), then at most one final "\n".
+// Anything else (a leading space, a tab or other control character as the separator, CRLF, a second line)
+// throws wrp::Error naming `path`.
+std::string ParseHashFile(const uint8_t* data, size_t size, const std::string& path);
+
 // Throws wrp::Error unless the linked Warp's version equals the one the bundle was captured with (the .wrp
 // loader accepts only its own version, and kernels are compiled against its headers).
 void CheckWarpVersion(const Bundle& bundle, const std::string& linked_warp_version);

@@ -131,6 +131,11 @@ Value Parse(const std::string& text, const std::string& origin) {
   // nlohmann skips a leading byte-order mark; Python's json refuses one, so the profile does.
   if (text.compare(0, 3, "\xEF\xBB\xBF") == 0)
     throw Error(origin + ": not valid JSON in the strict profile: a byte-order mark is not JSON text");
+  // nlohmann's lexer takes a NUL byte for the end of the input (for C strings), so what follows one would
+  // go unread; JSON text holds none (a string spells it \u0000), and wrpkg.manifest refuses it so.
+  const size_t nul = text.find('\0');
+  if (nul != std::string::npos)
+    throw Error(origin + ": not valid JSON in the strict profile: a NUL byte at byte " + std::to_string(nul));
   StrictDocument document;
   if (!Value::sax_parse(text, &document, nlohmann::detail::input_format_t::json, /*strict=*/true))
     throw Error(origin + document.error());

@@ -90,6 +90,11 @@ TEST(JsonTest, StrictProfileRefusesWhatParsersReadDifferently) {
               wrp::testing::ThrowsError(strict, "number -1.5e999 is out of range"));
   EXPECT_THAT([&] { Parse("\xEF\xBB\xBF{}", "m.json"); },
               wrp::testing::ThrowsError(strict, "byte-order mark"));
+  // nlohmann alone reads up to a NUL byte and stops: {} followed by anything parsed as {}.
+  EXPECT_THAT([&] { Parse(std::string("{}\0{\"x\": ", 9), "m.json"); },
+              wrp::testing::ThrowsError(strict, "a NUL byte at byte 2"));
+  EXPECT_THAT([&] { Parse(std::string("\0{}", 3), "m.json"); },
+              wrp::testing::ThrowsError(strict, "a NUL byte at byte 0"));
 }
 
 TEST(JsonTest, NotJsonAtAll) {

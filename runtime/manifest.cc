@@ -16,6 +16,7 @@
 #include "runtime/error.h"
 #include "runtime/json.h"
 #include "runtime/manifest_schemas.h"
+#include "runtime/names.h"
 
 namespace wrp {
 namespace {
@@ -178,7 +179,8 @@ class ManifestReader {
 
   std::string Sha256(const Value& object, const std::string& key, const std::string& path) const {
     std::string digest = String(object, key, path);
-    if (!IsSha256Hex(digest)) Fail(path + key, "expected 64 lowercase hex digits, got \"" + digest + "\"");
+    if (!IsSha256Hex(digest))
+      Fail(path + key, "expected 64 lowercase hex digits, got \"" + Shown(digest) + "\"");
     return digest;
   }
 
@@ -189,8 +191,8 @@ class ManifestReader {
   }
 
   void CheckRelativePath(const std::string& value, const std::string& field) const {
-    bool ok = !value.empty() && value[0] != '/' && value.find('\\') == std::string::npos &&
-              value.find('\0') == std::string::npos;
+    // NameProblem: UTF-8, no control character (NUL included) or backslash, NFC (wrpkg.names).
+    bool ok = !value.empty() && value[0] != '/' && NameProblem(value).empty();
     size_t start = 0;
     while (ok && start <= value.size()) {
       size_t end = value.find('/', start);
@@ -199,7 +201,7 @@ class ManifestReader {
       ok = !part.empty() && part != "." && part != "..";
       start = end + 1;
     }
-    if (!ok) Fail(field, "\"" + value + "\" is not a plain relative path inside the bundle");
+    if (!ok) Fail(field, "\"" + Shown(value) + "\" is not a plain relative path inside the bundle");
   }
 
   // The bundler writes the CUDA release as text ("13.4"); cuDriverGetVersion's integer form (13040) is
@@ -257,7 +259,7 @@ class ManifestReader {
     b.name = String(item, "name", p);
     b.direction = String(item, "direction", p);
     if (b.direction != "in" && b.direction != "out" && b.direction != "inout") {
-      Fail(p + "direction", "expected \"in\", \"out\" or \"inout\", got \"" + b.direction + "\"");
+      Fail(p + "direction", "expected \"in\", \"out\" or \"inout\", got \"" + Shown(b.direction) + "\"");
     }
     b.bytes = Size(item, "bytes", p);
     const Value& region = Require(item, "region", p);
@@ -283,7 +285,7 @@ class ManifestReader {
     m.schema = String(root, "schema", "");
     if (m.schema != Manifest::kSchema) {
       Fail("schema",
-           "\"" + m.schema + "\" is not \"" + Manifest::kSchema + "\" (this runtime reads only that)");
+           "\"" + Shown(m.schema) + "\" is not \"" + Manifest::kSchema + "\" (this runtime reads only that)");
     }
     m.wrp = RelativePath(root, "wrp", "");
     m.warp_version = String(root, "warp_version", "");
@@ -292,7 +294,7 @@ class ManifestReader {
     m.format_version = *format_version;
     m.device = String(root, "device", "");
     if (m.device != "cpu" && m.device != "cuda")
-      Fail("device", "expected \"cpu\" or \"cuda\", got \"" + m.device + "\"");
+      Fail("device", "expected \"cpu\" or \"cuda\", got \"" + Shown(m.device) + "\"");
 
     m.chunk_bytes = Size(root, "chunk_bytes", "");
     if (m.chunk_bytes < 4096) Fail("chunk_bytes", "expected at least 4096");
@@ -312,30 +314,30 @@ class ManifestReader {
         if (!chunks[i].is_string()) Fail(field, "expected a string");
         f.chunk_sha256.push_back(chunks[i].get<std::string>());
         if (!IsSha256Hex(f.chunk_sha256.back())) {
-          Fail(field, "expected 64 lowercase hex digits, got \"" + f.chunk_sha256.back() + "\"");
+          Fail(field, "expected 64 lowercase hex digits, got \"" + Shown(f.chunk_sha256.back()) + "\"");
         }
       }
       if (f.path == "manifest.json" || f.path == Manifest::kGolden)
         Fail(p + "path", "manifest.json cannot list itself or golden.json");
-      if (!file_paths.insert(f.path).second) Fail(p + "path", "\"" + f.path + "\" is listed twice");
+      if (!file_paths.insert(f.path).second) Fail(p + "path", "\"" + Shown(f.path) + "\" is listed twice");
       m.files.push_back(std::move(f));
     });
     auto require_listed = [&](const std::string& path, const std::string& field) {
       if (!file_paths.count(path))
-        Fail(field, "\"" + path + "\" is not listed in \"files\", so it cannot be verified");
+        Fail(field, "\"" + Shown(path) + "\" is not listed in \"files\", so it cannot be verified");
     };
     require_listed(m.wrp, "wrp");
     std::set<std::string> module_hashes;
     ForEachObject(root, "modules", "", [&](const Value& item, const std::string& p) {
       m.modules.push_back(ReadModule(item, p, require_listed));
       if (!module_hashes.insert(m.modules.back().hash).second)
-        Fail(p + "hash", "module \"" + m.modules.back().hash + "\" is listed twice");
+        Fail(p + "hash", "module \"" + Shown(m.modules.back().hash) + "\" is listed twice");
     });
     std::set<std::string> binding_names;
     ForEachObject(root, "bindings", "", [&](const Value& item, const std::string& p) {
       BindingRecord b = ReadBinding(item, p);
       if (!binding_names.insert(b.name).second)
-        Fail(p + "name", "binding \"" + b.name + "\" is listed twice");
+        Fail(p + "name", "binding \"" + Shown(b.name) + "\" is listed twice");
       m.bindings.push_back(std::move(b));
     });
     // Names of one region alias one allocation, so they must agree on its capacity. One pass, by region
@@ -360,7 +362,7 @@ class ManifestReader {
     if (clash) {
       const BindingRecord& a = m.bindings[clash->first];
       const BindingRecord& b = m.bindings[clash->first_other];
-      Fail("bindings", "\"" + a.name + "\" and \"" + b.name + "\" share region " + a.region +
+      Fail("bindings", "\"" + Shown(a.name) + "\" and \"" + Shown(b.name) + "\" share region " + a.region +
                            " but record different sizes (" + std::to_string(a.bytes) + " and " +
                            std::to_string(b.bytes) + " bytes)");
     }
@@ -380,8 +382,8 @@ class ManifestReader {
       label_ = label->get<std::string>();
     std::string schema = String(root, "schema", "");
     if (schema != Manifest::kGoldenSchema) {
-      Fail("schema",
-           "\"" + schema + "\" is not \"" + Manifest::kGoldenSchema + "\" (this runtime reads only that)");
+      Fail("schema", "\"" + Shown(schema) + "\" is not \"" + Manifest::kGoldenSchema +
+                         "\" (this runtime reads only that)");
     }
     std::string owner = Sha256(root, "content_hash", "");
     if (owner != content_hash) {
@@ -390,11 +392,12 @@ class ManifestReader {
     }
     std::string name = String(root, "name", "");
     CheckRelativePath(name, "name");
-    if (name.find('/') != std::string::npos) Fail("name", "\"" + name + "\" is not a single directory name");
+    if (name.find('/') != std::string::npos)
+      Fail("name", "\"" + Shown(name) + "\" is not a single directory name");
     std::string label = String(root, "label", "");
     std::string golden_device = OptionalString(root, "golden_device", "").value_or("");
     if (!golden_device.empty() && golden_device != "cpu" && golden_device != "cuda")
-      Fail("golden_device", "expected null, \"cpu\" or \"cuda\", got \"" + golden_device + "\"");
+      Fail("golden_device", "expected null, \"cpu\" or \"cuda\", got \"" + Shown(golden_device) + "\"");
     std::set<std::string> file_paths = {"manifest.json", Manifest::kGolden, Manifest::kCaptureInfo};
     for (const FileRecord& f : m->files) file_paths.insert(f.path);
     std::map<std::string, const BindingRecord*> bindings;  // Manifest::FindBinding is linear
@@ -404,7 +407,7 @@ class ManifestReader {
       GoldenRecord g;
       g.name = String(item, "name", p);
       g.file = RelativePath(item, "file", p);
-      if (!file_paths.insert(g.file).second) Fail(p + "file", "\"" + g.file + "\" is listed twice");
+      if (!file_paths.insert(g.file).second) Fail(p + "file", "\"" + Shown(g.file) + "\" is listed twice");
       g.bytes = Size(item, "bytes", p);
       g.sha256 = Sha256(item, "sha256", p);
       // atol and rtol: both null (bit-exact) or both finite numbers >= 0.
@@ -422,11 +425,11 @@ class ManifestReader {
       }
       auto found = bindings.find(g.name);
       const BindingRecord* binding = found == bindings.end() ? nullptr : found->second;
-      if (!binding) Fail(p + "name", "\"" + g.name + "\" is not a binding");
+      if (!binding) Fail(p + "name", "\"" + Shown(g.name) + "\" is not a binding");
       if (binding->direction == "in")
-        Fail(p + "name", "\"" + g.name + "\" is an input binding, not an output");
+        Fail(p + "name", "\"" + Shown(g.name) + "\" is an input binding, not an output");
       if (g.bytes != binding->bytes) {
-        Fail(p + "bytes", std::to_string(g.bytes) + " bytes, but binding \"" + g.name + "\" holds " +
+        Fail(p + "bytes", std::to_string(g.bytes) + " bytes, but binding \"" + Shown(g.name) + "\" holds " +
                               std::to_string(binding->bytes));
       }
       records.push_back(std::move(g));
@@ -532,7 +535,7 @@ void CheckCaptureInfo(const std::string& text, const std::string& origin, const 
   if (!root.is_object()) reader.Fail("(top level)", "expected an object");
   const std::string schema = reader.String(root, "schema", "");
   if (schema != Manifest::kCaptureInfoSchema) {
-    reader.Fail("schema", "\"" + schema + "\" is not \"" + Manifest::kCaptureInfoSchema +
+    reader.Fail("schema", "\"" + Shown(schema) + "\" is not \"" + Manifest::kCaptureInfoSchema +
                               "\" (this runtime reads only that)");
   }
   reader.CheckSchema(root, CaptureInfoSchema(), "wrpkg/schemas/capture.schema.json");

@@ -16,7 +16,6 @@
 #include <exception>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -57,14 +56,11 @@ wrp::Buffer ReadWholeFile(const std::string& path, uint64_t max_bytes, const std
   return bytes;
 }
 
-// The first whitespace-separated token of a <name>.sha256 file ("<hex>" or "<hex>  <file>").
+// The content hash of a <name>.sha256 file ("<hex>" or "<hex>  <file>"), in the grammar every reader uses.
 std::string ReadHashFile(const std::string& path) {
   wrp::Buffer bytes = ReadWholeFile(path, wrp::Manifest::kMaxManifestBytes,
                                     "pass the <name>.sha256 file the wrp_artifact wrote");
-  std::istringstream in(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-  std::string token;
-  in >> token;
-  return token;
+  return wrp::ParseHashFile(bytes.data(), bytes.size(), path);
 }
 
 bool ParseFlags(int argc, char** argv, Flags* flags) {

@@ -19,6 +19,7 @@
 #include <set>
 
 #include "runtime/error.h"
+#include "runtime/names.h"
 
 namespace wrp {
 namespace {
@@ -69,9 +70,10 @@ bool IsZeroBlock(const uint8_t* block) {
   return true;
 }
 
-// Every component non-empty and neither "." nor "..": the path names one place under the archive's root.
+// Every component non-empty and neither "." nor "..", and a name by NameProblem's rule (UTF-8, no control
+// character or backslash, NFC): the path names one place under the archive's root, spelled one way.
 bool IsPlainRelativePath(const std::string& path) {
-  if (path.empty() || path[0] == '/') return false;
+  if (path.empty() || path[0] == '/' || !NameProblem(path).empty()) return false;
   size_t start = 0;
   while (start <= path.size()) {
     size_t end = path.find('/', start);
@@ -85,9 +87,9 @@ bool IsPlainRelativePath(const std::string& path) {
   return true;
 }
 
-// Bytes of the archive for a message (wrpkg.validity._shown): printable ASCII as it is, any other byte as
-// \xNN.
-std::string Shown(const uint8_t* data, size_t size) {
+// Bytes of the archive that are no name (a pax key) for a message (wrpkg.validity._shown): printable ASCII as
+// it is, any other byte as \xNN.
+std::string ShownBytes(const uint8_t* data, size_t size) {
   static const char kHex[] = "0123456789abcdef";
   std::string out;
   for (size_t i = 0; i < size; ++i) {
@@ -103,43 +105,13 @@ std::string Shown(const uint8_t* data, size_t size) {
   return out;
 }
 
-// The problem with a pax path's bytes, or "": strict UTF-8 (Unicode's well-formed sequences: no overlong
-// form, no surrogate, nothing above U+10FFFF), and no control character (U+0000-U+001F, U+007F-U+009F).
-// wrpkg.validity decodes the path as strict UTF-8 and applies pax_path_problem: the same verdicts.
+// The problem with a pax path's bytes, or "": the first two of NameProblem's (wrpkg.validity.pax_path_problem
+// after a strict UTF-8 decoding, in the same order); a backslash or a name not in NFC is refused next, with
+// every other rule of a path.
 std::string PaxPathProblem(const uint8_t* data, size_t size) {
-  bool control = false;
-  size_t i = 0;
-  while (i < size) {
-    const uint8_t c = data[i];
-    uint32_t code = 0;
-    size_t length = 0;
-    uint8_t low = 0x80, high = 0xbf;  // the range of the second byte
-    if (c < 0x80) {
-      code = c, length = 1;
-    } else if (c >= 0xc2 && c <= 0xdf) {
-      code = c & 0x1f, length = 2;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      code = c & 0x0f, length = 3;
-      if (c == 0xe0) low = 0xa0;   // overlong
-      if (c == 0xed) high = 0x9f;  // surrogates
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      code = c & 0x07, length = 4;
-      if (c == 0xf0) low = 0x90;   // overlong
-      if (c == 0xf4) high = 0x8f;  // above U+10FFFF
-    } else {
-      return "its path is not valid UTF-8";
-    }
-    if (length > size - i) return "its path is not valid UTF-8";
-    for (size_t k = 1; k < length; ++k) {
-      const uint8_t b = data[i + k];
-      if (k == 1 ? (b < low || b > high) : (b < 0x80 || b > 0xbf)) return "its path is not valid UTF-8";
-      code = code << 6 | (b & 0x3f);
-    }
-    if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) control = true;
-    i += length;
-  }
-  // Python decodes the whole value before it looks for control characters: invalid UTF-8 is named first.
-  return control ? "its path holds a control character" : "";
+  const std::string problem = NameProblem(std::string(reinterpret_cast<const char*>(data), size));
+  if (problem == "is not valid UTF-8" || problem == "holds a control character") return "its path " + problem;
+  return "";
 }
 
 // The path of a pax extended header's records ("<length> <key>=<value>\n", the length in decimal without a
@@ -170,7 +142,7 @@ std::string PaxPath(const uint8_t* payload, size_t size, std::string* path) {
     const size_t equals = found ? static_cast<size_t>(static_cast<const uint8_t*>(found) - record) : 0;
     if (equals == 0) return at + " is not <key>=<value>";
     if (equals != 4 || std::memcmp(record, "path", 4) != 0) {
-      return "key '" + Shown(record, equals) +
+      return "key '" + ShownBytes(record, equals) +
              "' is not allowed (a bundle archive's pax headers carry only 'path')";
     }
     if (have_path) return std::string("it holds 'path' twice");
@@ -239,9 +211,9 @@ std::vector<TarEntry> ReadUstar(const void* data, size_t size, const std::string
 
     const char typeflag = static_cast<char>(header[kTypeflagOffset]);
     if (pax_pending && typeflag != '0' && typeflag != '\0' && typeflag != '5') {
-      const std::string following = typeflag == 'x'
-                                        ? std::string("another pax header")
-                                        : "an entry of tar type '" + std::string(1, typeflag) + "'";
+      const std::string following =
+          typeflag == 'x' ? std::string("another pax header")
+                          : "an entry of tar type '" + ShownBytes(&header[kTypeflagOffset], 1) + "'";
       throw Error(origin + ": pax extended header at byte " + std::to_string(pax_offset) +
                   " is followed by " + following + ", not by the regular file or directory it names" + fix);
     }
@@ -253,15 +225,19 @@ std::vector<TarEntry> ReadUstar(const void* data, size_t size, const std::string
       std::string name = Field(header, kNameOffset, kNameSize);
       std::string prefix = Field(header, kPrefixOffset, kPrefixSize);
       path = prefix.empty() ? name : prefix + "/" + name;
+      // One decoding of every name (wrpkg.names): the bytes must be UTF-8 before anything compares them.
+      if (NameProblem(path) == "is not valid UTF-8") {
+        throw Error(where + ": entry name '" + Shown(path) + "' is not valid UTF-8" + fix);
+      }
     }
     uint64_t entry_size = 0;
     if (!ParseOctal(header, kSizeOffset, kSizeSize, &entry_size)) {
-      throw Error(where + " (" + path + "): unreadable size field" + fix);
+      throw Error(where + " (" + Shown(path) + "): unreadable size field" + fix);
     }
     offset += kBlock;
     if (entry_size > size - offset) {
-      throw Error(origin + ": entry " + path + " claims " + std::to_string(entry_size) + " bytes but only " +
-                  std::to_string(size - offset) + " remain (truncated archive)" + fix);
+      throw Error(origin + ": entry " + Shown(path) + " claims " + std::to_string(entry_size) +
+                  " bytes but only " + std::to_string(size - offset) + " remain (truncated archive)" + fix);
     }
     if (typeflag == 'x') {
       // A path too long for the name and prefix fields, for the entry that follows.
@@ -280,24 +256,26 @@ std::vector<TarEntry> ReadUstar(const void* data, size_t size, const std::string
       // Extracting the archive creates every directory entry, so each is held to the rules of a file's path.
       const std::string dir = !path.empty() && path.back() == '/' ? path.substr(0, path.size() - 1) : path;
       if (!IsPlainRelativePath(dir)) {
-        throw Error(origin + ": directory entry path \"" + path + "\" is not a safe relative path" + fix);
+        throw Error(origin + ": directory entry path \"" + Shown(path) + "\" is not a safe relative path" +
+                    fix);
       }
       if (entry_size != 0) {
-        throw Error(origin + ": directory entry " + path + " carries " + std::to_string(entry_size) +
+        throw Error(origin + ": directory entry " + Shown(path) + " carries " + std::to_string(entry_size) +
                     " bytes of payload (a directory entry has none)" + fix);
       }
       // Each entry once, directories too (docs/bundles.md): a second one is a second thing to extract there.
-      if (!seen.insert(dir).second) throw Error(origin + ": entry " + path + " appears twice" + fix);
+      if (!seen.insert(dir).second) throw Error(origin + ": entry " + Shown(path) + " appears twice" + fix);
       if (directories) directories->push_back(dir);
     } else if (typeflag == '0' || typeflag == '\0') {
       if (!IsPlainRelativePath(path)) {
-        throw Error(origin + ": entry path \"" + path + "\" is not a safe relative path" + fix);
+        throw Error(origin + ": entry path \"" + Shown(path) + "\" is not a safe relative path" + fix);
       }
-      if (!seen.insert(path).second) throw Error(origin + ": entry " + path + " appears twice" + fix);
+      if (!seen.insert(path).second) throw Error(origin + ": entry " + Shown(path) + " appears twice" + fix);
       entries.push_back(TarEntry{path, bytes + offset, static_cast<size_t>(entry_size)});
     } else {
-      throw Error(origin + ": entry " + path + " has tar type '" + std::string(1, typeflag) + "'" +
-                  TypeName(typeflag) + "; bundles hold only regular files and directories" + fix);
+      throw Error(origin + ": entry " + Shown(path) + " has tar type '" +
+                  ShownBytes(&header[kTypeflagOffset], 1) + "'" + TypeName(typeflag) +
+                  "; bundles hold only regular files and directories" + fix);
     }
     offset += (entry_size + kBlock - 1) / kBlock * kBlock;
   }

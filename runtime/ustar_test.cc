@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/names.h"
 #include "runtime/test_util.h"
 
 namespace {
@@ -108,6 +109,46 @@ TEST(UstarTest, RejectsLinksEscapesAndDuplicates) {
   Finish(&dir_then_file);
   EXPECT_THAT([&] { wrp::ReadUstar(dir_then_file.data(), dir_then_file.size(), "t.tar"); },
               wrp::testing::ThrowsError("t.tar: entry b/a appears twice"));
+}
+
+// Issue 40: one decoding of every name (wrpkg.names): UTF-8 only, no control character or backslash, NFC; a
+// name shown escaped, as wrpkg.names.shown spells it (tests/test_names.py: the same cases).
+TEST(UstarTest, NamesAreUtf8WithoutControlsOrBackslashInNfc) {
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"b/caf\xe9/", "'b/caf\\xe9/' is not valid UTF-8"},
+      {"b/a\xc0\xaf"
+       "b",
+       "'b/a\\xc0\\xafb' is not valid UTF-8"},
+      {"b/\x1b[2J/", "\"b/\\x1b[2J/\" is not a safe relative path"},
+      {"b/a\\b/", "\"b/a\\x5cb/\" is not a safe relative path"},
+      {"b/cafe\xcc\x81", "\"b/cafe\xcc\x81\" is not a safe relative path"},
+      {"b/a\xc2\x85", "\"b/a\\xc2\\x85\" is not a safe relative path"},
+  };
+  for (const auto& [path, message] : refused) {
+    std::vector<uint8_t> tar;
+    AddEntry(&tar, "b/manifest.json", "{}");
+    AddEntry(&tar, path, "", path.back() == '/' ? '5' : '0');
+    Finish(&tar);
+    EXPECT_THAT([&] { wrp::ReadUstar(tar.data(), tar.size(), "t.tar"); }, wrp::testing::ThrowsError(message));
+  }
+  std::vector<uint8_t> tar;
+  AddEntry(&tar, "b/caf\xc3\xa9/", "", '5');
+  AddEntry(&tar, "b/caf\xc3\xa9/x", "");
+  Finish(&tar);
+  EXPECT_EQ(wrp::ReadUstar(tar.data(), tar.size(), "t.tar")[0].path, "b/caf\xc3\xa9/x");
+
+  EXPECT_EQ(wrp::NameProblem("\xe2\x84\xab"),
+            "is not in Unicode NFC (precomposed, marks in canonical order)");
+  EXPECT_EQ(wrp::NameProblem("a\xd6\xb1\xd6\xb0"),  // Hebrew marks of class 11 before 10
+            "is not in Unicode NFC (precomposed, marks in canonical order)");
+  EXPECT_EQ(wrp::NameProblem("\xd7\xa9\xd6\xb8\xd7\x81"), "");
+  EXPECT_EQ(wrp::Shown("golden/x.bin"), "golden/x.bin");
+  EXPECT_EQ(wrp::Shown("caf\xc3\xa9"), "caf\xc3\xa9");
+  EXPECT_EQ(wrp::Shown("a\nerror: forged"), "a\\x0aerror: forged");
+  EXPECT_EQ(wrp::Shown("a\xc2\x85"), "a\\xc2\\x85");
+  EXPECT_EQ(wrp::Shown("a\\b"), "a\\x5cb");
+  EXPECT_EQ(wrp::Shown("caf\xe9"), "caf\\xe9");
+  EXPECT_EQ(wrp::Shown("\xe2\x82"), "\\xe2\\x82");
 }
 
 TEST(UstarTest, EmptyArchive) {

@@ -244,9 +244,9 @@ CASES = [
     Hostile("module_source_absolute", manifest_edit(set_field("modules", 0, "source", value="/etc/passwd")),
             "manifest.json", f'field "modules[0].source": "/etc/passwd" {NOT_PLAIN}'),
     Hostile("file_path_backslash", manifest_edit(set_field("files", 0, "path", value="sub\\sim.wrp")),
-            "manifest.json", f'field "files[0].path": "sub\\\\sim.wrp" {NOT_PLAIN}'),
+            "manifest.json", f'field "files[0].path": "sub\\x5csim.wrp" {NOT_PLAIN}'),
     Hostile("file_path_nul", manifest_edit(set_field("files", 0, "path", value="sim.wrp\0.txt")),
-            "manifest.json", f'field "files[0].path": "sim.wrp\\u0000.txt" {NOT_PLAIN}'),
+            "manifest.json", f'field "files[0].path": "sim.wrp\\x00.txt" {NOT_PLAIN}'),
     Hostile("file_path_dot", manifest_edit(set_field("files", 0, "path", value="./sim.wrp")),
             "manifest.json", f'field "files[0].path": "./sim.wrp" {NOT_PLAIN}'),
     Hostile("file_path_empty_component",
@@ -645,6 +645,17 @@ def write_hash_file(text: str) -> Callable[[Path], None]:
     return mutate
 
 
+def pinned_hash_as(template: str) -> Callable[[Path], None]:
+    """The bundle's own content hash, rewritten in `<dir>.sha256` as `template` spells it ({h}: the hash,
+    {n}: the bundle's name)."""
+
+    def mutate(bundle: Path) -> None:
+        digest = hashlib.sha256((bundle / "manifest.json").read_bytes()).hexdigest()
+        (bundle.parent / f"{bundle.name}.sha256").write_text(template.format(h=digest, n=bundle.name))
+
+    return mutate
+
+
 def as_tar(*extra: tuple[str, str, bytes | str | None]) -> Callable[[Path], Path]:
     """The (already mutated) bundle as a ustar archive, plus extra entries (kind, name, data): kind "file",
     "dir", "symlink" (data: its target) or "hardlink"."""
@@ -746,6 +757,12 @@ def pax_tar(
         return out
 
     return mutate
+
+
+def raw_entry(name: bytes, typeflag: bytes) -> bytes:
+    """One empty ustar entry whose name field holds `name`'s bytes as they are (a regular file '0', a
+    directory '5'), for pax_tar to insert."""
+    return _ustar_header(name, b"", 0o755 if typeflag == b"5" else 0o644, 0, typeflag)
 
 
 def grow_binding_and_its_golden(index: int, extra: int) -> Callable[[Path], None]:
@@ -999,6 +1016,13 @@ def _parity_cases() -> list[Verdict]:
         Verdict("manifest_an_array", manifest_bytes(lambda d: b"[]\n"), False, M),
         Verdict("manifest_empty", manifest_bytes(lambda d: b""), False, M),
         Verdict("manifest_trailing_garbage", manifest_bytes(lambda d: d + b"x"), False, M),
+        # Issue 40: a NUL byte anywhere is refused by both (C++'s nlohmann stopped reading at it: accepted).
+        Verdict("manifest_nul_then_garbage", manifest_bytes(lambda d: d + b"\0{garbage"), False, M),
+        Verdict("manifest_nul_as_whitespace", manifest_bytes(lambda d: d.replace(b"\n", b"\n\0", 1)), False, M),
+        Verdict("golden_nul_then_garbage", golden_bytes(lambda d: d + b"\0[1]"), False, G),
+        Verdict("capture_json_nul_then_garbage", lambda b: (b / "capture.json").write_bytes(
+            (b / "capture.json").read_bytes() + b"\0" + b"x" * 100), False, "capture.json"),
+        Verdict("tar_manifest_nul_then_garbage", then(manifest_bytes(lambda d: d + b"\0x"), as_tar()), False, M),
         Verdict("manifest_byte_order_mark", manifest_bytes(lambda d: b"\xef\xbb\xbf" + d), False, M),
         Verdict("manifest_utf16", manifest_bytes(lambda d: d.decode().encode("utf-16")), False, M),
         Verdict(
@@ -1086,6 +1110,22 @@ def _parity_cases() -> list[Verdict]:
             "hash_file_uppercase", lambda b: write_hash_file((b.parent / H).read_text().upper())(b), False, H
         ),
         Verdict("hash_file_of_another_bundle", write_hash_file(f"{D}  {NAME}/manifest.json\n"), False, M),
+        # Issue 40: one grammar, "<64 lowercase hex>[  <printable ASCII name>]" and at most one final newline.
+        Verdict("hash_file_hash_alone", pinned_hash_as("{h}"), True),
+        Verdict("hash_file_hash_and_newline", pinned_hash_as("{h}\n"), True),
+        Verdict("hash_file_without_final_newline", pinned_hash_as("{h}  {n}/manifest.json"), True),
+        Verdict("hash_file_leading_spaces", pinned_hash_as("  {h}  {n}/manifest.json\n"), False, H),
+        Verdict("hash_file_tab_separator", pinned_hash_as("{h}\t{n}/manifest.json\n"), False, H),
+        Verdict("hash_file_one_space_separator", pinned_hash_as("{h} {n}/manifest.json\n"), False, H),
+        Verdict("hash_file_file_separator_control", pinned_hash_as("{h}\x1c{n}/manifest.json\n"), False, H),
+        Verdict("hash_file_vertical_tab_separator", pinned_hash_as("{h}\x0b\n"), False, H),
+        Verdict("hash_file_crlf", pinned_hash_as("{h}  {n}/manifest.json\r\n"), False, H),
+        Verdict("hash_file_two_lines", pinned_hash_as("{h}  {n}/manifest.json\n{h}  x\n"), False, H),
+        Verdict("hash_file_name_with_escape", pinned_hash_as("{h}  {n}\x1b[2J/manifest.json\n"), False, H),
+        Verdict("hash_file_two_spaces_no_name", pinned_hash_as("{h}  \n"), False, H),
+        Verdict("hash_file_65_digits", pinned_hash_as("{h}0  {n}/manifest.json\n"), False, H),
+        Verdict("hash_file_latin1_name", lambda b: (b.parent / H).write_bytes(
+            (b.parent / H).read_bytes().replace(b"  ", b"  \xe9", 1)), False, H),
         # What lies in the directory.
         Verdict("hidden_extra_file", lambda b: (b / ".DS_Store").write_bytes(b"\0"), False, ".DS_Store"),
         Verdict(
@@ -1180,6 +1220,46 @@ def _parity_cases() -> list[Verdict]:
             False, "over the limit of 65536"),
         Verdict("tar_pax_runs_past_the_archive", pax_tar(None, pax_header(b"", size=8**11 - 1)),
                 False, "truncated archive"),
+        # Issue 40: one decoding of every name: a tar name is strict UTF-8 (a latin-1 byte is refused, not
+        # decoded another way by each reader), without a control character or backslash, in NFC; a name is
+        # shown escaped (\xNN), the same by both, and a valid one as it is.
+        Verdict("tar_directory_entry_utf8", pax_tar(M, raw_entry(f"{NAME}/caf\u00e9/".encode(), b"5")), True),
+        Verdict("tar_directory_entry_latin1", pax_tar(M, raw_entry(f"{NAME}/caf\xe9/".encode("latin-1"), b"5")),
+                False, "caf\\xe9/' is not valid UTF-8"),
+        Verdict("tar_directory_entry_backslash", pax_tar(M, raw_entry(f"{NAME}/a\\b/".encode(), b"5")),
+                False, "a\\x5cb"),
+        Verdict("tar_directory_entry_nfd", pax_tar(M, raw_entry(f"{NAME}/cafe\u0301/".encode(), b"5")),
+                False, "directory entry path"),
+        Verdict("tar_directory_entry_escape", pax_tar(M, raw_entry(f"{NAME}/\x1b[2J/".encode(), b"5")),
+                False, "\\x1b[2J"),
+        Verdict("tar_directory_entry_c1_control", pax_tar(M, raw_entry(f"{NAME}/a\x85/".encode(), b"5")),
+                False, "a\\xc2\\x85"),
+        Verdict("tar_directory_entry_overlong_slash", pax_tar(M, raw_entry(NAME.encode() + b"/a\xc0\xafb/", b"5")),
+                False, "a\\xc0\\xafb/' is not valid UTF-8"),
+        Verdict("tar_file_entry_latin1", pax_tar(M, raw_entry(f"{NAME}/caf\xe9".encode("latin-1"), b"0")),
+                False, "caf\\xe9' is not valid UTF-8"),
+        Verdict("tar_file_entry_utf8_unlisted", pax_tar(M, raw_entry(f"{NAME}/caf\u00e9".encode(), b"0")),
+                False, f"{NAME}/caf\u00e9: "),
+        Verdict("tar_file_entry_newline", pax_tar(M, raw_entry(f"{NAME}/x\nerror: forged".encode(), b"0")),
+                False, "x\\x0aerror: forged"),
+        Verdict("tar_pax_path_nfd", pax_tar(M, lambda n: pax_header(
+            pax_record(b"path", f"{n}/cafe\u0301_{'x' * 120}".encode())) + EMPTY_FILE), False, "entry path"),
+        Verdict("tar_pax_path_backslash", pax_tar(M, lambda n: pax_header(
+            pax_record(b"path", f"{n}/a\\{'x' * 120}".encode())) + EMPTY_FILE), False, "a\\x5cxxx"),
+        Verdict("unlisted_file_named_with_an_escape", lambda b: (b / "\x1b[31mred").write_bytes(b"x"), False,
+                "\\x1b[31mred: "),
+        Verdict("unlisted_file_named_in_latin1", lambda b: open(os.fsencode(b) + b"/caf\xe9", "wb").close(),
+                False, "caf\\xe9: "),
+        Verdict("unlisted_file_named_nfd", lambda b: (b / "cafe\u0301").write_bytes(b"x"), False,
+                "cafe\u0301: "),
+        Verdict("manifest_path_with_an_escape", manifest_edit(set_field("files", 0, "path", value="sim\x1b.wrp")),
+                False, "sim\\x1b.wrp"),
+        Verdict("golden_name_with_an_escape", golden_edit(set_field("golden", 0, "name", value="\x1b[2Jx")),
+                False, "\\x1b[2Jx"),
+        Verdict("manifest_path_nfd", manifest_edit(set_field("files", 0, "path", value="cafe\u0301.wrp")),
+                False, "plain relative path"),
+        Verdict("manifest_path_c1_control", manifest_edit(set_field("files", 0, "path", value="sim\x9b.wrp")),
+                False, "sim\\xc2\\x9b.wrp"),
         # CUDA manifests: PTX and SASS records.
         Verdict("cuda_good", lambda b: None, True, cuda=True),
         Verdict(

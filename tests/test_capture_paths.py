@@ -67,3 +67,24 @@ def test_cpu_tile_objects_name_warps_headers_without_a_machine_path(tmp_path):
     assert objects and any(b"warp/native/tile.h" in data for data in objects)
     warp_dir = os.path.dirname(os.path.realpath(warp.__file__)).encode()
     assert not any(warp_dir in data for data in objects)
+
+
+def _retargeted_sources(out, cwd, script) -> dict[str, bytes]:
+    args = ["--script", str(script), "--device", "cuda", "--mode", "retarget", "--out-dir", str(out)]
+    proc = run_python("-m", "wrpkg.capture", *args, "--stem", "func_paths", "--label", "//t:paths", cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    modules = out / "func_paths_modules"
+    return {p.name: p.read_bytes() for p in sorted(modules.iterdir()) if p.suffix == ".cu"}
+
+
+def test_retargeted_source_does_not_depend_on_the_working_directory(tmp_path):
+    """Warp writes each @wp.func's file above it in the .cu; run from the repository the script's file
+    was named tests/programs_retarget/func_paths.py, run from elsewhere func_paths.py (issue 40)."""
+    script = REPO / "tests" / "programs_retarget" / "func_paths.py"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    from_repo = _retargeted_sources(tmp_path / "a", REPO, script)
+    from_elsewhere = _retargeted_sources(tmp_path / "b", elsewhere, script)
+    assert from_repo and from_repo == from_elsewhere
+    (text,) = (data.decode() for data in from_repo.values())
+    assert "\n// func_paths.py:" in text and "\n// func_paths_helpers.py:" in text

@@ -389,11 +389,21 @@ def test_cli_rejects_a_changed_source(tmp_path, module_record):
     assert not (tmp_path / "out").exists()
 
 
-def test_a_mathdx_module_made_while_the_script_runs_serves_the_capture_sm_only(tmp_path):
+@pytest.mark.parametrize(
+    ("program", "refusal"),
+    [
+        ("tile_cholesky_made_in_build.py", "defines no Warp module 'make_kernel__locals__cholesky"),
+        # Issue 40: NVIDIA's example_tile_block_cholesky: the module exists at import, its Cholesky kernel is
+        # made in build(); before, even the capture's SM was refused, saying the script had changed.
+        ("tile_cholesky_factory.py", "does not define its kernel(s) 'make_kernel__locals__cholesky'"),
+    ],
+)
+def test_a_mathdx_module_made_while_the_script_runs_serves_the_capture_sm_only(tmp_path, program, refusal):
     """MuJoCo Warp makes its tile Cholesky kernels while it runs: importing the script defines no such
-    module. The capture's own SM is served by its packaged cubin (Warp's build for that SM); another SM
-    is refused, naming the module and the way out."""
-    script = Path(__file__).resolve().parent / "programs_mathdx" / "tile_cholesky_made_in_build.py"
+    module (or, as NVIDIA's example does, the module without that kernel). The capture's own SM is served
+    by its packaged cubin (Warp's build for that SM); another SM is refused, naming the module and the way
+    out."""
+    script = Path(__file__).resolve().parent / "programs_mathdx" / program
     raw = tmp_path / "raw"
     args = [
         "--script",
@@ -409,6 +419,9 @@ def test_a_mathdx_module_made_while_the_script_runs_serves_the_capture_sm_only(t
     ]
     proc = run_python("-m", "wrpkg.capture", *args, "--quiet", timeout=900)
     assert proc.returncode == 0, proc.stderr
+    # Said at the capture already, not minutes later by the per-SM compile of another SM.
+    assert "are made while the script runs, not at import" in proc.stderr, proc.stderr
+    assert "List only sm_90 in archs" in proc.stderr
     compile_args = [
         "--wrp",
         str(raw / "t.wrp"),
@@ -428,6 +441,7 @@ def test_a_mathdx_module_made_while_the_script_runs_serves_the_capture_sm_only(t
         "-m", "wrpkg.compile", *compile_args, "--arch", "sm_80", "--out-dir", str(tmp_path / "sm_80")
     )
     assert proc.returncode == 1
-    assert "defines no Warp module 'make_kernel__locals__cholesky" in proc.stderr
+    assert refusal in proc.stderr, proc.stderr
     assert "list only the capture's sm_90 in archs" in proc.stderr
+    assert "script or a module it imports changed" not in proc.stderr
     assert not (tmp_path / "sm_80").exists()

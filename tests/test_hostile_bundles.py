@@ -306,9 +306,9 @@ def _tar_with_directory_payload(entries, path: Path, directory: str, payload: by
 
 
 TAR_CASES = {
-    "directory_absolute": ([("/tmp/evil/", None)], "directory entry '/tmp/evil/'", NOT_PLAIN),
-    "directory_dotdot": ([(f"{NAME}/../evil/", None)], f"directory entry '{NAME}/../evil/'", NOT_PLAIN),
-    "directory_dot_component": ([(f"{NAME}/./golden/", None)], f"directory entry '{NAME}/./golden/'", NOT_PLAIN),
+    "directory_absolute": ([("/tmp/evil/", None)], 'directory entry path "/tmp/evil"', NOT_PLAIN),
+    "directory_dotdot": ([(f"{NAME}/../evil/", None)], f'directory entry path "{NAME}/../evil"', NOT_PLAIN),
+    "directory_dot_component": ([(f"{NAME}/./golden/", None)], f'directory entry path "{NAME}/./golden"', NOT_PLAIN),
     "directory_backslash": ([(f"{NAME}/a\\b/", None)], "directory entry", NOT_PLAIN),
     "directory_outside_the_bundle": ([("other/", None)], "directory entry other/", f"lies outside {NAME}/"),
     "file_backslash": ([(f"{NAME}\\evil.bin", b"evil")], "entry path", NOT_PLAIN),
@@ -330,7 +330,7 @@ def test_verify_tar_refuses_entries(case, tmp_path):
 def test_verify_tar_refuses_a_directory_with_a_payload(tmp_path):
     path = tmp_path / f"{NAME}.tar"
     _tar_with_directory_payload(_good_entries(), path, f"{NAME}/golden/", b"hidden bytes")
-    with pytest.raises(VerifyError, match=rf"directory entry '{NAME}/golden/' carries a 12-byte payload"):
+    with pytest.raises(VerifyError, match=rf"directory entry {NAME}/golden/ carries a 12-byte payload"):
         verify_tar(path)
 
 

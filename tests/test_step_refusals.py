@@ -119,7 +119,7 @@ def test_a_repeatable_step_passes_the_two_replay_check_without_a_tolerance(tmp_p
     assert json.loads((out / "interface.json").read_text())["golden"][0]["atol"] is None
 
 
-@pytest.mark.parametrize("mode", ["kernel", "numpy"])
+@pytest.mark.parametrize("mode", ["kernel", "loop", "numpy"])
 def test_a_retargeted_capture_names_initial_state_computed_by_build_kernels(tmp_path, mode):
     out = tmp_path / "raw"
     proc = capture(PROGRAMS / "build_kernel_state.py", out, "WRP_TEST_INIT_MODE", mode, "retarget")
@@ -128,11 +128,18 @@ def test_a_retargeted_capture_names_initial_state_computed_by_build_kernels(tmp_
     if mode == "numpy":
         assert recorded is None and "computed in build()" not in proc.stderr
         return
-    assert recorded == [
-        {"kernel": "spiral", "where": "build_kernel_state.py:35", "arrays": ["x"], "other_arrays": 0}
-    ]
-    assert "x by kernel 'spiral' at build_kernel_state.py:35" in proc.stderr
+    first = {"kernel": "spiral", "where": "build_kernel_state.py:36", "arrays": ["x"], "other_arrays": 0}
+    looped = {**first, "where": "build_kernel_state.py:38"}
+    assert recorded == [first] + ([looped] * 99 if mode == "loop" else [])
+    assert "kernel 'spiral' at build_kernel_state.py:36 (1 launch): x" in proc.stderr
     assert "compute initial state on the host (NumPy)" in proc.stderr
+    # Issue 40: a loop of launches in build() was one line naming the kernel each time (7-11 kB with
+    # NVIDIA's examples); now one line per launch site, with its count.
+    note = proc.stderr[proc.stderr.index("computed in build()") :].splitlines()
+    assert max(len(line) for line in note[:3]) < 400, note[:3]
+    assert proc.stderr.count("kernel 'spiral'") == (2 if mode == "loop" else 1)
+    if mode == "loop":
+        assert "kernel 'spiral' at build_kernel_state.py:38 (99 launches): x" in proc.stderr
 
 
 def test_a_kernel_warp_cannot_build_is_one_error_naming_it(tmp_path):

@@ -92,18 +92,43 @@ class BuildLaunchWatch:
         return found
 
 
-def note(target: str, computed: list[dict]) -> str:
-    """The capture log's line about `computed` (from computed_state)."""
-    parts = []
+# The note names at most this many (kernel, line, arrays) groups and arrays of each; capture.json has them all.
+NOTE_GROUPS = 8
+NOTE_ARRAYS = 6
+
+
+def _grouped(computed: list[dict]) -> list[tuple[dict, int]]:
+    """Each distinct record of `computed`, in the order first seen, with how many launches made it: a
+    build() that launches one kernel in a loop (NVIDIA's examples: 100 times) is one group."""
+    counts: dict[str, tuple[dict, int]] = {}
     for item in computed:
-        what = ", ".join(item["arrays"]) or "no bound array"
+        key = repr((item["kernel"], item["where"], item["arrays"], item["other_arrays"]))
+        first, count = counts.get(key, (item, 0))
+        counts[key] = (first, count + 1)
+    return list(counts.values())
+
+
+def note(target: str, computed: list[dict]) -> str:
+    """The capture log's lines about `computed` (from computed_state): a first line, then one line per
+    distinct kernel launch site with its launch count, at most NOTE_GROUPS of them."""
+    groups = _grouped(computed)
+    lines = [
+        f"note: {target}: part of the saved initial state was computed in build() on the CPU (below): a GPU "
+        "rounds such floats differently in the last bits, so this retargeted bundle may differ from a native "
+        "capture's bytes (both replay correctly). To make them byte-identical, compute initial state on the "
+        "host (NumPy) in build()."
+    ]
+    for item, count in groups[:NOTE_GROUPS]:
+        arrays = item["arrays"][:NOTE_ARRAYS]
+        what = ", ".join(arrays) or "no bound array"
+        if len(item["arrays"]) > NOTE_ARRAYS:
+            what += f" and {len(item['arrays']) - NOTE_ARRAYS} more"
         if item["other_arrays"]:
             what += f" and {item['other_arrays']} other array(s) the step uses"
-        parts.append(f"{what} by kernel '{item['kernel']}' at {item['where']}")
-    return (
-        f"note: {target}: part of the saved initial state was computed in build() on the CPU ("
-        + "; ".join(parts)
-        + "): a GPU rounds such floats differently in the last bits, so this retargeted bundle may differ "
-        "from a native capture's bytes (both replay correctly). To make them byte-identical, compute initial "
-        "state on the host (NumPy) in build()."
-    )
+        launches = f"{count} launch" + ("" if count == 1 else "es")
+        lines.append(f"  kernel '{item['kernel']}' at {item['where']} ({launches}): {what}")
+    if len(groups) > NOTE_GROUPS:
+        lines.append(
+            f"  ... and {len(groups) - NOTE_GROUPS} more launch sites (capture.json initial_state_from_build_kernels)"
+        )
+    return "\n".join(lines)

@@ -495,8 +495,9 @@ def _capture_into(
     commands = retarget.watching_launch_commands() if mode == "retarget" else contextlib.nullcontext()
     branches = device_branches.DeviceBranchWatch() if mode == "retarget" else None
     asking = branches.watching() if branches else contextlib.nullcontext()
+    imported_kernels: dict[str, set[str]] = {}
     with fresh.installed(), commands, asking:
-        spec, bindings, paths = _build_spec(wp, script, device, target, build_watch, later)
+        spec, bindings, paths = _build_spec(wp, script, device, target, build_watch, later, imported_kernels)
 
     if mode == "retarget":
         recorder = retarget.RetargetRecorder(user_dirs=user_dirs, target=target, trace_lines=trace_lines)
@@ -637,6 +638,7 @@ def _capture_into(
     )
     if linked_modules:
         info["mathdx_linked_modules"] = linked_modules
+        _note_linked_kernels_made_later(target, saved, imported_kernels)
     if unwritten:
         info["zeroed_unwritten_bytes"] = sum(r.words for r in unwritten) * len(initial_state.SENTINEL)
     if read_unwritten:
@@ -652,17 +654,22 @@ def _capture_into(
     return CaptureResult(work, wrp_path, golden_files, interface, info)
 
 
-def _build_spec(wp, script: Path, device, target: str, build_watch=None, later=None):
+def _build_spec(wp, script: Path, device, target: str, build_watch=None, later=None, imported_kernels=None):
     """Runs the script's build(device) and loads the Warp modules it brought in that are not an
     installed library's (the script's own and its siblings'), so their compile errors come first; or,
     given a list `later` (a CPU capture, whose step compiles nothing: wrpkg.deferred_compile), adds
     their names to it.
+    Fills `imported_kernels` (when given) with each Warp module's kernel keys once the script is
+    imported, before build() runs: what the per-SM compile of a MathDx module will find.
     Returns the CaptureSpec, its bindings and the source paths relocated so far
     (`source_paths.relocate`)."""
     modules_before = set(warp_internals.context().user_modules)
     from wrpkg import source_paths  # noqa: PLC0415 - imports Warp
 
     module = import_script(script, target)
+    if imported_kernels is not None:
+        for name, imported in warp_internals.context().user_modules.items():
+            imported_kernels[name] = set(imported.kernels)
     # Before any code is generated, so Warp writes machine-independent source paths itself.
     paths = source_paths.relocate(wp, script.parent)
     try:
@@ -833,6 +840,26 @@ def _replay_variant(wp, variant, wrp_path: Path, spec, device, target: str) -> d
         return _replay_outputs(wp, path, spec, device, target)
     finally:
         shutil.rmtree(folder)
+
+
+def _note_linked_kernels_made_later(target: str, saved, imported_kernels: dict[str, set[str]]) -> None:
+    """Says, at the capture, what the per-SM compile would find only later: a MathDx module whose
+    kernels the script makes while it runs (NVIDIA's example_tile_block_cholesky, MuJoCo Warp) cannot
+    be rebuilt per SM from an import, so only the capture's own SM can be served (wrpkg.compile)."""
+    for record in saved.metadata.modules:
+        if not mathdx.is_linked(record):
+            continue
+        launched = {k.key for k in saved.metadata.kernels if k.module_hash == record.hash}
+        later = sorted(launched - imported_kernels.get(record.name, set()))
+        if later:
+            print(
+                f"{target}: note: module {record.name} links MathDx LTO-IR, which is built per SM from the "
+                f"script as imported, and its kernel(s) {', '.join(repr(k) for k in later)} are made while the "
+                f"script runs, not at import: the bundle can serve only this capture's sm_{record.target_arch} "
+                f"(its cubin). List only sm_{record.target_arch} in archs, or define the kernel(s) at import "
+                "(at module level, not in a function build() calls)",
+                file=sys.stderr,
+            )
 
 
 def _unwritten_note(target: str, regions) -> str:

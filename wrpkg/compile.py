@@ -392,8 +392,9 @@ def _rebuild_linked(
     generated source for that SM, libmathdx LTO-IR, NVRTC, nvJitLink), and checks each launched
     kernel's static shared memory on that SM against the recorded launches'.
 
-    Modules in `from_capture_if_undefined` that the import does not define are left out of the result
-    (the caller serves them from the capture).
+    Modules in `from_capture_if_undefined` that the import does not define, or defines without a kernel
+    the capture launched (made while the script ran), are left out of the result (the caller serves
+    them from the capture).
 
     Raises CompileError naming the module (and kernel) where the rebuild cannot be the captured module.
     """
@@ -415,14 +416,22 @@ def _rebuild_linked(
         kernels = [k for k in wrp.metadata.kernels if k.module_hash == record.hash]
         block_dims = sorted({k.block_dim for k in kernels})
         module = user_modules.get(record.name)
-        if module is None and record.hash in from_capture_if_undefined:
+        # A kernel the script makes while it runs (NVIDIA's example_tile_block_cholesky: a factory called in
+        # build(), its kernel added to the script's own module) is not there after the import: the module is
+        # another one, whose hash would differ although nothing changed since the capture.
+        made_later = sorted({k.key for k in kernels} - set(module.kernels)) if module is not None else []
+        if (module is None or made_later) and record.hash in from_capture_if_undefined:
             continue  # the caller serves it from the capture (its packaged cubin is for this SM)
-        if module is None or len(block_dims) != 1:
+        if module is None or made_later or len(block_dims) != 1:
             raise CompileError(
                 f"{label}: {what} links MathDx LTO-IR, which Warp builds per SM from the Python module; "
                 + (
                     f"importing {Path(script).name} defines no Warp module '{record.name}'"
                     if module is None
+                    else f"importing {Path(script).name} does not define its kernel(s) "
+                    + ", ".join(f"'{key}'" for key in made_later)
+                    + " (made while the script runs, e.g. by a factory called in build())"
+                    if made_later
                     else f"its kernels were launched with block_dims {block_dims}, expected one"
                 ),
                 fix="define the kernel at import (a library that makes it while it runs, as MuJoCo Warp's tile "

@@ -24,6 +24,7 @@ from typing import NoReturn
 
 from wrpkg.archs import split_arch
 from wrpkg.errors import VerifyError
+from wrpkg.names import name_problem, shown
 
 # /3 added each binding's array layout (dtype, dtype_bytes, shape, strides, offset); /4 the
 # chunk digests (chunk_bytes, each file's chunk_sha256).
@@ -356,6 +357,11 @@ def strict_json_loads(data: bytes | bytearray | memoryview, path, file_name: str
             raise refuse(f"number {text[:24]} is out of range")
         return value
 
+    # runtime/json.cc refuses a NUL byte before parsing (nlohmann would stop reading there): so here,
+    # with its message, wherever the byte is.
+    nul = (bytes(data) if isinstance(data, memoryview) else data).find(b"\0")
+    if nul >= 0:
+        raise refuse(f"a NUL byte at byte {nul}")
     try:
         text = str(data, "utf-8")
     except UnicodeDecodeError as exc:
@@ -412,13 +418,14 @@ def _check_text(text: str, refuse) -> None:
 
 def plain_relpath_problem(value) -> str | None:
     """Why `value` is not a plain relative path inside the bundle, or None: the rule of
-    runtime/manifest.cc's CheckRelativePath (a string; not empty; no leading '/', backslash or
-    NUL; no empty, '.' or '..' component), for every path a manifest names."""
+    runtime/manifest.cc's CheckRelativePath (a string; not empty; no leading '/'; no empty, '.' or
+    '..' component; a name by wrpkg.names: no control character or backslash, in NFC), for every
+    path a manifest names and every tar entry. A message shows it escaped (wrpkg.names.shown)."""
     if not isinstance(value, str):
         return f"expected a string path, got {_json_type(value)}"
     if _is_safe_relpath(value):
         return None
-    return f"{json.dumps(value)} is not a plain relative path inside the bundle"
+    return f'"{shown(value)}" is not a plain relative path inside the bundle'
 
 
 def _json_type(value) -> str:
@@ -565,14 +572,14 @@ def _check_manifest_fields(raw: dict, path) -> None:
 
     def require_listed(rel: str, field_name: str) -> None:
         if rel not in listed:
-            f.fail(field_name, f'{json.dumps(rel)} is not listed in "files", so it cannot be verified')
+            f.fail(field_name, f'"{shown(rel)}" is not listed in "files", so it cannot be verified')
 
     require_listed(raw["wrp"], "wrp")
     module_hashes = set()
     for item, p in f.objects(raw, "modules", ""):
         f.string(item, "name", p)
         if f.string(item, "hash", p) in module_hashes:
-            f.fail(p + "hash", f"module {json.dumps(item['hash'])} is listed twice")
+            f.fail(p + "hash", f'module "{shown(item["hash"])}" is listed twice')
         module_hashes.add(item["hash"])
         require_listed(f.relpath(item, "binary", p), p + "binary")
         f.string(item, "binary_kind", p)
@@ -597,7 +604,7 @@ def _check_manifest_fields(raw: dict, path) -> None:
     for item, p in f.objects(raw, "bindings", ""):
         name = f.string(item, "name", p)
         if name in names:
-            f.fail(p + "name", f"binding {json.dumps(name)} is listed twice")
+            f.fail(p + "name", f'binding "{shown(name)}" is listed twice')
         names.add(name)
         f.string(item, "direction", p)
         size = f.size(item, "bytes", p)
@@ -609,7 +616,7 @@ def _check_manifest_fields(raw: dict, path) -> None:
             other, other_size = region_bytes[region]
             f.fail(
                 "bindings",
-                f"{json.dumps(other)} and {json.dumps(name)} share region {region} but record "
+                f'"{shown(other)}" and "{shown(name)}" share region {region} but record '
                 f"different sizes ({other_size} and {size} bytes)",
             )
         f.string(item, "dtype", p)
@@ -731,7 +738,7 @@ def from_json_bytes(
     _require(manifest.chunk_bytes >= 4096, path, f"chunk_bytes is {manifest.chunk_bytes!r}")
     seen_paths = set()
     for f in manifest.files:
-        _require(f.path not in seen_paths, path, f"file path {f.path!r} is listed twice")
+        _require(f.path not in seen_paths, path, f"file path '{shown(f.path)}' is listed twice")
         seen_paths.add(f.path)
         _require(
             isinstance(f.chunk_sha256, list)
@@ -805,11 +812,13 @@ def attach_golden(
         _require_golden(
             isinstance(g.file, str) and _is_safe_relpath(g.file), path, f"golden file {g.file!r} is not safe"
         )
-        _require_golden(g.file not in listed, path, f"golden file {g.file!r} is listed twice")
+        _require_golden(g.file not in listed, path, f"golden file '{shown(g.file)}' is listed twice")
         listed.add(g.file)
-        _require_golden(g.name in names, path, f"golden {g.name!r} is not a binding")
+        _require_golden(g.name in names, path, f"golden '{shown(g.name)}' is not a binding")
         _require_golden(
-            names[g.name].direction != "in", path, f"golden {g.name!r} is an input binding, not an output"
+            names[g.name].direction != "in",
+            path,
+            f"golden '{shown(g.name)}' is an input binding, not an output",
         )
         _require_golden(
             isinstance(g.bytes, int) and not isinstance(g.bytes, bool) and 0 <= g.bytes < 2**64,
@@ -838,4 +847,5 @@ def _is_safe_relpath(relpath: str) -> bool:
         and "\\" not in relpath
         and "\0" not in relpath
         and all(p not in ("", ".", "..") for p in parts)
+        and name_problem(relpath) is None
     )

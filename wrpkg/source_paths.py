@@ -14,10 +14,10 @@ are the same everywhere; only the text (and line-info binaries) differ.
 Two steps make them stable:
 - `relocate(wp, script_dir, paths)` sets every Adjoint's `filename` to a stable form before
   Warp generates code (so Warp itself writes it, line-info binaries included): the path
-  relative to the deepest of the working directory (Bazel's execroot: `models/cloth.py`) and
-  the `sys.path` folders (Warp's own files: `warp/_src/...`; a capture script outside the
-  working directory: its file name). The capture script's own folder, when inside the working
-  directory, is not a root, so its files keep their execroot-relative name. Once relocated, an
+  relative to the deepest of the capture script's folder (its own files: `cloth.py`, a
+  subfolder's `lib/x.py`), the `sys.path` folders (Warp's own files: `warp/_src/...`) and the
+  working directory (Bazel's execroot, for a file only it holds). The script's folder is a root
+  wherever the capture runs from, so the names do not depend on the working directory. Once relocated, an
   Adjoint no longer names its absolute path, so the caller keeps the map of relocations
   (`paths`, the capture's own) across its calls.
 - `canonicalize_sources()` runs on a saved capture, in memory: it rewrites what code generated
@@ -54,9 +54,9 @@ def stable_path(filename: str, script_dir: str | None = None) -> str | None:
     cwd = os.getcwd()
     roots = {cwd} | {os.path.abspath(entry or os.curdir) for entry in sys.path}
     if script_dir is not None:
-        folder = os.path.abspath(script_dir)
-        if folder != cwd and _is_under(folder, cwd):
-            roots.discard(folder)
+        # Always a root, whatever the working directory: were it dropped when inside the working
+        # directory, the script run from its repository would name tests/x.py, run from anywhere else x.py.
+        roots.add(os.path.abspath(script_dir))
     # "/" is a root only as the working directory: a remote worker's sandbox runs the action
     # from its input root, so there Bazel's execroot is "/" (models/cloth.py is /models/cloth.py).
     roots = [root for root in roots if (root != os.sep or root == cwd) and _is_under(path, root)]

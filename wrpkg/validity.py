@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
+import re
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -52,6 +53,7 @@ from wrpkg.manifest import (
     from_json_bytes,
     plain_relpath_problem,
 )
+from wrpkg.names import decode_name, is_control, shown
 
 # (what, bytes, expected sha256): one piece of a listed file and the digest the manifest records.
 DigestCheck = tuple[str, bytes | bytearray | memoryview, str]
@@ -198,7 +200,9 @@ def _refuse_unlisted(present, listed: list[tuple[FileEntry, str]], where: str, f
     paths = {entry.path for entry, _ in listed}
     for rel in sorted(present):
         if rel not in paths and rel not in UNHASHED_FILES:
-            raise VerifyError(f"{where}{rel}: file not listed in {MANIFEST_NAME} or {GOLDEN_NAME}", fix=fix)
+            raise VerifyError(
+                f"{where}{shown(rel)}: file not listed in {MANIFEST_NAME} or {GOLDEN_NAME}", fix=fix
+            )
 
 
 def _present_files(bundle_dir: Path, fix: str) -> list[str]:
@@ -208,7 +212,7 @@ def _present_files(bundle_dir: Path, fix: str) -> list[str]:
         return relative_files(bundle_dir)
     except OSError as exc:
         raise VerifyError(
-            f"{exc.filename}: cannot list this directory of the bundle ({exc.strerror}), so a file in it "
+            f"{shown(exc.filename)}: cannot list this directory of the bundle ({exc.strerror}), so a file in it "
             "that no manifest lists could not be refused",
             fix=fix + "; make every directory of the bundle readable",
         ) from exc
@@ -387,20 +391,31 @@ def verify_against_wrp(
     # Golden outputs against the bindings: attach_golden (golden.json's own checks, as in C++).
 
 
-def read_hash_file(path: str | os.PathLike) -> str:
-    """The content hash from a `<name>.sha256` file (`HEX  <name>/manifest.json`)."""
-    data = read_regular(path, "the content-hash file", rebuild_fix(None), MAX_JSON_BYTES)
-    try:
-        # bytes.decode: a text-mode open looks the codec up (an import, in a fresh process).
-        text = data.decode("ascii")
-    except UnicodeDecodeError as exc:
+# The one grammar of a `<name>.sha256` file (runtime/bundle.cc's ParseHashFile): 64 lowercase hex digits,
+# optionally two spaces and a name of printable ASCII (sha256sum's "<hex>  <name>/manifest.json"), then at
+# most one final newline. A leading space, a tab or other control character as the separator, CRLF or a
+# second line are refused (str.split took any of them, C++ some).
+_HASH_FILE = re.compile(rb"([0-9a-f]{64})(?:  [\x20-\x7e]+)?\n?")
+
+
+def parse_hash_file(data: bytes | bytearray, path: str | os.PathLike) -> str:
+    """The content hash a `<name>.sha256` file's bytes `data` hold (_HASH_FILE), or a VerifyError naming `path`."""
+    match = _HASH_FILE.fullmatch(data)
+    if match is None:
         raise VerifyError(
-            f"{path}: the content-hash file is not ASCII ({exc})", fix=rebuild_fix(None)
-        ) from exc
-    token = text.split()[0] if text.split() else ""
-    if len(token) != 64 or any(ch not in "0123456789abcdef" for ch in token):
-        raise VerifyError(f"{path}: does not start with a lowercase sha256", fix=rebuild_fix(None))
-    return token
+            f"{path}: the content-hash file is not one line of 64 lowercase hex digits, optionally followed by "
+            'two spaces and a name ("<sha256>  <name>/manifest.json")',
+            fix=rebuild_fix(None),
+        )
+    # bytes.decode: a text-mode open looks the codec up (an import, in a fresh process).
+    return match[1].decode("ascii")
+
+
+def read_hash_file(path: str | os.PathLike) -> str:
+    """The content hash from a `<name>.sha256` file (`HEX  <name>/manifest.json`): parse_hash_file."""
+    return parse_hash_file(
+        read_regular(path, "the content-hash file", rebuild_fix(None), MAX_JSON_BYTES), path
+    )
 
 
 def hash_file_candidates(bundle_dir: str | os.PathLike) -> list[Path]:
@@ -593,15 +608,15 @@ def _octal(field: bytes) -> int | None:
 
 
 def _shown(raw: bytes) -> str:
-    """Bytes of an archive for a message, as runtime/ustar.cc's Shown spells them: printable ASCII as it
-    is, any other byte as \\xNN."""
+    """Bytes of an archive that are no name (a pax key) for a message, as runtime/ustar.cc's ShownBytes spells
+    them: printable ASCII as it is, any other byte as \\xNN (a name: wrpkg.names.shown)."""
     return "".join(chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02x}" for b in raw)
 
 
 def pax_path_problem(path: str) -> str | None:
     """Why `path` (a pax path record's value, decoded as UTF-8) cannot name a bundle archive entry, or
     None: it holds a control character (U+0000-U+001F, U+007F-U+009F). runtime/ustar.cc's rule too."""
-    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in path):
+    if any(is_control(ord(c)) for c in path):
         return "its path holds a control character"
     return None
 
@@ -669,9 +684,9 @@ def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str
 
     A path too long for ustar's name and prefix fields comes in a pax extended header (type 'x') just
     before its entry: exactly one `path` record (strict UTF-8, no control character), at most
-    PAX_HEADER_MAX_BYTES, followed by a regular file or directory (_pax_path). Names are the archive's
-    bytes: a ustar name decoded as UTF-8 with surrogateescape (one str for each byte string, so two
-    entries are the same path exactly when C++ sees the same bytes), a pax path as strict UTF-8."""
+    PAX_HEADER_MAX_BYTES, followed by a regular file or directory (_pax_path). Every name, ustar or pax,
+    is strict UTF-8 and a name by wrpkg.names (no control character or backslash, in NFC), so one decoded
+    path is one byte string, as C++ compares them; messages show names escaped (wrpkg.names.shown)."""
     fix = "rebuild the wrp_artifact target that produced this archive"
     if len(data) % _BLOCK:
         raise VerifyError(
@@ -700,19 +715,25 @@ def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str
                 "not by the regular file or directory it names",
                 fix=fix,
             )
-        name = header[:100].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
-        prefix = header[345:500].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
-        path = f"{prefix}/{name}" if prefix else name
         if pax is not None:
             path = pax[1]
             pax = None
+        else:
+            name = header[:100].split(b"\0", 1)[0]
+            prefix = header[345:500].split(b"\0", 1)[0]
+            raw = prefix + b"/" + name if prefix else name
+            try:
+                path = decode_name(raw)
+            except ValueError as exc:
+                raise VerifyError(f"{where}: entry name '{shown(raw)}' {exc}", fix=fix) from None
         size = _octal(header[124:136])
         if size is None:
-            raise VerifyError(f"{where} ({path}): unreadable size field", fix=fix)
+            raise VerifyError(f"{where} ({shown(path)}): unreadable size field", fix=fix)
         offset += _BLOCK
         if size > len(data) - offset:
             raise VerifyError(
-                f"{origin}: entry {path} claims {size} bytes but only {len(data) - offset} remain (truncated archive)",
+                f"{origin}: entry {shown(path)} claims {size} bytes but only {len(data) - offset} remain "
+                "(truncated archive)",
                 fix=fix,
             )
         if typeflag == b"x":
@@ -730,30 +751,30 @@ def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str
         elif typeflag in (b"0", b"\0"):
             problem = plain_relpath_problem(path)
             if problem is not None:
-                raise VerifyError(f"{origin}: entry path {path!r}: {problem}", fix=fix)
+                raise VerifyError(f"{origin}: entry path {problem}", fix=fix)
             if path in entries or path in seen_directories:
-                raise VerifyError(f"{origin}: entry {path} appears twice", fix=fix)
+                raise VerifyError(f"{origin}: entry {shown(path)} appears twice", fix=fix)
             entries[path] = data[offset : offset + size]
         elif typeflag == b"5":
             # ustar writes a directory as "a/b/"; only that one trailing '/' is its spelling.
             directory = path[:-1] if path.endswith("/") else path
             problem = plain_relpath_problem(directory)
             if problem is not None:
-                raise VerifyError(f"{origin}: directory entry {path!r}: {problem}", fix=fix)
+                raise VerifyError(f"{origin}: directory entry path {problem}", fix=fix)
             if size:
                 raise VerifyError(
-                    f"{origin}: directory entry {path!r} carries a {size}-byte payload; a directory has none",
+                    f"{origin}: directory entry {shown(path)} carries a {size}-byte payload; a directory has none",
                     fix=fix,
                 )
             # Each entry once, directories too (docs/bundles.md): a second one is a second thing to extract there.
             if directory in entries or directory in seen_directories:
-                raise VerifyError(f"{origin}: entry {path} appears twice", fix=fix)
+                raise VerifyError(f"{origin}: entry {shown(path)} appears twice", fix=fix)
             seen_directories.add(directory)
             directories.append(directory)
         else:
             what = f" ({_TYPE_NAMES[typeflag]})" if typeflag in _TYPE_NAMES else ""
             raise VerifyError(
-                f"{origin}: entry {path} has tar type {typeflag!r}{what}; bundles hold only regular files "
+                f"{origin}: entry {shown(path)} has tar type {typeflag!r}{what}; bundles hold only regular files "
                 "and directories",
                 fix=fix,
             )
@@ -830,11 +851,13 @@ def read_tar(
         )
     for directory in directories:
         if directory != manifest.name and not directory.startswith(prefix):
-            raise VerifyError(f"{tar_path}: directory entry {directory}/ lies outside {prefix}", fix=fix)
+            raise VerifyError(
+                f"{tar_path}: directory entry {shown(directory)}/ lies outside {prefix}", fix=fix
+            )
     files = {}
     for path, content in entries.items():
         if not path.startswith(prefix):
-            raise VerifyError(f"{tar_path}: entry {path} lies outside {prefix}", fix=fix)
+            raise VerifyError(f"{tar_path}: entry {shown(path)} lies outside {prefix}", fix=fix)
         rel = path[len(prefix) :]
         if rel != MANIFEST_NAME:
             files[rel] = content

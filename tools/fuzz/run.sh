@@ -60,7 +60,7 @@ for root in "${include_roots[@]}"; do isystem+=(-isystem "$root"); done
 flags=(-std=c++17 -O1 -gline-tables-only -I"$repo" "${isystem[@]}" -fsanitize=address,undefined -fno-sanitize-recover=undefined
   -fno-omit-frame-pointer)
 objs=()
-for src in buffer bundle fatbin json manifest sha256 ustar wrp_check; do
+for src in buffer bundle fatbin json manifest names sha256 ustar wrp_check; do
   "$clangxx" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$repo/runtime/$src.cc" -o "$work/obj/$src.o" &
   objs+=("$work/obj/$src.o")
 done
