@@ -249,7 +249,7 @@ TEST(UstarPaxTest, ReadsLongPathsOfFilesAndDirectories) {
 }
 
 TEST(UstarPaxTest, ThePaxPathGetsEveryPathRule) {
-  for (const std::string path :
+  for (const std::string& path :
        {"../" + std::string(120, 'e'), "/b/" + std::string(120, 'a'), "b//" + std::string(120, 'c'),
         "b/./" + std::string(120, 'd'), std::string()}) {
     std::vector<uint8_t> tar;
