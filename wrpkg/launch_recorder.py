@@ -37,6 +37,7 @@ from wrpkg.bvh_lowering import BvhLowering
 from wrpkg.deferred_compile import DeferredCompile
 from wrpkg.errors import CaptureError
 from wrpkg.hash_grid_lowering import HashGridLowering
+from wrpkg.mesh_lowering import MeshRefitLowering
 from wrpkg.step_guard import StepGuard, StepRefusal
 
 # (user_dirs, code filename) -> whether the file is the capture script's. A retarget capture asks
@@ -167,6 +168,8 @@ class LaunchRecorder:
     hash_grids: HashGridLowering | None = None
     # BVHs queried or refitted in a CPU recording's step (wrpkg.bvh_lowering), kept likewise.
     bvhs: BvhLowering | None = None
+    # Mesh.refit() calls of the step (wrpkg.mesh_lowering), with their scratch arrays.
+    mesh_refits: MeshRefitLowering | None = None
     # Live wp.Volume ids -> their NanoVDB buffers as arrays (found once, when a launch first passes
     # a number that may be one); the ids recorded as relocations to them.
     volumes: dict[int, object] | None = None
@@ -206,7 +209,8 @@ class LaunchRecorder:
         # Lowered copies and fills go in first: the guard's hooks wrap them (a host array in a
         # CUDA capture is refused before anything is lowered).
         self.hash_grids = HashGridLowering()
-        lowering_patches = copy_lowering.patches() + self.hash_grids.patches()
+        self.mesh_refits = MeshRefitLowering(self.guard)
+        lowering_patches = copy_lowering.patches() + self.hash_grids.patches() + self.mesh_refits.patches()
         if device.is_cpu:
             # The descriptor of a BVH is host memory: a CPU recording can copy it (not a CUDA one).
             self.bvhs = BvhLowering(device, self.guard)

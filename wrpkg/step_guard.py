@@ -11,10 +11,11 @@ leave a graph that does something else when it is replayed with other inputs:
   this run, and whatever Python computes from it is frozen into the graph as a constant. A
   CUDA capture refuses the device-to-host copy; a CPU or retargeted capture would not.
 - a wp.Mesh, wp.Bvh or wp.Volume created in the step, or a mesh or BVH refitted there
-  (`mesh.refit()`, a new `mesh.points`, `bvh.rebuild()`, and `bvh.refit()` in a CUDA capture):
+  (a new `mesh.points`, `bvh.rebuild()`, and `bvh.refit()` in a CUDA capture):
   Warp builds and refits in native code APIC does not record, and the loaded graph queries the
   mesh as built from its points at load (seen on the CPU: a distance of 2.449 replayed where the
-  step computed 2.0). A CPU recording records `bvh.refit()` (wrpkg.bvh_lowering).
+  step computed 2.0). `mesh.refit()` is recorded (wrpkg.mesh_lowering), and a CPU recording
+  records `bvh.refit()` (wrpkg.bvh_lowering).
 - host memory in a CUDA capture (a `device="cpu"` array in `wp.copy`, or filled, zeroed or
   assigned in the step): APIC records regions of the capture device only.
 
@@ -214,9 +215,10 @@ class StepGuard:
             return init
 
         patches = [(cls, "__init__", creating(cls)) for cls in (warp.Mesh, warp.Bvh, warp.Volume)]
-        # A CPU recording records Bvh.refit() itself (wrpkg.bvh_lowering).
+        # A CPU recording records Bvh.refit() itself (wrpkg.bvh_lowering), every recording
+        # Mesh.refit() (wrpkg.mesh_lowering).
         bvh_updates = ("rebuild",) if self.bvh_refit_lowered else ("refit", "rebuild")
-        for cls, names in ((warp.Mesh, ("refit",)), (warp.Bvh, bvh_updates)):
+        for cls, names in ((warp.Bvh, bvh_updates),):
             patches += [
                 (cls, name, updating(f"{cls.__name__}.{name}()")) for name in names if name in vars(cls)
             ]
