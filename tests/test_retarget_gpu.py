@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from wrp_testing import direct_step_outputs
 
 from wrpkg import warp_internals
 from wrpkg.golden import compare, golden_tolerance
@@ -54,6 +55,8 @@ PROGRAMS = {
     # Two wp.Volumes sampled by id, relocated to their NanoVDB buffers: built by the CPU in build(),
     # 3 header bytes differ from a GPU's build (named: volume_buffers_built_on_cpu).
     CAPTURE / "volume_step.py": {"identical": False, "cpu_goldens_hold": False},
+    # A wp.Mesh refitted in the step (wrpkg.mesh_lowering), its tree as a GPU builds it (wrpkg.mesh_builds).
+    CAPTURE / "mesh_refit_step.py": {"identical": True, "cpu_goldens_hold": False},
     # Mesh queries round differently on the GPU (2.4e-7) and declare no tolerance.
     CAPTURE / "mesh_id_uint64.py": {"identical": True, "cpu_goldens_hold": False},
     # Initial state computed by a kernel in build(): the GPU rounds it differently, so the
@@ -185,6 +188,22 @@ def test_retargeted_equals_native(tmp_path, script):
     # values, within the tolerance the script declares (bit-exact where none).
     holds = {name: o["vs_cpu_golden"]["within_tolerance"] for name, o in result["outputs"].items()}
     assert all(holds.values()) == expected["cpu_goldens_hold"], (holds, result["outputs"])
+
+
+@pytest.mark.parametrize("mode", ["refit", "twice"])
+def test_a_mesh_refitted_in_the_step_replays_on_the_gpu_as_the_step_run_there(tmp_path, mode):
+    """Retargeted and native, the replay on the GPU gives what Warp's own refit and queries give
+    there, bit for bit (the CPU-made goldens of a retargeted capture need not: mesh queries round
+    differently on the GPU)."""
+    script = CAPTURE / "mesh_refit_step.py"
+    env = {"WRP_TEST_MESH_STEP": mode}
+    direct = direct_step_outputs(script, env, device="cuda:0")
+    for capture_mode in ("retarget", "gpu"):
+        out = tmp_path / capture_mode
+        proc = _capture(script, out, capture_mode, env)
+        assert proc.returncode == 0, proc.stderr
+        replayed = _replay(out / f"{script.stem}.wrp", sorted(direct))
+        assert {name: replayed[name] == data for name, data in direct.items()} == dict.fromkeys(direct, True)
 
 
 MESH_OUTPUTS = ("dist_a", "dist_b", "face_a", "face_b", "t_hit")

@@ -235,15 +235,17 @@ wp.config.quiet = True
 spec = importlib.util.spec_from_file_location("program", sys.argv[1])
 program = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(program)
-capture = program.build("cpu")
+capture = program.build(sys.argv[2])
 capture.step()
 wp.synchronize()
 print(json.dumps({name: arr.numpy().tobytes().hex() for name, arr in capture.outputs.items()}))
 """
 
 
-def direct_step_outputs(script: Path, env_extra: dict[str, str] | None = None) -> dict[str, bytes]:
-    """The outputs of `script`'s step run once by Warp without a capture, by name."""
-    proc = run_python("-c", _DIRECT_RUN, str(script), env_extra=env_extra)
+def direct_step_outputs(
+    script: Path, env_extra: dict[str, str] | None = None, device: str = "cpu"
+) -> dict[str, bytes]:
+    """The outputs of `script`'s step run once by Warp on `device` without a capture, by name."""
+    proc = run_python("-c", _DIRECT_RUN, str(script), device, env_extra=env_extra)
     assert proc.returncode == 0, proc.stderr
     return {name: bytes.fromhex(data) for name, data in json.loads(proc.stdout.splitlines()[-1]).items()}

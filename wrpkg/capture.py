@@ -45,6 +45,7 @@ from wrpkg import (
     initial_state,
     kernel_cache,
     mathdx,
+    mesh_builds,
     warp_internals,
     wrpformat,
 )
@@ -496,7 +497,8 @@ def _capture_into(
     branches = device_branches.DeviceBranchWatch() if mode == "retarget" else None
     asking = branches.watching() if branches else contextlib.nullcontext()
     imported_kernels: dict[str, set[str]] = {}
-    with fresh.installed(), commands, asking:
+    meshes = mesh_builds.MeshBuildWatch()  # how build() made each wp.Mesh, for its record
+    with fresh.installed(), commands, asking, meshes.installed():
         spec, bindings, paths = _build_spec(wp, script, device, target, build_watch, later, imported_kernels)
 
     if mode == "retarget":
@@ -540,6 +542,12 @@ def _capture_into(
     warp_file_is_current = saved is None
     if saved is None:
         saved = wrpformat.read_wrp(wrp_path)
+    # A load builds each mesh's tree as the program built it (a retargeted capture's replay here is
+    # on the CPU; its CUDA record gets a GPU's tree below).
+    if meshes.apply(saved, target, for_gpu=False):
+        warp_file_is_current = False
+        if mode == "retarget":
+            wrpformat.write_wrp(saved, wrp_path)
     # A retargeted capture's CPU modules are replaced by its CUDA modules (checked below): their
     # objects may name the build directory (CPU tile code, e.g. tile_matmul's scalar path, embeds it).
     if mode != "retarget":
@@ -576,6 +584,7 @@ def _capture_into(
         arch = cuda_arch or retarget.DEFAULT_CUDA_ARCH
         crash_watch.phase(f"retargeting to sm_{arch}")
         retarget.retarget(saved, modules_dir, recorder, arch)
+        meshes.apply(saved, target, for_gpu=True)
         source_paths.canonicalize_sources(saved, modules_dir, paths, target)
         wrpformat.write_wrp(saved, wrp_path)
         info = _retarget_versions(wp, arch)

@@ -94,7 +94,8 @@ class StepGuard:
             "updated it.",
             fix="refit or rebuild in build() or between replays, not in step(); for geometry that moves "
             "every step, query it with arrays inside the step (for points, a wp.HashGrid built in the step "
-            "is recorded; a CPU or retargeted capture records a wp.Bvh's refit()) (NVIDIA/warp#1675 tracks "
+            "is recorded, so is mesh.refit() of a mesh without support_winding_number, and a CPU or retargeted "
+            "capture records a wp.Bvh's refit()) (NVIDIA/warp#1675 tracks "
             "what APIC cannot record)",
         )
 
