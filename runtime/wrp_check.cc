@@ -31,6 +31,8 @@ struct Limits {
       launch_param_bytes, launch_reloc_bytes, region_record_bytes, max_region_bytes, max_total_region_bytes;
   std::map<std::string, uint64_t> record_bytes;
   std::set<std::string> exact_record_bytes;
+  std::set<uint64_t> mesh_bvh_constructors_cpu, mesh_bvh_constructors_cuda;
+  uint64_t min_mesh_bvh_leaf_size;
 };
 
 const Limits& TheLimits() {
@@ -59,6 +61,11 @@ const Limits& TheLimits() {
       l.record_bytes[name] = number(table["record_bytes"], name);
     for (const json::Value& name : table.at("exact_record_bytes"))
       l.exact_record_bytes.insert(name.get<std::string>());
+    const json::Value& constructors = table.at("mesh_bvh_constructors");
+    for (const json::Value& c : constructors.at("cpu")) l.mesh_bvh_constructors_cpu.insert(c.get<uint64_t>());
+    for (const json::Value& c : constructors.at("cuda"))
+      l.mesh_bvh_constructors_cuda.insert(c.get<uint64_t>());
+    l.min_mesh_bvh_leaf_size = number(table, "min_mesh_bvh_leaf_size");
     return l;
   }();
   return limits;
@@ -517,8 +524,14 @@ std::string ModuleProblem(const ModuleFields& m, uint8_t device) {
 struct Metadata {
   std::string producer;
   std::vector<ModuleFields> modules;
-  std::vector<std::pair<std::string, uint32_t>> bindings;   // name and region, in file order
-  std::vector<std::pair<uint32_t, uint32_t>> mesh_regions;  // points, indices
+  std::vector<std::pair<std::string, uint32_t>> bindings;  // name and region, in file order
+  struct Mesh {                                            // metadata.py's MeshRecord
+    uint32_t num_points, num_tris;
+    uint8_t winding, constructor;
+    uint16_t leaf_size;
+    uint32_t points, indices, velocities;
+  };
+  std::vector<Mesh> meshes;
   struct Ptr {
     uint32_t region;
     uint64_t offset, stride, count;
@@ -602,8 +615,10 @@ void CheckMetadata(Cursor& cur, uint8_t device, uint32_t target_arch, Metadata* 
   }
   for (uint64_t i = 0; i < meshes; ++i) {
     cur.Need(32, "mesh record " + std::to_string(i));
-    out->mesh_regions.emplace_back(Get<uint32_t>(cur.data(), cur.pos() + 12),
-                                   Get<uint32_t>(cur.data(), cur.pos() + 16));
+    const uint8_t* p = cur.data() + cur.pos();
+    out->meshes.push_back({Get<uint32_t>(p, 0), Get<uint32_t>(p, 4), Get<uint8_t>(p, 8), Get<uint8_t>(p, 9),
+                           Get<uint16_t>(p, 10), Get<uint32_t>(p, 12), Get<uint32_t>(p, 16),
+                           Get<uint32_t>(p, 20)});
     cur.Skip(32, "mesh record " + std::to_string(i));
   }
   for (uint64_t i = 0; i < ptrs; ++i) {
@@ -616,10 +631,56 @@ void CheckMetadata(Cursor& cur, uint8_t device, uint32_t target_arch, Metadata* 
   if (cur.remaining()) cur.Fail("metadata has " + std::to_string(cur.remaining()) + " trailing bytes");
 }
 
+// --- Meshes: what Warp's loader builds again (apic_create_meshes), held to what it can build safely
+// --------------------
+
+std::string MeshProblem(const Metadata::Mesh& mesh, uint8_t device, const std::map<uint32_t, uint64_t>& sizes,
+                        const std::map<uint32_t, const uint8_t*>& initial_data) {
+  const Limits& l = TheLimits();
+  if (mesh.num_tris == 0) return "has no triangles";
+  if (mesh.winding > 1)
+    return "has winding-number flag " + std::to_string(mesh.winding) + ", expected 0 or 1";
+  const std::set<uint64_t>& constructors =
+      device == 1 ? l.mesh_bvh_constructors_cpu : l.mesh_bvh_constructors_cuda;
+  if (!constructors.count(mesh.constructor)) {
+    return "has BVH constructor " + std::to_string(mesh.constructor) + ", which Warp does not build on " +
+           (device == 1 ? "the CPU" : "CUDA");
+  }
+  if (mesh.leaf_size < l.min_mesh_bvh_leaf_size) {
+    return "has BVH leaf size " + std::to_string(mesh.leaf_size) + ", less than " +
+           std::to_string(l.min_mesh_bvh_leaf_size);
+  }
+  const uint64_t points_bytes = uint64_t{mesh.num_points} * 12, indices_bytes = uint64_t{mesh.num_tris} * 12;
+  if (sizes.at(mesh.points) < points_bytes) {
+    return "has " + std::to_string(mesh.num_points) + " points, more than its points region " +
+           std::to_string(mesh.points) + " holds (" + std::to_string(sizes.at(mesh.points)) + " bytes)";
+  }
+  if (sizes.at(mesh.indices) < indices_bytes) {
+    return "has " + std::to_string(mesh.num_tris) + " triangles, more than its indices region " +
+           std::to_string(mesh.indices) + " holds (" + std::to_string(sizes.at(mesh.indices)) + " bytes)";
+  }
+  auto velocities = sizes.find(mesh.velocities);
+  if (mesh.velocities != 0 && velocities != sizes.end() && velocities->second < points_bytes) {
+    return "has " + std::to_string(mesh.num_points) + " points, more than its velocities region " +
+           std::to_string(mesh.velocities) + " holds (" + std::to_string(velocities->second) + " bytes)";
+  }
+  // A region without initial data is zero-filled at load: every index 0.
+  auto indices = initial_data.find(mesh.indices);
+  for (uint64_t k = 0; k < uint64_t{mesh.num_tris} * 3; ++k) {
+    const int32_t index = indices == initial_data.end() ? 0 : Get<int32_t>(indices->second, k * 4);
+    if (index < 0 || static_cast<uint64_t>(index) >= mesh.num_points) {
+      return "has triangle index " + std::to_string(index) + " (triangle " + std::to_string(k / 3) +
+             "), outside its " + std::to_string(mesh.num_points) + " points";
+    }
+  }
+  return "";
+}
+
 // --- MEMORY: apic_parse_memory_regions, within the table's allocation bounds (memory.py)
 // --------------------
 
-void CheckMemory(Cursor& cur, std::map<uint32_t, uint64_t>* sizes) {
+void CheckMemory(Cursor& cur, std::map<uint32_t, uint64_t>* sizes,
+                 std::map<uint32_t, const uint8_t*>* initial_data) {
   const Limits& l = TheLimits();
   if (cur.remaining() < 4) cur.Fail("memory section is shorter than its 4-byte region count");
   const uint64_t count = cur.Read<uint32_t>("memory region count");
@@ -654,6 +715,7 @@ void CheckMemory(Cursor& cur, std::map<uint32_t, uint64_t>* sizes) {
                      std::to_string(cur.remaining()) + " remain",
                  at);
       }
+      (*initial_data)[id] = cur.data() + cur.pos();
       cur.Skip(size, region + " initial data");
     }
     (*sizes)[id] = size;
@@ -755,18 +817,23 @@ WrpSummary ParseLoadableWrp(ByteView wrp, const std::string& what, const std::st
 
   Cursor memory(d, found[2].first, found[2].second, &what, &fix, "MEMORY");
   std::map<uint32_t, uint64_t>& sizes = summary.region_sizes;
-  CheckMemory(memory, &sizes);
+  std::map<uint32_t, const uint8_t*> initial_data;
+  CheckMemory(memory, &sizes, &initial_data);
 
-  // What Warp's loader checks when it builds meshes and fixes handles (wrpfile.py's _check_references).
-  for (size_t i = 0; i < metadata.mesh_regions.size(); ++i) {
-    for (const auto& [part, id] : {std::pair<const char*, uint32_t>{"points", metadata.mesh_regions[i].first},
-                                   {"indices", metadata.mesh_regions[i].second}}) {
+  // What Warp's loader checks when it builds meshes and fixes handles (wrpfile.py's _check_references),
+  // and what it does not check and would read past or crash on (a triangle index outside the points, a
+  // count past its region, no triangles, leaf size 0): the mesh rules of wrpfile.py's _check_meshes.
+  for (size_t i = 0; i < metadata.meshes.size(); ++i) {
+    const Metadata::Mesh& mesh = metadata.meshes[i];
+    const std::string name = "mesh " + std::to_string(i);
+    for (const auto& [part, id] :
+         {std::pair<const char*, uint32_t>{"points", mesh.points}, {"indices", mesh.indices}}) {
       if (!sizes.count(id)) {
-        meta.Fail(
-            "mesh " + std::to_string(i) + " " + part + " region " + std::to_string(id) + " does not exist",
-            found[1].first);
+        meta.Fail(name + " " + part + " region " + std::to_string(id) + " does not exist", found[1].first);
       }
     }
+    const std::string problem = MeshProblem(mesh, device, sizes, initial_data);
+    if (!problem.empty()) meta.Fail(name + " " + problem, found[1].first);
   }
   for (size_t i = 0; i < metadata.ptr_locations.size(); ++i) {
     const Metadata::Ptr& loc = metadata.ptr_locations[i];

@@ -459,6 +459,45 @@ def _set_attr(obj, **values) -> None:
         setattr(obj, key, value)
 
 
+def added_mesh(
+    indices=(0, 1, 2),
+    points: int = 3,
+    points_bytes: int | None = None,
+    velocities_bytes: int | None = None,
+    **fields,
+) -> Callable:
+    """A mesh record (3 points, one triangle, SAH with leaf size 4 unless `fields` say otherwise) over two
+    new regions holding its points and indices: Warp builds it when it loads, trusting the record."""
+    from wrpkg.wrpformat import MemoryRegion, MeshRecord  # noqa: PLC0415
+
+    def edit(wrp) -> None:
+        first = max(r.region_id for r in wrp.memory.regions) + 1
+        size = points * 12 if points_bytes is None else points_bytes
+        index_data = struct.pack(f"<{len(indices)}i", *indices)
+        wrp.memory.regions += [
+            MemoryRegion(first, 12, size, bytes(size)),
+            MemoryRegion(first + 1, 4, len(index_data), index_data),
+        ]
+        record = dict(
+            num_points=points,
+            num_tris=len(indices) // 3,
+            support_winding_number=0,
+            bvh_constructor=0,
+            bvh_leaf_size=4,
+            points_region_id=first,
+            indices_region_id=first + 1,
+            velocities_region_id=0,
+            original_ptr=0x5000,
+        )
+        if velocities_bytes is not None:
+            wrp.memory.regions.append(MemoryRegion(first + 2, 12, velocities_bytes, bytes(velocities_bytes)))
+            record["velocities_region_id"] = first + 2
+        record.update(fields)
+        wrp.metadata.meshes.append(MeshRecord(**record))
+
+    return edit
+
+
 def added_regions(*sizes: int) -> Callable:
     """Regions with no initial data and no binding (ids after the last), of these sizes: Warp allocates
     each when it loads."""
@@ -534,6 +573,28 @@ WRP_CASES = [
     Hostile("wrp_region_initial_data_past_the_section",
             wrp_patch(lambda data, sections: struct.pack_into("<Q", data, sections["MEMORY"] + 4 + 8, 1 << 30)), WRP,
             "region 1 declares 1073741824 bytes of initial data"),
+    # Mesh records: Warp's loader builds each mesh from its record without checking it, and crashes
+    # (SIGSEGV on the CPU: an index outside the points, more triangles than the region holds, no
+    # triangles, leaf size 0) or reads past a region.
+    Hostile("wrp_mesh_index_outside_its_points", wrp_rewrite(added_mesh(indices=(0, 1, 9))), WRP,
+            "mesh 0 has triangle index 9 (triangle 0), outside its 3 points"),
+    Hostile("wrp_mesh_negative_index", wrp_rewrite(added_mesh(indices=(0, -7, 2))), WRP,
+            "mesh 0 has triangle index -7 (triangle 0), outside its 3 points"),
+    Hostile("wrp_mesh_triangles_past_its_indices", wrp_rewrite(added_mesh(num_tris=1000)), WRP,
+            "mesh 0 has 1000 triangles, more than its indices region"),
+    Hostile("wrp_mesh_points_past_their_region", wrp_rewrite(added_mesh(points_bytes=24)), WRP,
+            "mesh 0 has 3 points, more than its points region"),
+    Hostile("wrp_mesh_velocities_short", wrp_rewrite(added_mesh(velocities_bytes=24)), WRP,
+            "mesh 0 has 3 points, more than its velocities region"),
+    Hostile("wrp_mesh_without_triangles", wrp_rewrite(added_mesh(indices=())), WRP, "mesh 0 has no triangles"),
+    Hostile("wrp_mesh_leaf_size_0", wrp_rewrite(added_mesh(bvh_leaf_size=0)), WRP,
+            "mesh 0 has BVH leaf size 0, less than 1"),
+    Hostile("wrp_mesh_unknown_constructor", wrp_rewrite(added_mesh(bvh_constructor=9)), WRP,
+            "mesh 0 has BVH constructor 9, which Warp does not build on the CPU"),
+    Hostile("wrp_mesh_lbvh_on_the_cpu", wrp_rewrite(added_mesh(bvh_constructor=2)), WRP,
+            "mesh 0 has BVH constructor 2, which Warp does not build on the CPU"),
+    Hostile("wrp_mesh_winding_flag_2", wrp_rewrite(added_mesh(support_winding_number=2)), WRP,
+            "mesh 0 has winding-number flag 2, expected 0 or 1"),
     Hostile("wrp_section_past_the_file", wrp_patch(lambda data, sections: struct.pack_into("<Q", data, 64 + 16, 1 << 40)),
             WRP, "overruns the"),
 ]  # fmt: skip

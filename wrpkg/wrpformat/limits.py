@@ -28,3 +28,9 @@ MAX_TOTAL_REGION_BYTES: int = _TABLE["max_total_region_bytes"]
 RECORD_BYTES: dict[str, int] = dict(_TABLE["record_bytes"])
 # Op types whose records must be exactly their fixed size.
 EXACT_RECORD_BYTES: frozenset[str] = frozenset(_TABLE["exact_record_bytes"])
+# The BVH constructors Warp's loader builds a mesh with, by device (warp BvhConstructor: SAH 0, MEDIAN 1,
+# LBVH 2; the CPU has no LBVH), and the least leaf size (a leaf size of 0 crashes the build).
+MESH_BVH_CONSTRUCTORS: dict[str, frozenset[int]] = {
+    device: frozenset(values) for device, values in _TABLE["mesh_bvh_constructors"].items()
+}
+MIN_MESH_BVH_LEAF_SIZE: int = _TABLE["min_mesh_bvh_leaf_size"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from wrpkg import atomic
 from wrpkg.errors import WrpFormatError
+from wrpkg.wrpformat import limits
 from wrpkg.wrpformat.cursor import _Cursor
 from wrpkg.wrpformat.enums import (
     HEADER_SIZE,
@@ -163,8 +164,8 @@ def _parse(data: memoryview, path: str | None, with_operations: bool = True) -> 
         sections=entries,
         path=path,
     )
-    if with_operations:
-        _check_references(wrp, meta_entry.offset)
+    # Loads too (no operations parsed): Warp builds meshes from these records without these checks.
+    _check_references(wrp, meta_entry.offset)
     return wrp
 
 
@@ -179,6 +180,9 @@ def _check_references(wrp: WrpFile, meta_offset: int) -> None:
         for what, region_id in (("points", mesh.points_region_id), ("indices", mesh.indices_region_id)):
             if region_id not in sizes:
                 raise fail(f"mesh {i} {what} region {region_id} does not exist")
+        problem = _mesh_problem(wrp, mesh, sizes)
+        if problem:
+            raise fail(f"mesh {i} {problem}")
     for i, loc in enumerate(wrp.metadata.ptr_locations):
         if loc.count == 0:
             continue
@@ -192,6 +196,46 @@ def _check_references(wrp: WrpFile, meta_offset: int) -> None:
             or (loc.stride != 0 and loc.count - 1 > (size - loc.offset - 8) // loc.stride)
         ):
             raise fail(f"pointer location {i} is out of bounds for region {loc.region_id}")
+
+
+def _mesh_problem(wrp: WrpFile, mesh, sizes: dict[int, int]) -> str:
+    """What Warp's loader would build a mesh from without checking, and read past or crash on (a
+    triangle index outside the points, a count past its region, no triangles, leaf size 0); the C++
+    reader's MeshProblem (runtime/wrp_check.cc)."""
+    if mesh.num_tris == 0:
+        return "has no triangles"
+    if mesh.support_winding_number > 1:
+        return f"has winding-number flag {mesh.support_winding_number}, expected 0 or 1"
+    device = "cpu" if wrp.header.device_type == DeviceType.CPU else "cuda"
+    if mesh.bvh_constructor not in limits.MESH_BVH_CONSTRUCTORS[device]:
+        where = "the CPU" if device == "cpu" else "CUDA"
+        return f"has BVH constructor {mesh.bvh_constructor}, which Warp does not build on {where}"
+    if mesh.bvh_leaf_size < limits.MIN_MESH_BVH_LEAF_SIZE:
+        return f"has BVH leaf size {mesh.bvh_leaf_size}, less than {limits.MIN_MESH_BVH_LEAF_SIZE}"
+    points_bytes, indices_bytes = mesh.num_points * 12, mesh.num_tris * 12
+    if sizes[mesh.points_region_id] < points_bytes:
+        return (
+            f"has {mesh.num_points} points, more than its points region {mesh.points_region_id} holds "
+            f"({sizes[mesh.points_region_id]} bytes)"
+        )
+    if sizes[mesh.indices_region_id] < indices_bytes:
+        return (
+            f"has {mesh.num_tris} triangles, more than its indices region {mesh.indices_region_id} holds "
+            f"({sizes[mesh.indices_region_id]} bytes)"
+        )
+    velocities = sizes.get(mesh.velocities_region_id)
+    if mesh.velocities_region_id != 0 and velocities is not None and velocities < points_bytes:
+        return (
+            f"has {mesh.num_points} points, more than its velocities region {mesh.velocities_region_id} "
+            f"holds ({velocities} bytes)"
+        )
+    # A region without initial data is zero-filled at load: every index 0.
+    data = wrp.memory.region(mesh.indices_region_id).initial_data
+    indices = memoryview(data)[:indices_bytes].cast("i") if data is not None else (0,)
+    if min(indices) < 0 or max(indices) >= mesh.num_points:
+        at, index = next((k, v) for k, v in enumerate(indices) if v < 0 or v >= mesh.num_points)
+        return f"has triangle index {index} (triangle {at // 3}), outside its {mesh.num_points} points"
+    return ""
 
 
 def _write(wrp: WrpFile) -> bytes:
