@@ -10,6 +10,7 @@ record what the program built with (for a retargeted capture, what its wp.Mesh b
 and refuses what a load cannot build again:
 
 - a mesh with `groups` (the record has no groups: a grouped query would find other triangles);
+- a cuBQL mesh (the loader builds SAH, median or LBVH trees only);
 - a mesh whose points changed between its build and the capture (the load builds its tree from
   the points the capture saved, not from those the program's tree was built from).
 """
@@ -91,6 +92,12 @@ class MeshBuildWatch:
                     "query of the replay would find other triangles",
                     fix="build one wp.Mesh per group (or the mesh without groups) for the step's queries",
                 )
+            if build.constructor < 0 or build.gpu_constructor < 0:
+                raise CaptureError(
+                    f"{target}: the step queries a {what} built with bvh_constructor='cubql': Warp's APIC "
+                    "load builds a mesh with SAH, median or LBVH only, another tree than the step queried",
+                    fix="build the wp.Mesh with bvh_constructor='lbvh' (or 'sah') for a capture",
+                )
             region = wrp.memory.region(record.points_region_id)
             saved = region.initial_data if region is not None else None
             if saved is None or hashlib.sha256(saved).digest() != build.points_sha256:
@@ -101,9 +108,8 @@ class MeshBuildWatch:
                     fix=_FIX_POINTS,
                 )
             constructor = build.gpu_constructor if for_gpu else build.constructor
-            if (record.bvh_constructor, record.bvh_leaf_size) != (constructor & 0xFF, build.leaf_size):
-                # The record's constructor is one byte; Warp reads it as a signed int8 (cuBQL is -1).
-                record.bvh_constructor = constructor & 0xFF
+            if (record.bvh_constructor, record.bvh_leaf_size) != (constructor, build.leaf_size):
+                record.bvh_constructor = constructor
                 record.bvh_leaf_size = build.leaf_size
                 changed = True
         return changed
