@@ -23,6 +23,7 @@ import inspect
 import weakref
 from dataclasses import dataclass
 
+from wrpkg import warp_internals
 from wrpkg.errors import CaptureError
 
 _FIX_POINTS = (
@@ -117,7 +118,7 @@ class MeshBuildWatch:
 
 def _resolve(wp, mesh, arguments: dict) -> MeshBuild:
     """The constructor and leaf size as wp.Mesh resolves them (warp/_src/types.py, Mesh.__init__)."""
-    from warp._src.types import BvhConstructor  # noqa: PLC0415 - not exported by warp 1.19
+    BvhConstructor = warp_internals.types().BvhConstructor  # noqa: N806 - not exported by warp 1.19
 
     asked = arguments.get("bvh_constructor")
     if asked is not None and not isinstance(asked, BvhConstructor):
