@@ -1403,6 +1403,10 @@ def _parity_cases() -> list[Verdict]:
             for name in ("MEMCPY_H2D", "MEMCPY_D2D", "MEMSET", "ALLOC", "RUNLENGTH_ENCODE", "BSR_FROM_TRIPLETS",
                          "BSR_TRANSPOSE")
         ],
+        # The other side of the mesh-record rules (WRP_CASES): a well-formed mesh record, the SAH and median
+        # trees the CPU builds with any leaf size, loads through Warp.
+        Verdict("wrp_mesh_record_well_formed", wrp_rewrite(added_mesh()), True),
+        Verdict("wrp_mesh_record_median_leaf_1", wrp_rewrite(added_mesh(bvh_constructor=1, bvh_leaf_size=1)), True),
         Verdict("tar_wrp_op_count_huge", then(wrp_patch(put("<I", "OPERATIONS", 0, 0xFFFFFFFF)), as_tar()),
                 False, WRP),
         Verdict("cuda_module_hash_differs_from_the_wrp",
