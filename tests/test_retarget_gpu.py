@@ -206,22 +206,6 @@ def test_a_mesh_refitted_in_the_step_replays_on_the_gpu_as_the_step_run_there(tm
         assert {name: replayed[name] == data for name, data in direct.items()} == dict.fromkeys(direct, True)
 
 
-@pytest.mark.parametrize("kind", ["refit", "query", "groups", "leaves"])
-def test_a_bvh_built_on_the_cpu_replays_on_the_gpu_to_its_cpu_goldens(tmp_path, kind):
-    """A retargeted wp.Bvh (wrpkg.bvh_lowering) carries the CPU's tree, refitted level by level with
-    Warp's exact host code: on the GPU the replay visits the same items in the same order, so the
-    CPU-made goldens hold bit for bit (counts, visit order)."""
-    script = CAPTURE / "bvh_step.py"
-    out = tmp_path / "retargeted"
-    proc = _capture(script, out, "retarget", {"WRP_TEST_BVH": kind})
-    assert proc.returncode == 0, proc.stderr
-    interface = json.loads((out / "interface.json").read_text())
-    replayed = _replay(out / f"{script.stem}.wrp", [g["name"] for g in interface["golden"]])
-    assert {
-        g["name"]: replayed[g["name"]] == (out / g["file"]).read_bytes() for g in interface["golden"]
-    } == {g["name"]: True for g in interface["golden"]}
-
-
 MESH_OUTPUTS = ("dist_a", "dist_b", "face_a", "face_b", "t_hit")
 
 

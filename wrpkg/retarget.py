@@ -204,6 +204,7 @@ class RetargetRecorder(LaunchRecorder):
     """
 
     user_dirs: tuple[str, ...] = ()
+    retargets: bool = True
     # Trace the script's lines as operations are recorded (for where_op): a trace function slows every
     # Python call of the step about twofold, so a watched capture runs without it, and again with it
     # only when a refusal needs a line (wrpkg.crash_watch.RETRY_TRACED).
@@ -501,6 +502,8 @@ class RetargetRecorder(LaunchRecorder):
         if self.capture is None:
             return set()
         allocated = {id(arr) for arr in self.allocated}
+        # Filled from the host by a lowering (wrpkg.bvh_lowering): their bytes are initial state.
+        allocated -= {id(arr) for arr in (self.bvhs.saved_arrays() if self.bvhs is not None else [])}
         return {rid for rid, _, _, base in self.capture._regions.values() if id(base) in allocated}
 
     def _note_launch(
