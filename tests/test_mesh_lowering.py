@@ -75,6 +75,13 @@ def test_the_refit_is_what_the_queries_see(direct_outputs):
             ),
         ),
         (
+            "view",
+            (
+                "the step queries a wp.Mesh (169 points, 288 triangles) whose points is a view into a larger array",
+                "give the wp.Mesh arrays of its own",
+            ),
+        ),
+        (
             "warmed",
             (
                 "the points of a wp.Mesh (169 points, 288 triangles) the step queries changed between its build",

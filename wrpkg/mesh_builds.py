@@ -11,6 +11,8 @@ and refuses what a load cannot build again:
 
 - a mesh with `groups` (the record has no groups: a grouped query would find other triangles);
 - a cuBQL mesh (the loader builds SAH, median or LBVH trees only);
+- a mesh whose points, indices or velocities are a view into a larger array (Warp saves them as a
+  region apart from that array: the step's writes to it would not reach the replay's mesh);
 - a mesh whose points changed between its build and the capture (the load builds its tree from
   the points the capture saved, not from those the program's tree was built from).
 """
@@ -41,6 +43,7 @@ class MeshBuild:
     leaf_size: int
     grouped: bool
     points_sha256: bytes  # the points the tree was built from
+    views: tuple[str, ...]  # which of points, indices, velocities are views into a larger array
 
 
 class MeshBuildWatch:
@@ -93,6 +96,14 @@ class MeshBuildWatch:
                     "query of the replay would find other triangles",
                     fix="build one wp.Mesh per group (or the mesh without groups) for the step's queries",
                 )
+            if build.views:
+                raise CaptureError(
+                    f"{target}: the step queries a {what} whose {' and '.join(build.views)} "
+                    f"{'is a view' if len(build.views) == 1 else 'are views'} into a larger array: Warp's APIC "
+                    "saves a mesh's arrays as regions of their own, apart from the array the step's kernels "
+                    "write, so the replay's mesh would not see what the step writes there",
+                    fix="give the wp.Mesh arrays of its own (wp.clone() of the view, or allocate them apart)",
+                )
             if build.constructor < 0 or build.gpu_constructor < 0:
                 raise CaptureError(
                     f"{target}: the step queries a {what} built with bvh_constructor='cubql': Warp's APIC "
@@ -136,4 +147,17 @@ def _resolve(wp, mesh, arguments: dict) -> MeshBuild:
         leaf_size=int(leaf),
         grouped=arguments.get("groups") is not None,
         points_sha256=hashlib.sha256(mesh.points.numpy().tobytes()).digest(),
+        views=tuple(
+            name
+            for name in ("points", "indices", "velocities")
+            if arguments.get(name) is not None and _is_view(arguments[name])
+        ),
     )
+
+
+def _is_view(arr) -> bool:
+    """Whether `arr` covers less than the array it was sliced from (Warp keeps that parent in `_ref`)."""
+    parent = getattr(arr, "_ref", None)
+    if parent is None or not hasattr(parent, "ptr") or not hasattr(parent, "capacity"):
+        return False
+    return parent.ptr != arr.ptr or parent.capacity != arr.capacity or _is_view(parent)

@@ -4,8 +4,10 @@ Newton's ray-cast sensors do: a 12 x 12 grid of quads (288 triangles) waved by a
 does not record; wrpkg records Warp's refit (wrpkg.mesh_lowering). WRP_TEST_MESH_STEP picks
 `refit` (default), `twice` (two steps' worth: wave, refit, wave, refit, then the queries),
 `stale` (waved but not refitted: what the queries give when no refit is recorded), and two that a
-load cannot build again (wrpkg.mesh_builds): `grouped` (a mesh with groups) and `warmed` (build()
-moves the points and refits before the capture: the tree is not the one the saved points build)."""
+load cannot build again (wrpkg.mesh_builds): `grouped` (a mesh with groups), `warmed` (build()
+moves the points and refits before the capture: the tree is not the one the saved points build) and
+`view` (the points a view into a larger array: the CPU replay differed from the direct run in every
+output, the wave's writes missing from the mesh the load built)."""
 
 import os
 
@@ -61,7 +63,11 @@ def build(device):
         for col in range(GRID):
             a = row * (GRID + 1) + col
             triangles += [a, a + 1, a + GRID + 1, a + 1, a + GRID + 2, a + GRID + 1]
-    points = wp.array(corners, dtype=wp.vec3, device=device)
+    if MODE == "view":
+        padded = np.concatenate([np.full((3, 3), 7, np.float32), corners, np.full((2, 3), 9, np.float32)])
+        points = wp.array(padded, dtype=wp.vec3, device=device)[3 : 3 + len(corners)]
+    else:
+        points = wp.array(corners, dtype=wp.vec3, device=device)
     indices = wp.array(np.array(triangles, dtype=np.int32), dtype=int, device=device)
     groups = wp.array(np.arange(len(triangles) // 3, dtype=np.int32) % 2, dtype=int, device=device)
     mesh = wp.Mesh(points=points, indices=indices, groups=groups if MODE == "grouped" else None)
