@@ -237,11 +237,8 @@ class _LoweredBvh:
 class BvhLowering:
     """Hooks `wp.Bvh.id` and `wp.Bvh.refit` for one recording of a CPU device."""
 
-    def __init__(self, device, guard, retargeted: bool = False):
+    def __init__(self, device, guard):
         self._device = device
-        # A retargeted capture's CUDA replay of a lowered tree faulted on an H100 (CUDA error 700 in every
-        # bvh_step.py case, 2026-12-06): refused until a GPU shows it right.
-        self._retargeted = retargeted
         # The recording's wrpkg.step_guard.StepGuard: it words and keeps the refusals.
         self._guard = guard
         self._bvhs: dict[int, _LoweredBvh] = {}  # id(bvh) ->
@@ -322,12 +319,6 @@ class BvhLowering:
                 "lowers/uppers arrays, and keep it alive while the step runs",
             )
 
-        if self._retargeted:
-            raise self._guard.refuse_at_caller(
-                "step() uses a wp.Bvh {where} in a retargeted (CUDA) capture: wrpkg records a BVH's tree as the "
-                "CPU holds it, and a CUDA replay of that record has not been shown right (it faulted on an H100)",
-                fix='capture on the CPU (device = "cpu") for a CPU bundle, or keep the BVH queries out of step()',
-            )
         if native.constructor_type == _CONSTRUCTOR_CUBQL:
             raise refuse("it was built with constructor='cubql', whose nodes Warp's refit does not update")
         groups = getattr(bvh, "groups", None)

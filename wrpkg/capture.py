@@ -620,8 +620,9 @@ def _capture_into(
             print(
                 f"{target}: note: {len(bvhs)} wp.Bvh tree(s) saved as the CPU built them ("
                 + ", ".join(bvhs)
-                + "; refits are recorded): a GPU builds another tree shape (LBVH), so queries may visit "
-                "items in another order than a native capture's; capture on a GPU for its tree",
+                + "; refits are recorded): the bundle carries this tree to every GPU, where the program run "
+                "there builds an LBVH, so its queries may visit items in another order than the program's own "
+                "GPU run",
                 file=sys.stderr,
             )
         if branches.sites:

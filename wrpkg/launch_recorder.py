@@ -162,8 +162,6 @@ class LaunchRecorder:
     # sets this calls compile_deferred() once every refusal of the step is decided, before anything
     # uses the graph (capture_save, capture_launch) or a kernel launched in the step.
     defer_compiles: bool = False
-    # A retargeted capture's CPU recording (wrpkg.retarget.RetargetRecorder): what it lowers must replay on CUDA.
-    retargets: bool = False
     deferred: DeferredCompile | None = None  # set by recording() when it defers
     # Hash grids built in the step (wrpkg.hash_grid_lowering); kept with their arrays until the
     # recorder goes.
@@ -215,7 +213,7 @@ class LaunchRecorder:
         lowering_patches = copy_lowering.patches() + self.hash_grids.patches() + self.mesh_refits.patches()
         if device.is_cpu:
             # The descriptor of a BVH is host memory: a CPU recording can copy it (not a CUDA one).
-            self.bvhs = BvhLowering(device, self.guard, retargeted=self.retargets)
+            self.bvhs = BvhLowering(device, self.guard)
             lowering_patches += self.bvhs.patches()
         try:
             with _patched(lowering_patches):

@@ -204,7 +204,6 @@ class RetargetRecorder(LaunchRecorder):
     """
 
     user_dirs: tuple[str, ...] = ()
-    retargets: bool = True
     # Trace the script's lines as operations are recorded (for where_op): a trace function slows every
     # Python call of the step about twofold, so a watched capture runs without it, and again with it
     # only when a refusal needs a line (wrpkg.crash_watch.RETRY_TRACED).
