@@ -566,6 +566,10 @@ WRP_CASES = [
     # Deeper than Warp's own limit (1024), so its load refuses too; the readers stop at the table's 128.
     Hostile("wrp_ifs_nested_1100_deep", wrp_rewrite(appended_op(_OP_IF, nested_ifs(1100))), WRP,
             "conditional nesting exceeds 128 levels"),
+    # Within Warp's limit, past the table's: a load (which leaves the rest of the stream to Warp) refuses it as
+    # verify does.
+    Hostile("wrp_ifs_nested_129_deep", wrp_rewrite(appended_op(_OP_IF, nested_ifs(129))), WRP,
+            "conditional nesting exceeds 128 levels"),
     Hostile("wrp_region_over_the_limit", wrp_rewrite(added_regions(HUGE_REGION)), WRP,
             f"region 4 asks for {HUGE_REGION} bytes, more than the 1099511627776 a region may have"),
     Hostile("wrp_regions_over_the_total_limit", wrp_rewrite(added_regions(*[(1 << 39) + 1] * 3)), WRP,

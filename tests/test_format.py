@@ -206,6 +206,35 @@ def test_rejects_operation_faults():
     _reject(_patch(data, reloc_table + 16, b"\x09"), "OPERATIONS", "unknown kind 9")
 
 
+def _nested_ifs_wrp(depth: int, else_branch: bool) -> bytes:
+    """The CUDA fixture with one more operation: `depth` capture_ifs each inside the one around it (in
+    its else branch when `else_branch`), the innermost empty."""
+    from wrpkg.wrpformat import OpaqueOp  # noqa: PLC0415
+
+    inner = b""
+    for level in range(depth):
+        count = 1 if inner else 0
+        sizes = (0, 0, len(inner), count) if else_branch else (len(inner), count, 0, 0)
+        record = struct.pack("<iIQIIII", 1, 0, 0, *sizes) + inner
+        inner = record if level == depth - 1 else struct.pack("<II", int(OpType.IF), 8 + len(record)) + record
+    wrp = read_wrp(FIXTURE_WRP.read_bytes())
+    wrp.operations.ops.append(OpaqueOp(int(OpType.IF), inner))
+    return wrp.to_bytes()
+
+
+@pytest.mark.parametrize("else_branch", [False, True])
+def test_a_load_without_the_operations_refuses_the_nesting_a_full_parse_refuses(else_branch):
+    """read_wrp(operations=False), what a load runs before Warp's own validator (which takes 1024 levels),
+    walks the conditionals for the table's depth: the same verdict as a full parse at 128 and 129."""
+    data = _nested_ifs_wrp(128, else_branch)
+    read_wrp(data)
+    read_wrp(data, operations=False)
+    data = _nested_ifs_wrp(129, else_branch)
+    for operations in (True, False):
+        with pytest.raises(WrpFormatError, match="conditional nesting exceeds 128 levels"):
+            read_wrp(data, operations=operations)
+
+
 def test_rejects_memory_faults():
     data = FIXTURE_WRP.read_bytes()
     mem = struct.unpack_from("<Q", data, 64 + 32 + 8)[0]

@@ -113,7 +113,7 @@ LOAD_CASES = [
         "nesting_of_100000", "invalid_utf8", "manifest_fifo", "golden_fifo", "hash_file_fifo", "wrp_fifo",
         "module_dev_zero", "golden_file_dev_zero", "golden_nesting_of_100000", "edited_manifest_as_dir_dot",
         "symlink_to_a_rehashed_bundle", "symlink_to_a_bundle_without_hash_file", "capture_json_fifo",
-        "capture_json_over_1_mib", "capture_json_payload",
+        "capture_json_over_1_mib", "capture_json_payload", "wrp_ifs_nested_129_deep", "wrp_ifs_nested_1100_deep",
     }
 ]  # fmt: skip
 

@@ -61,6 +61,20 @@ def test_a_branch_on_the_device_is_named(tmp_path):
     assert launch.block_dim == 1  # the CPU branch's, retargeted as asked
 
 
+def test_a_refusal_on_the_cpu_branch_names_the_lines_that_asked_for_the_device(tmp_path):
+    """A retargeted step refused for what its CPU branch does (a host read-back) says which lines chose
+    by device, and that a GPU capture takes the other branch; the refusal itself is unchanged."""
+    script = PROGRAMS / "device_branch.py"
+    out = tmp_path / "raw"
+    proc = retarget(script, out, env_extra={"WRP_TEST_BRANCH": "readback"})
+    assert proc.returncode == 1, proc.stderr
+    note, _, error = proc.stderr.partition("error: ")
+    assert "reads an array's values on the host" in error
+    assert "asked which device it runs on" in note and 'capture_mode = "gpu"' in note
+    assert "device_branch.py:" in note and "# asks here" in note
+    assert not out.exists() or not any(out.iterdir())
+
+
 def test_launch_forms(tmp_path):
     out = tmp_path / "forms"
     proc = retarget(PROGRAMS / "launch_forms.py", out)

@@ -510,8 +510,13 @@ def _capture_into(
     recorder.defer_compiles = later is not None
     crash_watch.phase(f"step() under capture on {device.alias}")
     try:
-        with fresh.installed(), branches.watching() if branches else contextlib.nullcontext():
-            graph = _record_step(wp, spec, device, script, target, recorder)
+        try:
+            with fresh.installed(), branches.watching() if branches else contextlib.nullcontext():
+                graph = _record_step(wp, spec, device, script, target, recorder)
+        except CaptureError:
+            if branches is not None and branches.records():
+                print(device_branches.refusal_note(target, branches.records()), file=sys.stderr)
+            raise
         crash_watch.phase("checking what the step recorded, then compiling its modules and build()'s")
         with recorder.deferring():  # their code is generated (a broken kernel refused) before any compile
             _load_modules(wp, later or (), device, target)

@@ -70,18 +70,39 @@ class DeviceBranchWatch:
         return list(self.sites.values())
 
 
-def note(target: str, sites: list[str]) -> str:
-    """The capture log's note on the lines that asked for the device."""
+def _shown(sites: list[str]) -> list[str]:
     shown = sites[:8] + (
         [f"... and {len(sites) - 8} more (capture.json cpu_device_branches)"] if len(sites) > 8 else []
     )
+    return [f"  {site}" for site in shown]
+
+
+_GPU_FIX = 'capture on a GPU runner (capture_mode = "gpu", bazel build --config=gpu)'
+
+
+def note(target: str, sites: list[str]) -> str:
+    """The capture log's note on the lines that asked for the device."""
     return "\n".join(
         [
             f"note: {target}: this retargeted capture ran on the CPU, and code asked which device it runs on "
             "(Device.is_cpu / is_cuda) at the lines below: where it branches, a GPU capture of the same script "
             "takes the other branch (another block_dim, other kernels), so this bundle is a valid CUDA program "
-            "that may not be byte-identical to a GPU capture. To ship what a GPU capture records, capture on a "
-            'GPU runner (capture_mode = "gpu", bazel build --config=gpu).',
-            *(f"  {site}" for site in shown),
+            f"that may not be byte-identical to a GPU capture. To ship what a GPU capture records, {_GPU_FIX}.",
+            *_shown(sites),
+        ]
+    )
+
+
+def refusal_note(target: str, sites: list[str]) -> str:
+    """The note printed before a refusal of a retargeted step whose code asked for the device: the
+    refused operation may be the CPU branch's own (Newton's implicit MPM solver reads its residual
+    back to the host on the CPU, and loops with wp.capture_while on CUDA)."""
+    return "\n".join(
+        [
+            f"note: {target}: this retargeted capture runs build() and the step on the CPU, and code asked "
+            "which device it runs on (Device.is_cpu / is_cuda) at the lines below: where it branches, a GPU "
+            "capture of the same script takes the other branch, which may not do what is refused below. If "
+            f"it does not, {_GPU_FIX}.",
+            *_shown(sites),
         ]
     )

@@ -599,6 +599,33 @@ def _parse_stream(cur: _Cursor, end: int, op_count: int, depth: int) -> OpStream
     return stream
 
 
+def check_branch_depth(cur: _Cursor, end: int, op_count: int) -> None:
+    """The one rule of the operation stream that Warp's own loader is laxer about: conditional nesting
+    past the table's depth (Warp takes up to 1024 levels). A load that leaves the rest of the stream to
+    Warp's validator runs this instead of `_parse_stream`, so that it refuses what verify refuses. Only
+    op headers and conditional records are read, iteratively; a stream too malformed to follow is left
+    to Warp, which refuses it."""
+    pending = [(cur.pos, end, op_count, 0)]
+    while pending:
+        pos, stream_end, count, depth = pending.pop()
+        for _ in range(count):
+            if _OP_HEADER.size > stream_end - pos:
+                break
+            op_type, total_size = _OP_HEADER.unpack_from(cur.data, pos)
+            if total_size < _OP_HEADER.size or total_size > stream_end - pos:
+                break
+            body = pos + _OP_HEADER.size
+            if op_type in (OpType.IF, OpType.WHILE) and _COND.size <= total_size - _OP_HEADER.size:
+                _, _, _, a_size, a_count, b_size, b_count = _COND.unpack_from(cur.data, body)
+                a_start = body + _COND.size
+                if a_size + b_size <= pos + total_size - a_start:
+                    if depth + 1 > MAX_BRANCH_DEPTH:
+                        raise cur.fail(f"conditional nesting exceeds {MAX_BRANCH_DEPTH} levels", pos)
+                    pending.append((a_start, a_start + a_size, a_count, depth + 1))
+                    pending.append((a_start + a_size, a_start + a_size + b_size, b_count, depth + 1))
+            pos += total_size
+
+
 _NAMES_AN_OP = re.compile(r"operation \d+: ")
 
 

@@ -21,7 +21,14 @@ from wrpkg.wrpformat.enums import (
 from wrpkg.wrpformat.header import _SECTION, FileHeader, SectionEntry
 from wrpkg.wrpformat.memory import MemorySection, _parse_memory, _write_memory
 from wrpkg.wrpformat.metadata import Metadata, _parse_metadata, _write_metadata
-from wrpkg.wrpformat.operations import OpStream, _parse_stream, _write_stream_body, iter_ops, op_type_name
+from wrpkg.wrpformat.operations import (
+    OpStream,
+    _parse_stream,
+    _write_stream_body,
+    check_branch_depth,
+    iter_ops,
+    op_type_name,
+)
 
 
 @dataclass
@@ -144,7 +151,12 @@ def _parse(data: memoryview, path: str | None, with_operations: bool = True) -> 
     if ops_entry.size < 4:
         raise ops_cur.fail("operations section is shorter than its 4-byte op count")
     op_count = ops_cur.u32("operation count")
-    operations = _parse_stream(ops_cur, ops_cur.end, op_count, 0) if with_operations else []
+    if with_operations:
+        operations = _parse_stream(ops_cur, ops_cur.end, op_count, 0)
+    else:
+        # Warp validates the rest of the stream at load; its nesting limit is laxer than the table's.
+        check_branch_depth(ops_cur, ops_cur.end, op_count)
+        operations = []
 
     meta_entry = found[SectionType.METADATA]
     metadata = _parse_metadata(
