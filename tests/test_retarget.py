@@ -75,6 +75,35 @@ def test_a_refusal_on_the_cpu_branch_names_the_lines_that_asked_for_the_device(t
     assert not out.exists() or not any(out.iterdir())
 
 
+@pytest.mark.parametrize("case", ["step", "tiled", "build"])
+def test_a_tape_backward_pass_launches_with_the_forward_launches_cuda_block_dim(tmp_path, case):
+    """wp.Tape.backward() replays each forward launch with the block_dim the device resolved: 1 on the
+    CPU, where a GPU's tape replays 256 (or the launch_tiled's 64). Retargeted, each backward launch
+    has its forward launch's CUDA block_dim and shape, so the program keeps one CUDA module per block_dim
+    a GPU capture would build (before: a block_dim-1 module for the backward launches). On a GPU,
+    test_retarget_gpu.py holds the capture byte-identical to the native one."""
+    out = tmp_path / "raw"
+    proc = retarget(PROGRAMS / "tape_backward.py", out, env_extra={"WRP_TEST_TAPE": case})
+    assert proc.returncode == 0, proc.stderr
+    wrp = wrpformat.read_wrp(out / "tape_backward.wrp")
+    launches = [op for op in wrp.operations.ops if op.op_type == wrpformat.OpType.KERNEL_LAUNCH]
+    by_pass = {}
+    for op in launches:
+        by_pass.setdefault(op.kernel_key.split("_cuda_kernel_")[0], []).append(
+            ("forward" if op.is_forward else "backward", op.block_dim, op.shape[: op.ndim])
+        )
+    expected = {"square_sum": 256, "tiled_scale": 64}
+    for key, runs in by_pass.items():
+        block_dim = next(v for k, v in expected.items() if key.startswith(k))
+        assert sorted({kind for kind, _, _ in runs}) == ["backward", "forward"], runs
+        assert {bd for _, bd, _ in runs} == {block_dim}, runs
+        assert len({shape for _, _, shape in runs}) == 1, runs  # a tiled backward has the 64 lanes too
+    assert len(by_pass) == (2 if case == "tiled" else 1)
+    # One CUDA module per block_dim used: no block_dim-1 variant for the backward launches.
+    assert {m.hash for m in wrp.metadata.modules} == {op.module_hash for op in launches}
+    assert len(wrp.metadata.modules) == len(by_pass)
+
+
 def test_launch_forms(tmp_path):
     out = tmp_path / "forms"
     proc = retarget(PROGRAMS / "launch_forms.py", out)

@@ -227,6 +227,28 @@ def test_a_bvh_built_on_the_cpu_replays_on_the_gpu_to_its_cpu_goldens(tmp_path, 
     assert {name: replayed[name] == expected[name] for name in names} == dict.fromkeys(names, True)
 
 
+@pytest.mark.parametrize("case", ["step", "tiled", "build"])
+def test_a_tape_backward_pass_retargeted_is_the_native_capture(tmp_path, case):
+    """wp.Tape.backward() in the step (tests/programs_retarget/tape_backward.py): the retargeted capture
+    launches the backward pass with the forward launches' CUDA block_dim, as the native capture does, so
+    the two are byte-identical in canonical form and the retargeted bundle replays to the native
+    goldens."""
+    script = REPO / "tests" / "programs_retarget" / "tape_backward.py"
+    env = {"WRP_TEST_TAPE": case}
+    captures = {}
+    for mode in ("retarget", "gpu"):
+        captures[mode] = tmp_path / mode
+        proc = _capture(script, captures[mode], mode, env)
+        assert proc.returncode == 0, proc.stderr
+    assert compare_captures(captures["retarget"], captures["gpu"], script.stem) == []
+    interface = json.loads((captures["retarget"] / "interface.json").read_text())
+    replayed = _replay(captures["retarget"] / f"{script.stem}.wrp", [g["name"] for g in interface["golden"]])
+    assert {
+        g["name"]: replayed[g["name"]] == (captures["gpu"] / g["file"]).read_bytes()
+        for g in interface["golden"]
+    } == {g["name"]: True for g in interface["golden"]}
+
+
 MESH_OUTPUTS = ("dist_a", "dist_b", "face_a", "face_b", "t_hit")
 
 

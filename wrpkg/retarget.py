@@ -111,6 +111,47 @@ def tag_command(command, tiled_block_dim, block_dim) -> None:
         )
 
 
+# The CUDA launch of each forward launch a wp.Tape recorded while rules_warp watched: Tape.backward()
+# replays a launch with the block_dim the CPU resolved (1, passed as a _ResolvedBlockDim), where a GPU's
+# tape replays the forward launch's CUDA block_dim (256 unless asked). id(inputs) -> [(tape entry, CUDA
+# block_dim, tiled)]: backward passes the entry's own inputs list.
+_tape_forwards: dict[int, list[tuple[list, int, bool]]] = {}
+# (CUDA block_dim, tiled) of each watched wp.launch running now, innermost last.
+_launching: list[tuple[int, bool]] = []
+
+
+def _tape_patch(wp) -> tuple[object, str, object]:
+    """Tape.record_launch, noting the CUDA launch of the watched wp.launch that records."""
+    original = wp.Tape.record_launch
+
+    def record_launch(tape, kernel, dim, max_blocks, inputs, outputs, device, block_dim=0, metadata=None):
+        original(tape, kernel, dim, max_blocks, inputs, outputs, device, block_dim, metadata)
+        if _launching:
+            _tape_forwards.setdefault(id(inputs), []).append((tape.launches[-1], *_launching[-1]))
+
+    return (wp.Tape, "record_launch", record_launch)
+
+
+def tape_forward_launch(kernel, inputs, outputs) -> tuple[int, bool] | None:
+    """(CUDA block_dim, tiled) of the forward launch a Tape.backward() launch replays, or None when no
+    watched launch recorded it (or two recorded it with different CUDA launches)."""
+    found = {
+        (cuda_block_dim, tiled)
+        for entry, cuda_block_dim, tiled in _tape_forwards.get(id(inputs), [])
+        if entry[0] is kernel and entry[3] is inputs and entry[4] is outputs
+    }
+    return found.pop() if len(found) == 1 else None
+
+
+@contextlib.contextmanager
+def _watched_launch(cuda_block_dim: int, tiled: bool):
+    _launching.append((cuda_block_dim, tiled))
+    try:
+        yield
+    finally:
+        _launching.pop()
+
+
 @contextlib.contextmanager
 def watching_launch_commands():
     """While build() runs: launch commands it makes (record_cmd=True) are tagged for a later launch()
@@ -123,11 +164,11 @@ def watching_launch_commands():
 
     def launch(kernel, dim, *args, **kwargs):
         tiled_block_dim = tiled.pop() if tiled else None
-        result = original_launch(kernel, dim, *args, **kwargs)
+        block_dim = kwargs.get("block_dim", args[10] if len(args) > 10 else None)
+        with _watched_launch(_cuda_block_dim(tiled_block_dim, block_dim), tiled_block_dim is not None):
+            result = original_launch(kernel, dim, *args, **kwargs)
         if kwargs.get("record_cmd", args[8] if len(args) > 8 else False):
-            tag_command(
-                result, tiled_block_dim, kwargs.get("block_dim", args[10] if len(args) > 10 else None)
-            )
+            tag_command(result, tiled_block_dim, block_dim)
         return result
 
     def launch_tiled(*args, **kwargs):
@@ -142,7 +183,9 @@ def watching_launch_commands():
         (wp, "launch", launch),
         (ctx, "launch_tiled", launch_tiled),
         (wp, "launch_tiled", launch_tiled),
+        _tape_patch(wp),
     ]
+    _tape_forwards.clear()
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
     try:
         for owner, name, value in patches:
@@ -299,11 +342,26 @@ class RetargetRecorder(LaunchRecorder):
                 )
                 tag_command(command, tiled_block_dim, block_dim)
                 return command
+            cuda_block_dim, tiled = _cuda_block_dim(tiled_block_dim, block_dim), tiled_block_dim is not None
+            if adjoint and isinstance(block_dim, ctx._ResolvedBlockDim):
+                # Tape.backward() replaying a forward launch with the CPU's block_dim: CUDA replays the
+                # forward launch's.
+                forward = tape_forward_launch(kernel, inputs, outputs)
+                if forward is None:
+                    raise recorder.refuse(
+                        f"the backward launch of '{kernel.key}' that wp.Tape.backward() replays: its forward "
+                        "launch was recorded on the tape where rules_warp did not watch (before build() ran), "
+                        "so its CUDA block_dim is unknown",
+                        where,
+                        fix="record the tape (with wp.Tape(): ...) in build() or in step()",
+                    )
+                cuda_block_dim, tiled = forward
             before = capture.operation_count
             try:
-                result = original["launch"](
-                    kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, *args, **kw
-                )
+                with _watched_launch(cuda_block_dim, tiled):
+                    result = original["launch"](
+                        kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, *args, **kw
+                    )
             except Exception:
                 recorder.raised.append((kernel.key, where))
                 raise
@@ -313,8 +371,8 @@ class RetargetRecorder(LaunchRecorder):
             recorder._note_launch(
                 kernel,
                 cpu_dim,
-                _cuda_block_dim(tiled_block_dim, block_dim),
-                tiled_block_dim is not None,
+                cuda_block_dim,
+                tiled,
                 int(max_blocks or 0),
                 adjoint,
                 before,
@@ -449,6 +507,7 @@ class RetargetRecorder(LaunchRecorder):
             (wp, "capture_while", capture_while),
             (wptypes.array, "_init_new", allocating_init_new),
             (ctx.Launch, "launch", launch_command),
+            _tape_patch(wp),
         ]
 
     @contextlib.contextmanager
