@@ -244,7 +244,7 @@ def test_script_that_raises_in_build(tmp_path):
         "in make_state",
         "ValueError: particle count must be positive",
     )
-    assert "wrpkg/capture.py" not in proc.stderr
+    assert "wrpkg/capture/tool.py" not in proc.stderr
 
 
 def test_script_that_raises_at_import(tmp_path):

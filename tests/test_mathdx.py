@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from wrpkg import fatbin, inspection, mathdx, wrpformat
+from wrpkg.capture.retarget import compare_captures
 from wrpkg.compile import compile_wrp
 from wrpkg.errors import CompileError
-from wrpkg.retarget import compare_captures
 
 REPO = Path(__file__).resolve().parent.parent
 NATIVE = REPO / "tests" / "fixtures" / "mathdx_matmul_h200"

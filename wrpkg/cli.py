@@ -14,9 +14,12 @@ from wrpkg.errors import WrpError
 # Modules are imported only when their subcommand runs, so `wrpkg --help` never loads Warp.
 SUBCOMMANDS = {
     "inspect": ("wrpkg.inspection", "summarize a .wrp file or bundle"),
-    "capture": ("wrpkg.capture", "run a capture script and save its graph, golden outputs and capture.json"),
+    "capture": (
+        "wrpkg.capture.tool",
+        "run a capture script and save its graph, golden outputs and capture.json",
+    ),
     "kernel-cache": (
-        "wrpkg.kernel_cache",
+        "wrpkg.capture.kernel_cache",
         "compile a library's Warp modules once, as the cache captures start from",
     ),
     "compile": ("wrpkg.compile", "compile captured CUDA modules for one SM or PTX"),
@@ -97,9 +100,11 @@ def run_tool(module_name: str, prog: list[str], argv: list[str]) -> int:
         return 1
 
 
-def tool_main(module_name: str) -> None:
-    """For `python -m wrpkg.<tool>`: the module's `if __name__ == "__main__"` calls this."""
-    name = module_name.rsplit(".", 1)[-1]
+def tool_main(module_name: str, name: str | None = None) -> None:
+    """For `python -m wrpkg.<tool>`: the module's `if __name__ == "__main__"` calls this.
+
+    `name` is the tool's name in messages (`wrpkg <name>`); by default the module's last part."""
+    name = name or module_name.rsplit(".", 1)[-1]
     sys.exit(run_tool(module_name, [name], sys.argv[1:]))
 
 

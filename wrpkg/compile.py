@@ -400,11 +400,8 @@ def _rebuild_linked(
     """
     import warp as wp  # noqa: PLC0415 - only a compile with MathDx modules needs Warp
 
-    from wrpkg import capture as capture_tool  # noqa: PLC0415 - imports the script as the capture does
-    from wrpkg import (
-        kernel_cache,  # noqa: PLC0415 - imports Warp
-        source_paths,  # noqa: PLC0415
-    )
+    from wrpkg.capture import kernel_cache, source_paths  # noqa: PLC0415 - imports Warp
+    from wrpkg.capture import tool as capture_tool  # noqa: PLC0415 - imports the script as the capture does
 
     kernel_cache.use_kernel_cache(wp, work, work / "kernel_cache")
     capture_tool.import_script(Path(script), label)

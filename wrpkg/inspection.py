@@ -114,7 +114,7 @@ def _fatbin_holds(binary: Path, data: bytes | None = None) -> tuple[list[str] | 
 
 
 def _uint64_mesh_ids_as_handles(wrp_path: Path) -> list[dict]:
-    """capture.json's record of wp.uint64 parameters recorded as handles (wrpkg.stale_pointers.relocations):
+    """capture.json's record of wp.uint64 parameters recorded as handles (wrpkg.capture.stale_pointers.relocations):
     kernel, parameter, meshes, launches. Provenance, not verified: a missing or unreadable file says none."""
     info = wrp_path.parent / manifest_mod.CAPTURE_INFO_NAME
     if not info.is_file():

@@ -214,7 +214,7 @@ class Manifest:
     ptx_min_driver: str | None = None
     chunk_bytes: int = CHUNK_BYTES
     # The device whose replay produced the golden outputs: "cpu" for a retargeted CUDA
-    # capture (wrpkg/retarget.py), else the capture device.
+    # capture (wrpkg/capture/retarget.py), else the capture device.
     golden_device: str | None = None
     schema: str = MANIFEST_SCHEMA
 

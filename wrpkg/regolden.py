@@ -3,7 +3,7 @@
 A retargeted CUDA capture makes its goldens by replaying the CPU capture, and a GPU rounds
 differently (fused multiply-adds, other math), orders atomics differently, and runs tile code
 cooperatively: its replay need not match those goldens bit for bit, or at all
-(wrpkg.golden_caveats). This tool opens the built bundle (wrpkg.Bundle: verified once, its
+(wrpkg.capture.golden_caveats). This tool opens the built bundle (wrpkg.Bundle: verified once, its
 bytes held), loads those bytes on a CUDA device, replays them twice from fresh loads, and writes
 a copy of the bundle whose deployed files are those bytes (same content hash) and whose golden
 files and golden.json come from that replay (golden_device "cuda"). A CPU bundle can be

@@ -15,7 +15,7 @@ import sys
 import warp as wp
 exec(sys.argv[2])
 from wrpkg.cli import run_tool
-sys.exit(run_tool("wrpkg.capture", ["capture"], ["--script", "models/sim.py", "--device", "cuda",
+sys.exit(run_tool("wrpkg.capture.tool", ["capture"], ["--script", "models/sim.py", "--device", "cuda",
     "--out-dir", sys.argv[1], "--stem", "sim", "--label", "//models:sim_wrp"]))
 PY
 }

@@ -242,7 +242,7 @@ class BvhLowering:
         # A retargeted capture's CUDA replay of a lowered tree faulted on an H100 (CUDA error 700 in every
         # bvh_step.py case, 2026-12-06): refused until a GPU shows it right.
         self._retargeted = retargeted
-        # The recording's wrpkg.step_guard.StepGuard: it words and keeps the refusals.
+        # The recording's wrpkg.capture.step_guard.StepGuard: it words and keeps the refusals.
         self._guard = guard
         self._bvhs: dict[int, _LoweredBvh] = {}  # id(bvh) ->
         self._objects: list = []  # the lowered BVHs, kept alive while their id() keys are used
