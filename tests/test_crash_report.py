@@ -19,7 +19,7 @@ import sys
 
 from test_capture import PROGRAMS, REPO
 
-from wrpkg.pack import pack
+from wrpkg.build.pack import pack
 
 REPLAY = os.environ["WRP_REPLAY"]
 LABEL = "//tests:stale_wrp"

@@ -1,4 +1,4 @@
-"""`wrpkg`: one entry point over the per-tool CLIs (`python -m wrpkg.<tool>` is the same)."""
+"""`wrpkg`: one entry point over the per-tool CLIs (`python -m wrpkg.capture`, `wrpkg.build.pack`, ... are the same)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from wrpkg.errors import WrpError
 # Subcommand -> module. Each module defines `configure_parser(parser)` and `run(args) -> int`.
 # Modules are imported only when their subcommand runs, so `wrpkg --help` never loads Warp.
 SUBCOMMANDS = {
-    "inspect": ("wrpkg.inspection", "summarize a .wrp file or bundle"),
+    "inspect": ("wrpkg.reader.inspection", "summarize a .wrp file or bundle"),
     "capture": (
         "wrpkg.capture.tool",
         "run a capture script and save its graph, golden outputs and capture.json",
@@ -22,10 +22,13 @@ SUBCOMMANDS = {
         "wrpkg.capture.kernel_cache",
         "compile a library's Warp modules once, as the cache captures start from",
     ),
-    "compile": ("wrpkg.compile", "compile captured CUDA modules for one SM or PTX"),
-    "pack": ("wrpkg.pack", "pack a canonical, content-hashed, multi-architecture bundle"),
-    "verify": ("wrpkg.verify", "check every bundle file against its manifest"),
-    "regolden": ("wrpkg.regolden", "replay a bundle on a GPU and write a copy whose goldens were made there"),
+    "compile": ("wrpkg.build.compile", "compile captured CUDA modules for one SM or PTX"),
+    "pack": ("wrpkg.build.pack", "pack a canonical, content-hashed, multi-architecture bundle"),
+    "verify": ("wrpkg.reader.verify", "check every bundle file against its manifest"),
+    "regolden": (
+        "wrpkg.reader.regolden",
+        "replay a bundle on a GPU and write a copy whose goldens were made there",
+    ),
 }
 
 

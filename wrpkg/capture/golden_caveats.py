@@ -11,7 +11,7 @@ tolerance covers); for two kinds the CPU computes something else altogether:
 Warp's floating-point reductions and scans (warp.utils) are the third: CUB adds in a tree, the
 CPU in a loop, so their sums round differently.
 The capture names them (capture.json `cpu_golden_caveats`, and a note), so the bundle's gpu
-replay tests use goldens made on a GPU (//rules:gpu_goldens, wrpkg.regolden).
+replay tests use goldens made on a GPU (//rules:gpu_goldens, wrpkg.reader.regolden).
 """
 
 from __future__ import annotations

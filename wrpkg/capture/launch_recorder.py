@@ -7,7 +7,7 @@ replay (`wrpkg.capture.step_guard`: nested graphs, host read-backs, host memory 
 capture runs one recorder, so Warp is patched and restored in one place.
 
 It reads APICapture's private launch packing (pinned with the Warp version, like
-capture.py's region check).
+tool.py's region check).
 
 On a CPU capture (`defer_compiles`), the step's modules are compiled after it
 (`wrpkg.capture.deferred_compile`): every refusal of the step, the checks of what it recorded

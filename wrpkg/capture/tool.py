@@ -851,7 +851,7 @@ def _replay_variant(wp, variant, wrp_path: Path, spec, device, target: str) -> d
 def _note_linked_kernels_made_later(target: str, saved, imported_kernels: dict[str, set[str]]) -> None:
     """Says, at the capture, what the per-SM compile would find only later: a MathDx module whose
     kernels the script makes while it runs (NVIDIA's example_tile_block_cholesky, MuJoCo Warp) cannot
-    be rebuilt per SM from an import, so only the capture's own SM can be served (wrpkg.compile)."""
+    be rebuilt per SM from an import, so only the capture's own SM can be served (wrpkg.build.compile)."""
     for record in saved.metadata.modules:
         if not mathdx.is_linked(record):
             continue

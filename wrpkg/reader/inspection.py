@@ -20,9 +20,9 @@ from pathlib import Path
 
 from wrpkg import manifest as manifest_mod
 from wrpkg import mathdx
-from wrpkg.bundle import Bundle
 from wrpkg.errors import CompileError, VerifyError, WrpFormatError
-from wrpkg.validity import read_json_file, read_regular
+from wrpkg.reader.bundle import Bundle
+from wrpkg.reader.validity import read_json_file, read_regular
 from wrpkg.wrpformat import Direction, WrpFile, binding_infos, read_wrp
 
 # The first four bytes of a fatbin container (little-endian 0xBA55ED50); anything else
