@@ -166,7 +166,7 @@ bool IsHex64(const std::string& s) {
 // included: the hash pinned beside the link must hold, else a link to a tampered bundle would carry that
 // bundle's own hash file, or none) and beside the resolved directory ("DIR/.", "DIR/sub/.." and "." run
 // inside DIR all find DIR.sha256, so naming a bundle another way cannot skip its hash). Both, without
-// repeats; wrpkg/validity.py's hash_file_candidates.
+// repeats; wrpkg/reader/validity.py's hash_file_candidates.
 std::vector<std::string> HashFileCandidates(const std::string& dir) {
   std::vector<std::string> parts;
   for (size_t start = 0;;) {

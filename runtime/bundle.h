@@ -122,8 +122,8 @@ class Bundle {
   // not list (capture.json aside) is an error, as is a listed file that is missing, not a regular file or of
   // another size than recorded, and a directory that cannot be listed. manifest.json and golden.json must be
   // regular files of at most Manifest::kMaxManifestBytes. Validity is the README's bundle-validity policy,
-  // shared with wrpkg.verify. Without options.expected_content_hash, "<dir>.sha256" beside the directory
-  // (the directory resolved first, so "DIR/." finds DIR.sha256) supplies it when present.
+  // shared with wrpkg.reader.verify. Without options.expected_content_hash, "<dir>.sha256" beside the
+  // directory (the directory resolved first, so "DIR/." finds DIR.sha256) supplies it when present.
   static Bundle OpenDirectory(const std::string& dir, const BundleOptions& options = {});
 
   // Reads a ustar archive whose entries lie under "<name>/". Zero-copy: `data` must outlive the Bundle and
@@ -192,19 +192,19 @@ namespace internal {
 using OpenSubdirectory = std::function<int(int parent_fd, const char* name)>;
 
 // Every entry under `root` but directories, as sorted '/'-joined relative paths; symlinks (to directories
-// too) are entries and never followed: the walk of wrpkg/verify.py's _walk_files. Throws wrp::Error naming
-// a directory that cannot be opened or read, followed by `fix` ("; fix: ..."): a directory that cannot be
-// listed could hold an unlisted file. `open_subdirectory` replaces openat(O_DIRECTORY | O_NOFOLLOW).
+// too) are entries and never followed: the walk of wrpkg/reader/verify.py's _walk_files. Throws wrp::Error
+// naming a directory that cannot be opened or read, followed by `fix` ("; fix: ..."): a directory that cannot
+// be listed could hold an unlisted file. `open_subdirectory` replaces openat(O_DIRECTORY | O_NOFOLLOW).
 std::vector<std::string> ListBundleFiles(const std::string& root, const std::string& fix,
                                          const OpenSubdirectory& open_subdirectory = nullptr);
 
 }  // namespace internal
 
 // The content hash a "<name>.sha256" file holds (its bytes `data`, read from `path`), in the one grammar
-// wrpkg.validity.parse_hash_file reads too: exactly 64 lowercase hex digits, optionally two spaces and a name
-// of printable ASCII (what sha256sum writes: "<hex>  <name>/manifest.json"), then at most one final "\n".
-// Anything else (a leading space, a tab or other control character as the separator, CRLF, a second line)
-// throws wrp::Error naming `path`.
+// wrpkg.reader.validity.parse_hash_file reads too: exactly 64 lowercase hex digits, optionally two spaces and
+// a name of printable ASCII (what sha256sum writes: "<hex>  <name>/manifest.json"), then at most one final
+// "\n". Anything else (a leading space, a tab or other control character as the separator, CRLF, a second
+// line) throws wrp::Error naming `path`.
 std::string ParseHashFile(const uint8_t* data, size_t size, const std::string& path);
 
 // Throws wrp::Error unless the linked Warp's version equals the one the bundle was captured with (the .wrp

@@ -1,5 +1,6 @@
 // Reads the images of a CUDA fatbin (the module binary of a multi-arch bundle), so that Warp can be handed
-// only the image the device runs. Same rules as wrpkg/fatbin.py: nvFatbin's layout, names matched exactly
+// only the image the device runs. Same rules as wrpkg/reader/fatbin.py: nvFatbin's layout, names matched
+// exactly
 // ("sm_90" is not "sm_90a"), compressed entries listed but never extracted.
 #pragma once
 

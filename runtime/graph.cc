@@ -424,7 +424,7 @@ void Graph::Impl::CheckAgainstWrp(const Manifest& manifest) const {
   }
   // Which names alias one allocation. Region numbers are the capture's labels, which Warp does not expose:
   // what the manifest and the .wrp must agree on is the aliasing, seen here as the names whose parameter
-  // memory is one (wrpkg.verify compares the same partition). Empty regions have no memory to compare.
+  // memory is one (wrpkg.reader.verify compares the same partition). Empty regions have no memory to compare.
   std::map<std::string, std::pair<const void*, const BindingRecord*>> by_region;
   std::map<const void*, const BindingRecord*> by_memory;
   for (const BindingRecord& binding : manifest.bindings) {

@@ -64,16 +64,16 @@ inline std::string PaxRecord(const std::string& key, const std::string& value) {
   return std::to_string(length) + " " + key + "=" + value + "\n";
 }
 
-// Appends a pax extended header (type 'x', named "././@PaxHeader" as wrpkg.pack and Python's tarfile write
-// it) holding `records` as they are (PaxRecord's, or hostile bytes), or type `pax_type` ('g' for a global
-// header); `size` as AppendTarEntry's.
+// Appends a pax extended header (type 'x', named "././@PaxHeader" as wrpkg.build.pack and Python's tarfile
+// write it) holding `records` as they are (PaxRecord's, or hostile bytes), or type `pax_type` ('g' for a
+// global header); `size` as AppendTarEntry's.
 inline void AppendPaxHeader(std::vector<uint8_t>* tar, const std::string& records, char pax_type = 'x',
                             long long size = -1) {
   AppendTarEntry(tar, "././@PaxHeader", records, pax_type, "", size);
 }
 
-// Appends an entry whose path comes in a pax header (one `path` record), as wrpkg.pack writes a path that
-// ustar's name and prefix fields cannot hold: the entry's own name is the path cut to 100 bytes.
+// Appends an entry whose path comes in a pax header (one `path` record), as wrpkg.build.pack writes a path
+// that ustar's name and prefix fields cannot hold: the entry's own name is the path cut to 100 bytes.
 inline void AppendPaxEntry(std::vector<uint8_t>* tar, const std::string& path, const std::string& body,
                            char type = '0') {
   AppendPaxHeader(tar, PaxRecord("path", path));

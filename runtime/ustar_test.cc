@@ -201,7 +201,8 @@ TEST(UstarTest, FilePathsHaveNoEmptyOrDotComponents) {
   EXPECT_EQ(wrp::ReadUstar(tar.data(), tar.size(), "t.tar").at(0).path, "b/..x/.y");
 }
 
-// --- pax extended headers: a path too long for ustar's name and prefix fields (wrpkg.pack) ----------------
+// --- pax extended headers: a path too long for ustar's name and prefix fields (wrpkg.build.pack)
+// ----------------
 
 using wrp::testing::AppendPaxEntry;
 using wrp::testing::AppendPaxHeader;

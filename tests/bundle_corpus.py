@@ -1,7 +1,7 @@
 """The shared corpus of good and bad bundles (docs/bundles.md: "Bundle validity").
 
 make_corpus(good_dir, good_tar, out) copies a real bundle and breaks each copy in one way.
-Every case says what the policy expects; tests/test_validity_parity.py has wrpkg.verify and
+Every case says what the policy expects; tests/test_validity_parity.py has wrpkg.reader.verify and
 the C++ runtime judge each one and requires both to give that verdict.
 """
 

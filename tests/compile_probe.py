@@ -1,7 +1,7 @@
 """Runs one capture in this process (`python compile_probe.py <wrpkg.capture arguments>`) and prints,
 as JSON on its last line, every compile Warp started (its CPU compiler, warp-clang's build_cpu, and
 its CUDA compiler, build_cuda, NVRTC) with the capture's phase at that moment
-(wrpkg.crash_watch.phase), and the capture's error, if it failed. For
+(wrpkg.capture.crash_watch.phase), and the capture's error, if it failed. For
 tests/test_refusal_before_compile.py: a refusal must come before any compile."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from wrpkg import crash_watch  # noqa: E402 - after the path
+from wrpkg.capture import crash_watch  # noqa: E402 - after the path
 
 
 def main(argv: list[str]) -> int:
@@ -23,7 +23,8 @@ def main(argv: list[str]) -> int:
 
     import warp  # noqa: F401, PLC0415 - before wrpkg.capture, to hook Warp's compilers
 
-    from wrpkg import capture, warp_internals  # noqa: PLC0415
+    from wrpkg import warp_internals  # noqa: PLC0415
+    from wrpkg.capture import tool as capture  # noqa: PLC0415
     from wrpkg.errors import CaptureError  # noqa: PLC0415
 
     def counting(name: str, original):

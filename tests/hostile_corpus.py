@@ -21,8 +21,8 @@ from pathlib import Path
 
 from bundle_corpus import _rehash, _write_canonical
 
+from wrpkg.build.pack import _ustar_header, write_deterministic_tar
 from wrpkg.manifest import MAX_CAPTURE_INFO_BYTES, MAX_JSON_BYTES, MAX_JSON_DEPTH
-from wrpkg.pack import _ustar_header, write_deterministic_tar
 
 GOOD_DIR = Path(os.environ["WRP_GOOD_BUNDLE_DIR"]).resolve()
 # A CUDA bundle (PTX and SASS of several SMs), for the cases only a CUDA manifest can hold.
@@ -793,7 +793,7 @@ EMPTY_FILE = _ustar_header(b"x", b"", 0o644, 0, b"0")
 def pax_tar(
     before: str | None = None, insert: bytes | Callable[[str], bytes] = b""
 ) -> Callable[[Path], Path]:
-    """The (already mutated) bundle as wrpkg.pack writes its archive (write_deterministic_tar, under
+    """The (already mutated) bundle as wrpkg.build.pack writes its archive (write_deterministic_tar, under
     golden.json's name: pax headers for paths over ustar's fields), with the bytes `insert` (a function of
     that name, or bytes) inserted before the entry `before` (a path inside the bundle: "" for its
     directory entry; None: after the last entry)."""
@@ -866,7 +866,7 @@ def fatbin_rewrite(edit: Callable[[bytearray, dict], None], *, rehash_images: bo
     (offset, size) by arch), the .wrp's record of its digest patched to the new one, and every file's listing
     redone: an attacker who rewrites the files and the manifest alike. `rehash_images`: the manifest's record
     of each SASS image too (size and sha256), the one digest that still pinned the image."""
-    from wrpkg.fatbin import parse_fatbin  # noqa: PLC0415
+    from wrpkg.reader.fatbin import parse_fatbin  # noqa: PLC0415
 
     def mutate(bundle: Path) -> None:
         path = bundle / CUDA_MODULE_BINARY
@@ -1219,7 +1219,7 @@ def _parity_cases() -> list[Verdict]:
         Verdict(
             "tar_golden_unknown_field", then(golden_edit(set_field("seed", value=1)), as_tar()), False, G
         ),
-        # Tars with pax headers (issue 38): wrpkg.pack gives a path that ustar's name and prefix cannot hold a
+        # Tars with pax headers (issue 38): wrpkg.build.pack gives a path that ustar's name and prefix cannot hold a
         # pax header with only a `path` record; both readers take that and nothing else. `file` is what both
         # messages must say.
         Verdict("tar_pax_long_bundle_name", then(renamed(LONG_NAME), pax_tar()), True),

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from test_capture import PROGRAMS, REPO
 
-from wrpkg.pack import pack
-from wrpkg.verify import verify_bundle
+from wrpkg.build.pack import pack
+from wrpkg.reader.verify import verify_bundle
 
 SCRIPT = PROGRAMS / "atomic_sum.py"
 
@@ -99,7 +99,7 @@ def test_bundle_out_of_disk_space_keeps_the_previous_bundle(previous):
     out = previous / "out"
     before = snapshot(out)
     # A different label makes a different bundle, so a half-published one would show.
-    proc = run_tool("wrpkg.pack", bundle_args(previous, "//tests:atomic_v2"), fault="enospc", at=2)
+    proc = run_tool("wrpkg.build.pack", bundle_args(previous, "//tests:atomic_v2"), fault="enospc", at=2)
     assert proc.returncode == 1, proc.stderr
     assert "No space left on device" in proc.stderr and "were left as they were" in proc.stderr
     assert snapshot(out) == before
@@ -110,12 +110,12 @@ def test_bundle_out_of_disk_space_keeps_the_previous_bundle(previous):
 def test_bundle_killed_mid_way_keeps_the_previous_bundle(previous):
     out = previous / "out"
     before = snapshot(out)
-    proc = run_tool("wrpkg.pack", bundle_args(previous, "//tests:atomic_v2"), fault="kill", at=2)
+    proc = run_tool("wrpkg.build.pack", bundle_args(previous, "//tests:atomic_v2"), fault="kill", at=2)
     assert proc.returncode == -signal.SIGKILL
     assert snapshot(out) == before
     # What the kill left is a hidden staging dir; the next run removes it and publishes.
     assert hidden_leftovers(out) and all(".atomic_wrp.tmp-" in n for n in hidden_leftovers(out))
-    proc = run_tool("wrpkg.pack", bundle_args(previous, "//tests:atomic_v2"))
+    proc = run_tool("wrpkg.build.pack", bundle_args(previous, "//tests:atomic_v2"))
     assert proc.returncode == 0, proc.stderr
     assert hidden_leftovers(out) == []
     assert verify_bundle(out / "atomic_wrp").label == "//tests:atomic_v2"

@@ -1,4 +1,4 @@
-"""Bundles: reproducible content hash and tar, the manifest, `wrpkg verify`, `wrpkg.bundle`, and
+"""Bundles: reproducible content hash and tar, the manifest, `wrpkg verify`, `wrpkg.reader.bundle`, and
 the arch-mismatch message. CPU only: the CUDA side runs on the in-repo sm_90 fixture."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from wrpkg import warp_internals, wrpformat
-from wrpkg.bundle import arch_mismatch_message, check_device, device_fit
+from wrpkg.build.pack import pack
 from wrpkg.errors import ArchMismatchError, BundleError, VerifyError
 from wrpkg.manifest import (
     MANIFEST_SCHEMA,
@@ -27,9 +27,9 @@ from wrpkg.manifest import (
     golden_to_json_bytes,
     to_json_bytes,
 )
-from wrpkg.pack import pack
-from wrpkg.validity import bundle_content_hash
-from wrpkg.verify import verify_bundle
+from wrpkg.reader.bundle import arch_mismatch_message, check_device, device_fit
+from wrpkg.reader.validity import bundle_content_hash
+from wrpkg.reader.verify import verify_bundle
 
 REPO = Path(__file__).resolve().parent.parent
 SIM = REPO / "models" / "sim.py"
@@ -55,7 +55,7 @@ def _start_capture(script: Path, out_dir: Path, stem: str, label: str, cwd: Path
 def _run_bundle(
     raw: Path, out_root: Path, name: str, label: str, stem: str = "sim"
 ) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "wrpkg.pack", "--raw-dir", str(raw), "--stem", stem, "--name", name]
+    cmd = [sys.executable, "-m", "wrpkg.build.pack", "--raw-dir", str(raw), "--stem", stem, "--name", name]
     cmd += ["--label", label, "--out-dir", str(out_root / name), "--tar", str(out_root / f"{name}.tar")]
     cmd += ["--hash", str(out_root / f"{name}.sha256")]
     return subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=300)
@@ -313,7 +313,10 @@ def test_verify_catches_a_flipped_byte_in_a_module(bundle_copy):
     assert str(module) in str(err.value) and "sha256" in str(err.value)
     assert f"rebuild {LABEL}" in str(err.value)
     proc = subprocess.run(
-        [sys.executable, "-m", "wrpkg.verify", str(bundle_copy)], env=_env(), capture_output=True, text=True
+        [sys.executable, "-m", "wrpkg.reader.verify", str(bundle_copy)],
+        env=_env(),
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 1 and module.name in proc.stderr
 
@@ -416,10 +419,10 @@ def test_verify_catches_a_missing_file(bundle_copy):
 
 def test_load_replays_to_the_golden_outputs(two_builds):
     """The bundle built here, opened (wrpkg.Bundle: verified, its bytes held) and replayed to its
-    golden outputs; wrpkg.bundle.load, which reads only what it hands Warp, replays the same."""
+    golden outputs; wrpkg.reader.bundle.load, which reads only what it hands Warp, replays the same."""
     import warp as wp
 
-    from wrpkg.bundle import Bundle, load
+    from wrpkg.reader.bundle import Bundle, load
 
     wp.config.log_level = wp.LOG_WARNING
     bundle = Bundle.open(two_builds[1] / "out" / "sim_cpu_wrp")
@@ -432,7 +435,7 @@ def test_load_replays_to_the_golden_outputs(two_builds):
 
 
 def test_load_refuses_a_tampered_bundle(bundle_copy):
-    from wrpkg.bundle import Bundle, load
+    from wrpkg.reader.bundle import Bundle, load
 
     wrp = bundle_copy / "sim.wrp"
     wrp.write_bytes(wrp.read_bytes()[:-8])
@@ -599,9 +602,9 @@ def test_per_module_fit_mixes_sass_and_ptx(cuda_bundle):
 
 
 def test_multiarch_seam_packs_a_fatbin_from_compile_outputs(cuda_bundle, tmp_path):
-    """The per-SM path: compile outputs (wrpkg.compile) in, one fatbin per module out, with
+    """The per-SM path: compile outputs (wrpkg.build.compile) in, one fatbin per module out, with
     the .wrp's module record rewritten to it. Only sm_90 + PTX here to keep NVRTC time low."""
-    from wrpkg.compile import compile_wrp
+    from wrpkg.build.compile import compile_wrp
     from wrpkg.cuda_tools import fatbin_contents
 
     raw = cuda_bundle.parent.parent / "raw"
@@ -645,7 +648,7 @@ def _relabel_compile_dir(src: Path, dst: Path, nvrtc: str, arch: str | None = No
 def test_ptx_may_come_from_an_older_nvrtc_but_sass_from_one(cuda_bundle, tmp_path):
     """SASS from Warp's NVRTC, PTX from an older one (what //toolchains/cuda does): the
     manifest names both, and the PTX's NVRTC decides the oldest driver that JITs it."""
-    from wrpkg.compile import compile_wrp
+    from wrpkg.build.compile import compile_wrp
 
     raw = cuda_bundle.parent.parent / "raw"
     compile_wrp(raw / "sim.wrp", raw / "sim_modules", "sm_90", tmp_path / "sm_90")

@@ -18,8 +18,8 @@ import pytest
 
 import wrpkg
 from wrpkg import warp_internals
-from wrpkg.bundle import Bundle, load, prepare_cuda_load
 from wrpkg.errors import ArchMismatchError, VerifyError
+from wrpkg.reader.bundle import Bundle, load, prepare_cuda_load
 
 CPU_BUNDLE = Path(os.environ["WRP_CPU_BUNDLE"])
 CPU_HASH = Path(os.environ["WRP_CPU_BUNDLE_HASH"])
@@ -212,7 +212,7 @@ def test_a_tampered_bundle_is_refused_at_open_as_wrpkg_verify_refuses_it(copy, t
 
 
 def test_opened_without_verify_all_it_checks_each_file_when_used(wp, copy):
-    """verify_all=False (wrpkg.bundle.load's way, the C++ default): manifest.json only at open; a
+    """verify_all=False (wrpkg.reader.bundle.load's way, the C++ default): manifest.json only at open; a
     file is checked when first used, and `verify()` does the rest, holding what it checked."""
     bundle = Bundle.open(copy, verify_all=False)
     wrp = bundle.manifest.wrp
@@ -268,7 +268,7 @@ def test_a_bundle_for_another_device_is_refused_at_load():
 
 def test_a_cuda_load_hands_warp_the_view_of_the_held_bytes():
     """With SASS for the device, what Warp gets from an opened Bundle is the per-device view
-    wrpkg.bundle.load reads from disk, made here from the held bytes, which stay as verified."""
+    wrpkg.reader.bundle.load reads from disk, made here from the held bytes, which stay as verified."""
     bundle = Bundle.open(CUDA_BUNDLE)
     held = bytes(bundle.file(bundle.manifest.wrp))
     fit = bundle.check_device("cuda:0", "NVIDIA H200", 90, (13, 0))

@@ -1,4 +1,4 @@
-"""A wp.Bvh refitted and queried in a step is captured as Warp operations (wrpkg.bvh_lowering), on
+"""A wp.Bvh refitted and queried in a step is captured as Warp operations (wrpkg.capture.lowering.bvh_lowering), on
 the CPU and retargeted to CUDA: the replayed outputs equal the step run directly by Warp (its
 native refit), byte for byte, traversal order included, for a plain, a grouped and a packed-leaf
 tree and a tree only queried. The C++ replay of the CPU bundle is //tests:bvh_cpu_wrp_replay_test;
@@ -14,7 +14,8 @@ import pytest
 from test_capture import PROGRAMS, assert_captures_the_direct_run, run_capture
 from wrp_testing import direct_step_outputs
 
-from wrpkg import bvh_lowering, wrpformat
+from wrpkg import wrpformat
+from wrpkg.capture.lowering import bvh_lowering
 
 LABEL = "//tests:bvh_wrp"
 SCRIPT = PROGRAMS / "bvh_step.py"

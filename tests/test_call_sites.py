@@ -1,5 +1,5 @@
 """Refusals of what a library did inside the step name the user's line and the library's
-(wrpkg.call_sites): a host read-back in Warp's own library code and in an installed package."""
+(wrpkg.capture.call_sites): a host read-back in Warp's own library code and in an installed package."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 
 from test_capture import PROGRAMS, assert_refused, run_capture
 
-from wrpkg import call_sites
+from wrpkg.capture import call_sites
 
 READBACK = PROGRAMS / "library_readback.py"
 

@@ -244,7 +244,7 @@ def test_script_that_raises_in_build(tmp_path):
         "in make_state",
         "ValueError: particle count must be positive",
     )
-    assert "wrpkg/capture.py" not in proc.stderr
+    assert "wrpkg/capture/tool.py" not in proc.stderr
 
 
 def test_script_that_raises_at_import(tmp_path):
@@ -304,7 +304,7 @@ def test_a_long_printable_binding_name_packs(tmp_path):
         "--hash",
         str(tmp_path / "n.sha256"),
     ]
-    proc = run_python("-m", "wrpkg.pack", *args)
+    proc = run_python("-m", "wrpkg.build.pack", *args)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "n_wrp" / "golden" / ("é" * 100 + ".bin")).is_file()
 

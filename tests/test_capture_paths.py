@@ -34,7 +34,7 @@ def _bundle_hash(tmp_path, name, cwd, script):
         "--hash",
         str(out / "sim.sha256"),
     ]
-    proc = run_python("-m", "wrpkg.pack", *args, cwd=cwd)
+    proc = run_python("-m", "wrpkg.build.pack", *args, cwd=cwd)
     assert proc.returncode == 0, proc.stderr
     return (out / "sim.sha256").read_text().split()[0]
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from wrpkg.bundle import prepare_cuda_load
 from wrpkg.errors import VerifyError
 from wrpkg.manifest import CHUNK_BYTES, chunk_count, from_json_bytes
-from wrpkg.validity import read_verified, sha256_each
-from wrpkg.verify import verify_bundle
+from wrpkg.reader.bundle import prepare_cuda_load
+from wrpkg.reader.validity import read_verified, sha256_each
+from wrpkg.reader.verify import verify_bundle
 
 BUNDLE = Path(os.environ["WRP_SIM_BUNDLE"])
 
@@ -125,7 +125,7 @@ def test_the_cpp_runtime_checks_chunks_too(tmp_path):
 
 
 class _FakeWarp:
-    """Stands in for warp in wrpkg.bundle's from-bytes call: records what it is given, and fails
+    """Stands in for warp in wrpkg.reader.bundle's from-bytes call: records what it is given, and fails
     the way Warp does on malformed bytes when asked to."""
 
     def __init__(self, fail: bool = False):
@@ -140,10 +140,10 @@ class _FakeWarp:
 
 
 def test_load_hashes_while_warp_parses_and_returns_only_verified_graphs(tmp_path):
-    """wrpkg.bundle hands Warp the view and hashes it on another thread meanwhile: a graph comes
+    """wrpkg.reader.bundle hands Warp the view and hashes it on another thread meanwhile: a graph comes
     back only when every digest matched; a tampered .wrp is a VerifyError naming the file,
     whether Warp accepted the bytes or refused them; Warp's refusal of intact bytes is a VerifyError too."""
-    from wrpkg.bundle import _load_view_while_verifying
+    from wrpkg.reader.bundle import _load_view_while_verifying
 
     _, view = prepare_cuda_load(BUNDLE, "cuda:0", "NVIDIA H200", 90, (13, 0), verify=False)
     warp = _FakeWarp()
@@ -188,18 +188,18 @@ def test_both_ways_of_reading_the_wrp_name_what_differs(tmp_path, monkeypatch, t
     loading thread into a bytearray (the bundle here is small: the thresholds are lowered to
     take the other road). Both hand Warp the same patched bytes, and both name a changed chunk,
     a changed image and a truncated .wrp."""
-    import wrpkg.bundle
-    import wrpkg.validity
+    import wrpkg.reader.bundle
+    import wrpkg.reader.validity
 
-    monkeypatch.setattr(wrpkg.bundle, "_BACKGROUND_READ_BYTES", threshold)
-    monkeypatch.setattr(wrpkg.validity, "_MAPPED_READ_BYTES", threshold)
+    monkeypatch.setattr(wrpkg.reader.bundle, "_BACKGROUND_READ_BYTES", threshold)
+    monkeypatch.setattr(wrpkg.reader.validity, "_MAPPED_READ_BYTES", threshold)
     _, view = prepare_cuda_load(BUNDLE, "cuda:0", "NVIDIA H200", 90, (13, 0))
     monkeypatch.undo()
     _, reference = prepare_cuda_load(BUNDLE, "cuda:0", "NVIDIA H200", 90, (13, 0))
     assert bytes(view.wrp) == bytes(reference.wrp) and view.modules == reference.modules
     assert bytes(view.wrp) != (BUNDLE / verify_bundle(BUNDLE).wrp).read_bytes()  # digests patched
-    monkeypatch.setattr(wrpkg.bundle, "_BACKGROUND_READ_BYTES", threshold)
-    monkeypatch.setattr(wrpkg.validity, "_MAPPED_READ_BYTES", threshold)
+    monkeypatch.setattr(wrpkg.reader.bundle, "_BACKGROUND_READ_BYTES", threshold)
+    monkeypatch.setattr(wrpkg.reader.validity, "_MAPPED_READ_BYTES", threshold)
 
     manifest = verify_bundle(BUNDLE)
     changed = _copy(tmp_path / "changed")

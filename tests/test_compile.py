@@ -320,7 +320,7 @@ def test_the_target_picks_the_output_kind():
 
 
 def _run_cli(*args) -> subprocess.CompletedProcess:
-    return run_python("-m", "wrpkg.compile", *args)
+    return run_python("-m", "wrpkg.build.compile", *args)
 
 
 def _cli_args(out_dir, arch="sm_90"):
@@ -353,7 +353,7 @@ def test_cli_compiles_deterministically(tmp_path, module_record):
 
 
 def test_cli_ptx_and_atomic_replace(tmp_path):
-    from wrpkg.compile import compile_wrp
+    from wrpkg.build.compile import compile_wrp
 
     out = tmp_path / "ptx"
     out.mkdir()
@@ -370,7 +370,7 @@ def test_cli_ptx_and_atomic_replace(tmp_path):
 def test_cli_unknown_arch_fails_listing_supported(tmp_path, capsys):
     from wrpkg.cli import run_tool
 
-    assert run_tool("wrpkg.compile", ["compile"], _cli_args(tmp_path / "o", "sm_61")) == 1
+    assert run_tool("wrpkg.build.compile", ["compile"], _cli_args(tmp_path / "o", "sm_61")) == 1
     err = capsys.readouterr().err
     assert "sm_61" in err and "sm_75" in err and "sm_121" in err
     assert not (tmp_path / "o").exists()
@@ -382,7 +382,7 @@ def test_cli_rejects_a_changed_source(tmp_path, module_record):
     cu = modules / module_record.source_filename
     os.chmod(cu, 0o644)
     cu.write_bytes(cu.read_bytes() + b"\n// edited\n")
-    from wrpkg.compile import compile_wrp
+    from wrpkg.build.compile import compile_wrp
 
     with pytest.raises(CompileError, match="sha256"):
         compile_wrp(WRP, modules, "sm_90", tmp_path / "out")
@@ -431,14 +431,14 @@ def test_a_mathdx_module_made_while_the_script_runs_serves_the_capture_sm_only(t
         str(script),
     ]
     proc = run_python(
-        "-m", "wrpkg.compile", *compile_args, "--arch", "sm_90", "--out-dir", str(tmp_path / "sm_90")
+        "-m", "wrpkg.build.compile", *compile_args, "--arch", "sm_90", "--out-dir", str(tmp_path / "sm_90")
     )
     assert proc.returncode == 0, proc.stderr
     entry = json.loads((tmp_path / "sm_90" / "compile.json").read_text())["modules"][0]
     (packaged,) = [p for p in (raw / "t_modules").iterdir() if p.suffix == ".cubin"]
     assert entry["sha256"] == hashlib.sha256(packaged.read_bytes()).hexdigest()
     proc = run_python(
-        "-m", "wrpkg.compile", *compile_args, "--arch", "sm_80", "--out-dir", str(tmp_path / "sm_80")
+        "-m", "wrpkg.build.compile", *compile_args, "--arch", "sm_80", "--out-dir", str(tmp_path / "sm_80")
     )
     assert proc.returncode == 1
     assert refusal in proc.stderr, proc.stderr

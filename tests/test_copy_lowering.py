@@ -1,5 +1,5 @@
 """Strided and indexed copies and fills in a step are captured as kernel launches
-(wrpkg.copy_lowering), on the CPU and retargeted to CUDA: the replayed outputs equal the
+(wrpkg.capture.lowering.copy_lowering), on the CPU and retargeted to CUDA: the replayed outputs equal the
 step run directly by Warp (its native strided copy and fill), byte for byte, and NumPy's
 answer. What stays beyond a launch (a bit cast between element types) is refused as Warp's
 APIC limit (test_step_refusals.py, programs_capture/apic_unsupported.py)."""

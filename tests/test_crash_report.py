@@ -19,7 +19,7 @@ import sys
 
 from test_capture import PROGRAMS, REPO
 
-from wrpkg.pack import pack
+from wrpkg.build.pack import pack
 
 REPLAY = os.environ["WRP_REPLAY"]
 LABEL = "//tests:stale_wrp"
@@ -28,17 +28,17 @@ DEVICE = os.environ.get("WRP_CRASH_DEVICE", "cpu")
 # Capture with the stale-pointer refusal turned into a note of the address it found.
 UNCHECKED_CAPTURE = """
 import re, sys
-import wrpkg.capture, wrpkg.stale_pointers
+import wrpkg.capture.tool, wrpkg.capture.stale_pointers
 from wrpkg.errors import CaptureError
-check = wrpkg.stale_pointers.check_launches
+check = wrpkg.capture.stale_pointers.check_launches
 def note_instead(*args):
     try:
         check(*args)
     except CaptureError as err:
         open(sys.argv[1], "w").write(re.search(r"\\(0x([0-9a-f]+)\\)", str(err)).group(1))
-wrpkg.capture.check_launches = note_instead
+wrpkg.capture.tool.check_launches = note_instead
 from wrpkg.cli import run_tool
-sys.exit(run_tool("wrpkg.capture", ["capture"], sys.argv[2:]))
+sys.exit(run_tool("wrpkg.capture.tool", ["capture"], sys.argv[2:]))
 """
 
 

@@ -1,4 +1,4 @@
-"""wrpkg.fatbin and wrpkg.bundle.device_view on a multi-arch CUDA bundle built here by the real
+"""wrpkg.reader.fatbin and wrpkg.reader.bundle.device_view on a multi-arch CUDA bundle built here by the real
 pipeline (//models:sim_recorded_wrp). No GPU needed: what the view hands Warp is checked
 byte for byte; tools/bench/bench_all.sh loads it on a GPU."""
 
@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from wrpkg import cuda_tools
-from wrpkg.bundle import Bundle, DeviceFit, _read_view, device_fit, device_view, prepare_cuda_load
 from wrpkg.errors import BundleError, VerifyError
-from wrpkg.fatbin import KIND_ELF, KIND_PTX, is_fatbin, parse_fatbin, sass_image
-from wrpkg.verify import verify_bundle
+from wrpkg.reader.bundle import Bundle, DeviceFit, _read_view, device_fit, device_view, prepare_cuda_load
+from wrpkg.reader.fatbin import KIND_ELF, KIND_PTX, is_fatbin, parse_fatbin, sass_image
+from wrpkg.reader.verify import verify_bundle
 from wrpkg.wrpformat import read_wrp
 
 BUNDLE = Path(os.environ["WRP_SIM_BUNDLE"])
@@ -156,7 +156,7 @@ def _copy(tmp_path, name="copy"):
 
 
 def test_prepare_cuda_load_hands_warp_only_verified_images(bundle, tmp_path):
-    """What wrpkg.bundle does before Warp's call, with the device faked: the view's images are
+    """What wrpkg.reader.bundle does before Warp's call, with the device faked: the view's images are
     the manifest's sm_90 images, and a truncated module file is named by its size."""
     manifest, files = bundle
     loaded, view = prepare_cuda_load(BUNDLE, "cuda:0", "NVIDIA H200", 90, (13, 0))
@@ -178,12 +178,12 @@ def test_prepare_cuda_load_hands_warp_only_verified_images(bundle, tmp_path):
 # racing the load, made deterministic), then makes the view; a signal or a traceback fails the test.
 _SHRINK_AFTER_OPEN = r"""
 import os, sys
-import wrpkg.validity
-from wrpkg import bundle
+import wrpkg.reader.validity
+from wrpkg.reader import bundle
 from wrpkg.errors import VerifyError
 
 copy, victim = sys.argv[1], sys.argv[2]
-real_open = wrpkg.validity.open_regular
+real_open = wrpkg.reader.validity.open_regular
 
 
 def shrinking_open(path, what, fix):
@@ -193,7 +193,7 @@ def shrinking_open(path, what, fix):
     return fd, size
 
 
-wrpkg.validity.open_regular = shrinking_open
+wrpkg.reader.validity.open_regular = shrinking_open
 if hasattr(bundle, "open_regular"):
     bundle.open_regular = shrinking_open
 try:
@@ -234,7 +234,7 @@ def test_prepare_cuda_load_checks_the_manifest_against_the_content_hash(bundle, 
 
 
 def test_importing_wrpkg_load_does_not_import_the_wrp_parser():
-    """wrpkg.bundle runs in the loading program: what it imports is paid at every start."""
-    code = "import sys, wrpkg.bundle; print(sorted(m for m in sys.modules if m.startswith('wrpkg')))"
+    """wrpkg.reader.bundle runs in the loading program: what it imports is paid at every start."""
+    code = "import sys, wrpkg.reader.bundle; print(sorted(m for m in sys.modules if m.startswith('wrpkg')))"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
-    assert "wrpkg.wrpformat" not in out and "wrpkg.bundle" in out
+    assert "wrpkg.wrpformat" not in out and "wrpkg.reader.bundle" in out

@@ -9,7 +9,7 @@ import pytest
 
 from wrpkg import cuda_tools
 from wrpkg.errors import CompileError
-from wrpkg.inspection import module_contents
+from wrpkg.reader.inspection import module_contents
 from wrpkg.recipe import CompileRecipe, nvrtc_program_name
 from wrpkg.wrpformat import read_wrp
 

@@ -14,7 +14,7 @@ from wrp_testing import FIXTURE_DIR, FIXTURE_WRP, shared_capture
 
 from wrpkg import cli
 from wrpkg.errors import WrpFormatError
-from wrpkg.inspection import render_text
+from wrpkg.reader.inspection import render_text
 from wrpkg.wrpformat import (
     BinaryKind,
     Conditional,

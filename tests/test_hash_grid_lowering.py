@@ -1,5 +1,5 @@
 """A wp.HashGrid rebuilt and queried in a step is captured as Warp operations
-(wrpkg.hash_grid_lowering), on the CPU and retargeted to CUDA: the replayed outputs equal the
+(wrpkg.capture.lowering.hash_grid_lowering), on the CPU and retargeted to CUDA: the replayed outputs equal the
 step run directly by Warp (its native build), byte for byte, neighbour order included, for
 float32, float64 and float16 grids and a grouped build. A grid built in build() and only
 queried in the step is still refused, with the fix that now works: build it in the step."""

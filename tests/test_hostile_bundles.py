@@ -1,7 +1,7 @@
 """Hostile bundles (issue 26), each made from the good CPU bundle in tmp_path with one defect,
 and judged by the Python reader: `wrpkg verify` and `wrpkg inspect` must exit 1 with one
-`error:` line that names the file and the defect (no traceback, no hang), and wrpkg.bundle must
-refuse it with a VerifyError; wrpkg.bundle must hand Warp the bytes it verified.
+`error:` line that names the file and the defect (no traceback, no hang), and wrpkg.reader.bundle must
+refuse it with a VerifyError; wrpkg.reader.bundle must hand Warp the bytes it verified.
 
 Where a defect is in manifest.json, the content hash (`<dir>.sha256`, golden.json's
 content_hash) is redone, so the defect itself, not the hash check, is what is refused.
@@ -33,7 +33,7 @@ from hostile_corpus import (
 
 from wrpkg import cli, warp_internals
 from wrpkg.errors import VerifyError
-from wrpkg.verify import verify_bundle, verify_tar
+from wrpkg.reader.verify import verify_bundle, verify_tar
 
 REPO = Path(cli.__file__).resolve().parents[1]
 
@@ -120,7 +120,7 @@ LOAD_CASES = [
 
 @pytest.mark.parametrize("hostile", LOAD_CASES, ids=[c.name for c in LOAD_CASES], indirect=True)
 def test_wrpkg_load_refuses(hostile, monkeypatch):
-    from wrpkg.bundle import load
+    from wrpkg.reader.bundle import load
 
     case, bundle = hostile
     arg, cwd = _bundle_arg(case, bundle)
@@ -162,7 +162,7 @@ def test_a_symlink_to_the_bundle_meets_the_hash_pinned_beside_the_link(tmp_path)
     """Issue 40: `<link>.sha256` beside a symlink to the bundle is checked, however the link is spelled,
     by verify, Bundle.open and load_bundle; the message names the pinned file. Before, only the hash beside
     the resolved directory counted, and a tampered bundle behind the link loaded."""
-    from wrpkg.bundle import Bundle, load
+    from wrpkg.reader.bundle import Bundle, load
 
     real = copy_good(tmp_path / "real")
     (real.parent / f"{NAME}.sha256").unlink()
@@ -266,12 +266,12 @@ def test_permission_error_on_open_is_one_line(tmp_path, monkeypatch, capsys):
 
 def test_an_os_error_no_check_names_is_still_one_line(monkeypatch, capsys, tmp_path):
     """The net in run_tool: an OSError that escapes a tool prints the file it names."""
-    import wrpkg.verify
+    import wrpkg.reader.verify
 
     def failing_run(args):
         raise FileNotFoundError(2, "No such file or directory", str(tmp_path / "gone"))
 
-    monkeypatch.setattr(wrpkg.verify, "run", failing_run)
+    monkeypatch.setattr(wrpkg.reader.verify, "run", failing_run)
     assert cli.main(["verify", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"error: {tmp_path / 'gone'}: No such file or directory\n  fix: "), err
@@ -349,7 +349,7 @@ def test_verify_tar_refuses_a_fifo(tmp_path):
         verify_tar(path)
 
 
-# --- item 1: wrpkg.bundle hands Warp the bytes it verified -----------------------------------
+# --- item 1: wrpkg.reader.bundle hands Warp the bytes it verified -----------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -371,7 +371,7 @@ def test_load_gives_warp_the_verified_bytes_not_a_path(wp, tmp_path, monkeypatch
     """The files are swapped for garbage after the check, just before Warp's call (the race of
     issue 26, made certain): the graph still replays to the golden outputs, because Warp is
     given the bytes that were verified and never reads the bundle again."""
-    from wrpkg.bundle import load
+    from wrpkg.reader.bundle import load
 
     bundle = copy_good(tmp_path)
     real_from_bytes = wp.capture_load_from_bytes
@@ -395,8 +395,8 @@ def test_private_copy_is_loaded_and_removed(wp, tmp_path, monkeypatch):
     """The CUDA PTX/source path's private copy, exercised on the CPU bundle: Warp's path loader
     is given a 0700 directory of this process holding exactly the verified bytes; it is gone
     afterwards, and the graph replays."""
-    import wrpkg.bundle
-    from wrpkg.validity import read_manifest, verify_files
+    import wrpkg.reader.bundle
+    from wrpkg.reader.validity import read_manifest, verify_files
 
     bundle = copy_good(tmp_path)
     manifest = read_manifest(bundle)
@@ -411,7 +411,7 @@ def test_private_copy_is_loaded_and_removed(wp, tmp_path, monkeypatch):
         return real_load(path, device=device)
 
     monkeypatch.setattr(wp, "capture_load", record_then_load)
-    graph = wrpkg.bundle._load_private_copy(wp, manifest, verified, wp.get_device("cpu"))
+    graph = wrpkg.reader.bundle._load_private_copy(wp, manifest, verified, wp.get_device("cpu"))
     assert seen["mode"] == 0o700
     assert seen["files"] == sorted(f.path for f in manifest.files)
     assert not seen["dir"].exists()
@@ -419,8 +419,8 @@ def test_private_copy_is_loaded_and_removed(wp, tmp_path, monkeypatch):
 
 
 def test_private_copy_changed_during_the_load_is_refused(wp, tmp_path, monkeypatch):
-    import wrpkg.bundle
-    from wrpkg.validity import read_manifest, verify_files
+    import wrpkg.reader.bundle
+    from wrpkg.reader.validity import read_manifest, verify_files
 
     bundle = copy_good(tmp_path)
     manifest = read_manifest(bundle)
@@ -436,4 +436,4 @@ def test_private_copy_changed_during_the_load_is_refused(wp, tmp_path, monkeypat
     with pytest.raises(
         VerifyError, match=f"the private copy of {MODULE_BINARY} changed while Warp loaded it"
     ):
-        wrpkg.bundle._load_private_copy(wp, manifest, verified, wp.get_device("cpu"))
+        wrpkg.reader.bundle._load_private_copy(wp, manifest, verified, wp.get_device("cpu"))

@@ -1,4 +1,4 @@
-"""Initial state without the build machine's stale bytes (wrpkg.initial_state): scratch arrays made
+"""Initial state without the build machine's stale bytes (wrpkg.capture.initial_state): scratch arrays made
 with wp.empty, as Newton's and MuJoCo Warp's, in build() and inside the step."""
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def test_retargeted_capture_of_scratch_arrays_is_reproducible(tmp_path):
 def test_fresh_memory_fills_and_canonicalize_zeroes_only_unwritten_words():
     import warp as wp  # noqa: PLC0415 - Warp only where a test needs it
 
-    from wrpkg.initial_state import SENTINEL, FreshMemory  # noqa: PLC0415 - imports Warp
+    from wrpkg.capture.initial_state import SENTINEL, FreshMemory  # noqa: PLC0415 - imports Warp
 
     wp.init()
     fresh = FreshMemory((str(REPO / "tests") + "/",))

@@ -1,4 +1,4 @@
-"""A kernel cache made once (wrpkg.kernel_cache, wrp_kernel_cache) seeds captures: they compile
+"""A kernel cache made once (wrpkg.capture.kernel_cache, wrp_kernel_cache) seeds captures: they compile
 only what it lacks, and write the same bytes as captures that compiled everything themselves."""
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def _env(program: Path) -> dict[str, str]:
 def _make_cache(program: Path, out: Path, *extra: str):
     proc = run_python(
         "-m",
-        "wrpkg.kernel_cache",
+        "wrpkg.capture.kernel_cache",
         "--package",
         "kc_physics",
         "--out-dir",
@@ -215,7 +215,7 @@ def test_a_seed_of_another_warp_is_refused_with_the_fix(program, seed, tmp_path)
 
 def test_a_package_that_does_not_import_is_named(program, tmp_path):
     proc = run_python(
-        "-m", "wrpkg.kernel_cache", "--package", "no_such_physics", "--out-dir", str(tmp_path / "kc"),
+        "-m", "wrpkg.capture.kernel_cache", "--package", "no_such_physics", "--out-dir", str(tmp_path / "kc"),
         env_extra=_env(program),
     )  # fmt: skip
     assert proc.returncode != 0
@@ -227,7 +227,7 @@ def test_paths_left_in_generated_code_are_made_stable_or_the_module_is_left_out(
     """Functions Warp makes while it generates code (MuJoCo Warp's generic math.py helpers) name
     the kernel-cache action's sandbox: rewritten as a capture rewrites its own, or, where a machine
     path would stay, the module is left to the captures to compile."""
-    from wrpkg import kernel_cache
+    from wrpkg.capture import kernel_cache
 
     monkeypatch.chdir(tmp_path)  # the working directory is a machine path, as a sandbox's is
     site = tmp_path / "sandbox" / "site-packages"
@@ -256,7 +256,8 @@ def test_a_factory_module_is_known_by_the_file_of_its_kernel(program, monkeypatc
     pendulum's capture on an H200 ran past 470 s)."""
     import warp as wp
 
-    from wrpkg import call_sites, warp_internals
+    from wrpkg import warp_internals
+    from wrpkg.capture import call_sites
 
     monkeypatch.syspath_prepend(str(program / "site"))
     monkeypatch.chdir(program)

@@ -1,7 +1,7 @@
 """On a CUDA GPU (tagged gpu): every road a bundle loads by, in Python and in C++.
 
 Python (each bundle in a fresh process, as a deployed program loads it: a module Warp has
-loaded once is not loaded again in that process): `wrpkg.bundle` of the multi-arch bundle (its
+loaded once is not loaded again in that process): `wrpkg.reader.bundle` of the multi-arch bundle (its
 SASS, through the per-device view), of the bundles that leave the GPU only PTX JIT or Warp's
 source fallback, of the retargeted model bundles, and stock `wp.capture_load` of the
 multi-arch bundle; each replays once to its golden values (within the tolerances the manifest
@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from wrp_testing import TESTS_DIR, run_python
 
-from wrpkg.fatbin import parse_fatbin
+from wrpkg.reader.fatbin import parse_fatbin
 
 REPLAY = os.environ["WRP_REPLAY"]
 START_BENCH = os.environ["WRP_START_BENCH"]
@@ -47,12 +47,12 @@ CHUNK = 262144  # the .wrp's digest chunk (wrpkg.digests): a changed byte past i
 
 
 def replay_once(bundle: Path, stock: bool) -> dict[str, list]:
-    """Loads `bundle` on cuda:0 (wrpkg.bundle, or stock wp.capture_load), replays it once and
+    """Loads `bundle` on cuda:0 (wrpkg.reader.bundle, or stock wp.capture_load), replays it once and
     compares each output with its golden value: {output: [match, detail]}. Run in a fresh process."""
     import warp as wp  # noqa: PLC0415
 
     from wrpkg import golden, warp_internals  # noqa: PLC0415
-    from wrpkg.bundle import load  # noqa: PLC0415
+    from wrpkg.reader.bundle import load  # noqa: PLC0415
 
     manifest = json.loads((bundle / "manifest.json").read_text())
     # The golden outputs are in the test manifest, outside the content hash.
@@ -105,9 +105,7 @@ def test_stock_capture_load_reads_the_multi_arch_bundle():
 
 
 def test_wrpkg_load_refuses_a_bundle_with_no_code_for_the_gpu():
-    script = (
-        "import sys, warp as wp; from wrpkg.bundle import load; wp.init(); load(sys.argv[1], device='cuda:0')"
-    )
+    script = "import sys, warp as wp; from wrpkg.reader.bundle import load; wp.init(); load(sys.argv[1], device='cuda:0')"
     proc = run_python("-c", script, str(NO_FIT))
     assert proc.returncode != 0
     assert "ArchMismatchError" in proc.stderr, proc.stderr
@@ -167,7 +165,7 @@ def _changed_copy(tmp_path: Path, bundle: Path, name: str, file: str, at: int) -
 
 
 def _image_middle(bundle: Path, arch: str) -> tuple[str, int]:
-    """Module 0's fatbin and the byte in the middle of its `arch` image (wrpkg.fatbin's reading)."""
+    """Module 0's fatbin and the byte in the middle of its `arch` image (wrpkg.reader.fatbin's reading)."""
     path = json.loads((bundle / "manifest.json").read_text())["modules"][0]["binary"]
     (image,) = [i for i in parse_fatbin((bundle / path).read_bytes(), path) if i.arch == arch]
     return path, image.offset + image.size // 2

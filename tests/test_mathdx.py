@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from wrpkg import fatbin, inspection, mathdx, wrpformat
-from wrpkg.compile import compile_wrp
+from wrpkg import mathdx, wrpformat
+from wrpkg.build.compile import compile_wrp
+from wrpkg.capture.retarget import compare_captures
 from wrpkg.errors import CompileError
-from wrpkg.retarget import compare_captures
+from wrpkg.reader import fatbin, inspection
 
 REPO = Path(__file__).resolve().parent.parent
 NATIVE = REPO / "tests" / "fixtures" / "mathdx_matmul_h200"
@@ -136,7 +137,7 @@ def test_compile_refuses_a_script_that_no_longer_makes_the_module(tmp_path, out)
         text.replace("dtype=float)\n    wp.tile_matmul", "dtype=wp.float32)\n    wp.tile_matmul")
     )
     (script.parent / "plain_kernels.py").write_text((SCRIPT.parent / "plain_kernels.py").read_text())
-    cmd = [sys.executable, "-m", "wrpkg.compile", "--wrp", str(NATIVE / f"{STEM}.wrp")]
+    cmd = [sys.executable, "-m", "wrpkg.build.compile", "--wrp", str(NATIVE / f"{STEM}.wrp")]
     cmd += [
         "--modules-dir",
         str(NATIVE / f"{STEM}_modules"),

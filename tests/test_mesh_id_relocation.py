@@ -13,7 +13,7 @@ import pytest
 from test_capture import PROGRAMS, assert_refused
 from wrp_testing import kernel_cache_dir, replay_cpu, run_python
 
-from wrpkg.pack import pack
+from wrpkg.build.pack import pack
 from wrpkg.wrpformat import canonicalize, read_wrp
 
 SCRIPT = PROGRAMS / "mesh_id_uint64.py"

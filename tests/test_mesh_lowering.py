@@ -1,4 +1,4 @@
-"""A wp.Mesh refitted and queried in a step is captured as Warp's refit (wrpkg.mesh_lowering): the
+"""A wp.Mesh refitted and queried in a step is captured as Warp's refit (wrpkg.capture.lowering.mesh_lowering): the
 replayed closest points and ray hits equal the step run directly by Warp (its native refit), byte
 for byte, on the CPU and retargeted to CUDA, for one and two refits a step. A refit of a mesh with
 winding-number data, a new Mesh.points and a mesh made in the step stay refused
@@ -44,7 +44,7 @@ def test_a_mesh_refitted_in_the_step_replays_what_warps_refit_gives(
         assert sum(key.startswith(name) for key in launched) == refits, name
     # The edge-length scan is a recorded operation of its own, one a refit.
     assert sum(op.op_type == wrpformat.OpType.SCAN for op in wrp.operations.ops) == refits
-    # The load builds the tree the program built (wrpkg.mesh_builds): wp.Mesh's default leaf size 4,
+    # The load builds the tree the program built (wrpkg.capture.lowering.mesh_builds): wp.Mesh's default leaf size 4,
     # with SAH on the CPU and, retargeted, the LBVH a GPU builds; Warp's own save says SAH, leaf 1.
     (record,) = wrp.metadata.meshes
     assert (record.bvh_constructor, record.bvh_leaf_size) == ((0 if capture_mode == "cpu" else 2), 4)

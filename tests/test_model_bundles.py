@@ -15,8 +15,8 @@ import pytest
 
 from wrpkg import archs
 from wrpkg.cuda_tools import fatbin_contents, fatbin_entries
-from wrpkg.validity import bundle_content_hash, read_hash_file
-from wrpkg.verify import verify_bundle
+from wrpkg.reader.validity import bundle_content_hash, read_hash_file
+from wrpkg.reader.verify import verify_bundle
 from wrpkg.wrpformat import BinaryKind, read_wrp
 
 # Passed by tests/BUILD.bazel as $(rootpath //models:sim_wrp_dir) and (..._recorded_wrp_dir).

@@ -1,7 +1,7 @@
 """Issue 38 item 3, packing never fails after a capture succeeded: a path too long for a ustar header (Warp's
 files of a Newton module: one path component of 109-129 characters; a long bundle name) is written with a
-pax extended header holding only its `path` record (wrpkg.pack.write_deterministic_tar), an archive whose
-paths all fit stays the ustar bytes it was, and both readers (wrpkg.validity._ustar_entries,
+pax extended header holding only its `path` record (wrpkg.build.pack.write_deterministic_tar), an archive whose
+paths all fit stays the ustar bytes it was, and both readers (wrpkg.reader.validity._ustar_entries,
 runtime/ustar.cc) take that one pax form and refuse every other. The hostile archives made of a real
 bundle are judged by both readers in tests/test_validity_parity.py (hostile_corpus.py: tar_pax_*); the
 record rules are run here in Python with the table runtime/ustar_test.cc runs in C++."""
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from wrpkg.build.pack import pack, write_deterministic_tar
 from wrpkg.errors import BundleError, VerifyError
 from wrpkg.files import relative_entries
-from wrpkg.pack import pack, write_deterministic_tar
-from wrpkg.validity import PAX_HEADER_MAX_BYTES, _ustar_entries, pax_path_problem
-from wrpkg.verify import verify_bundle, verify_tar
+from wrpkg.reader.validity import PAX_HEADER_MAX_BYTES, _ustar_entries, pax_path_problem
+from wrpkg.reader.verify import verify_bundle, verify_tar
 
 REPO = Path(__file__).resolve().parent.parent
 LONG_MODULE_SCRIPT = REPO / "tests" / "programs_capture" / "long_module_name.py"
@@ -30,7 +30,7 @@ VERIFY_BUNDLE = os.path.abspath(os.environ["WRP_VERIFY_BUNDLE"])  # tests/parity
 
 def _tarfile_archive(root: Path, arc_root: str, fmt: int) -> bytes:
     """What Python's tarfile writes for the tree in `fmt`, with write_deterministic_tar's metadata: the
-    writer wrpkg.pack used (USTAR_FORMAT) until paths too long for ustar had to be packed."""
+    writer wrpkg.build.pack used (USTAR_FORMAT) until paths too long for ustar had to be packed."""
     entries = [(arc_root, None)] + [
         (f"{arc_root}/{rel}", None if is_dir else root / rel) for rel, is_dir in relative_entries(root)
     ]
@@ -64,7 +64,7 @@ def _packed(root: Path, arc_root: str, tmp_path: Path) -> bytes:
 
 
 def _pax_payloads(data: bytes) -> list[bytes]:
-    """The payload of every 'x' header of an archive wrpkg.pack wrote."""
+    """The payload of every 'x' header of an archive wrpkg.build.pack wrote."""
     payloads, offset = [], 0
     while offset + 512 <= len(data) and data[offset : offset + 512] != bytes(512):
         size = int(data[offset + 124 : offset + 135], 8)
@@ -163,7 +163,7 @@ def test_the_writer_refuses_a_long_path_no_reader_would_take(tmp_path, name, pro
 
 
 def test_the_writer_refuses_exactly_the_characters_the_readers_refuse(tmp_path):
-    """wrpkg.pack keeps its own copy of validity.pax_path_problem's rule: the two agree on every character
+    """wrpkg.build.pack keeps its own copy of validity.pax_path_problem's rule: the two agree on every character
     of U+0001-U+00A0 and a few beyond (U+2028 is no control)."""
     for code in [*range(1, 0xA1), 0xE9, 0x2028, 0x1F600]:
         if chr(code) == "/":

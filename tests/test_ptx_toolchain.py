@@ -1,5 +1,5 @@
 """The PTX compiler: NVRTC 13.0.88 in its own venv (toolchains/cuda:nvrtc_13_0), run the
-way the PTX compile action runs it (`python -m wrpkg.compile --arch compute_75`).
+way the PTX compile action runs it (`python -m wrpkg.build.compile --arch compute_75`).
 
 Why it exists: PTX from NVRTC 13.4 (ISA 9.4) does not JIT on a CUDA 13.0 driver (seen on
 an H200, driver 580); NVRTC 13.0's PTX (ISA 9.0) JITs on every CUDA 13 driver. No GPU
@@ -57,7 +57,7 @@ def _run_ptx_python(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess
 def ptx_compile(tmp_path_factory):
     out = tmp_path_factory.mktemp("ptx") / "compute_75"
     done = _run_ptx_python(
-        "-m", "wrpkg.compile", "--wrp", str(WRP), "--modules-dir", str(MODULES),
+        "-m", "wrpkg.build.compile", "--wrp", str(WRP), "--modules-dir", str(MODULES),
         "--arch", "compute_75", "--out-dir", str(out),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -109,7 +109,7 @@ def test_ptx_compiler_refuses_sass_archs_its_nvrtc_lacks(tmp_path):
     assert 107 in archs.SUPPORTED_SMS[archs.DEFAULT_TOOLCHAIN]
     assert 107 not in archs.SUPPORTED_SMS[archs.PTX_TOOLCHAIN]
     done = _run_ptx_python(
-        "-m", "wrpkg.compile", "--wrp", str(WRP), "--modules-dir", str(MODULES),
+        "-m", "wrpkg.build.compile", "--wrp", str(WRP), "--modules-dir", str(MODULES),
         "--arch", "compute_107", "--out-dir", str(tmp_path / "out"),
     )  # fmt: skip
     assert done.returncode != 0

@@ -67,7 +67,7 @@ ELSEWHERE = {
     "bazel run -c opt //tools/bench:instantiate_probe": "needs a CUDA GPU: a C++ load's first replay against what ran "
     "before it (tools/bench/instantiate_probe.sh): run by hand",
     "python tools/bench/load_profile.py BUNDLE...": "tools/bench/bench_all.sh runs it on the GPU machine "
-    "(it times wrpkg.bundle's steps on a CUDA bundle): run by hand",
+    "(it times wrpkg.reader.bundle's steps on a CUDA bundle): run by hand",
     "python3 tools/bench/build_bench.py --out /tmp/out/build.json": "times clean and incremental builds "
     "(many minutes): run by hand",
     "python tools/bench/retarget_bench.py": "captures models/cloth.py and steps of 1k to 100k launches in both "
@@ -86,7 +86,7 @@ ELSEWHERE = {
     "LD_LIBRARY_PATH=.../warp/bin ./deploy_recorded": "on the aarch64 device, with its warp.so: run by hand; "
     "//tests/aarch64 runs it under qemu",
     "wrpkg capture": "run by every wrp_artifact's capture action (python -m wrpkg.capture) and //tests:capture_test",
-    "wrpkg pack": "run by every wrp_artifact's bundle action (python -m wrpkg.pack) and //tests:bundle_test",
+    "wrpkg pack": "run by every wrp_artifact's bundle action (python -m wrpkg.build.pack) and //tests:bundle_test",
     "wrpkg verify": "//tests:validity_parity_test and bundle_test (the RUN entry runs it through Bazel)",
     "bazel test --config=gpu //...": GPU,
     "python -m wrpkg.capture ... --device cuda": GPU + " (tools/gpu/capture_cuda.sh)",

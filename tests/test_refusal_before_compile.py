@@ -54,7 +54,7 @@ def test_an_accepted_capture_compiles_after_its_step(tmp_path):
     result = probe(accepted, tmp_path / "raw")
     assert result["error"] is None
     assert [c["compiler"] for c in result["compiles"]] == ["build_cpu"]
-    # After the step: the deferred compile names each module it compiles (wrpkg.deferred_compile).
+    # After the step: the deferred compile names each module it compiles (wrpkg.capture.deferred_compile).
     assert result["compiles"][0]["phase"].startswith("compiling CPU module 1/1: stale_pointer")
 
 

@@ -1,4 +1,4 @@
-"""wrpkg.regolden: a bundle replayed on a device for its goldens. The copy keeps every deployed byte
+"""wrpkg.reader.regolden: a bundle replayed on a device for its goldens. The copy keeps every deployed byte
 (same content hash, same files), writes goldens from the replay and a golden.json naming the device,
 and verifies; a CUDA bundle without a GPU is refused naming the fix, with nothing written. The CUDA
 run itself is //tests:regolden_gpu_test (tagged gpu)."""
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from wrpkg import regolden
 from wrpkg.errors import CaptureError
 from wrpkg.files import relative_files
-from wrpkg.verify import verify_bundle
+from wrpkg.reader import regolden
+from wrpkg.reader.verify import verify_bundle
 
 CPU_BUNDLE = Path(os.environ["WRP_CPU_BUNDLE"])
 CPU_HASH = Path(os.environ["WRP_CPU_BUNDLE_HASH"])
@@ -100,7 +100,7 @@ def test_the_command_line_is_the_library(tmp_path):
         [
             sys.executable,
             "-m",
-            "wrpkg.regolden",
+            "wrpkg.reader.regolden",
             "--bundle-dir",
             str(CUDA_BUNDLE),
             "--content-hash",

@@ -1,5 +1,5 @@
 """On a CUDA GPU (tagged gpu): goldens of retargeted bundles remade by replaying them there
-(wrpkg.regolden, what --//rules:gpu_goldens runs). The copy keeps every deployed byte and the
+(wrpkg.reader.regolden, what --//rules:gpu_goldens runs). The copy keeps every deployed byte and the
 content hash, holds goldens from the GPU, and the C++ replay of it passes (bit for bit where
 no tolerance is declared)."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from wrpkg import regolden
 from wrpkg.files import relative_files
-from wrpkg.verify import verify_bundle
+from wrpkg.reader import regolden
+from wrpkg.reader.verify import verify_bundle
 
 REPLAY = os.environ["WRP_REPLAY"]
 BUNDLES = {

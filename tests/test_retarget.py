@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from wrpkg import wrpformat
-from wrpkg.retarget import compare_captures
+from wrpkg.capture.retarget import compare_captures
 
 REPO = Path(__file__).resolve().parent.parent
 PROGRAMS = REPO / "tests" / "programs_retarget"

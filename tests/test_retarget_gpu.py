@@ -19,8 +19,8 @@ import pytest
 from wrp_testing import direct_step_outputs
 
 from wrpkg import warp_internals
+from wrpkg.capture.retarget import compare_captures
 from wrpkg.golden import compare, golden_tolerance
-from wrpkg.retarget import compare_captures
 
 REPO = Path(__file__).resolve().parent.parent
 CAPTURE = REPO / "tests" / "programs_capture"
@@ -33,7 +33,7 @@ PROGRAMS = {
     REPO / "models" / "sim.py": {"identical": True, "cpu_goldens_hold": True},
     REPO / "models" / "cloth.py": {"identical": True, "cpu_goldens_hold": True},
     REPO / "tests" / "programs_retarget" / "launch_forms.py": {"identical": True, "cpu_goldens_hold": True},
-    # @wp.funcs: Warp names their files in the generated code (wrpkg/source_paths.py).
+    # @wp.funcs: Warp names their files in the generated code (wrpkg/capture/source_paths.py).
     REPO / "tests" / "programs_retarget" / "func_paths.py": {"identical": True, "cpu_goldens_hold": True},
     # Conditional graph nodes (capture_if, capture_while): their branches' launches retargeted in place.
     REPO / "tests" / "programs_retarget" / "conditionals.py": {"identical": True, "cpu_goldens_hold": True},
@@ -46,16 +46,16 @@ PROGRAMS = {
     CAPTURE / "cpu_golden_caveats.py": {"identical": True, "cpu_goldens_hold": True},
     CAPTURE / "view_binding.py": {"identical": True, "cpu_goldens_hold": True},
     CAPTURE / "atomic_sum.py": {"identical": True, "cpu_goldens_hold": True},
-    # Strided and indexed copies and fills, lowered to kernel launches (wrpkg.copy_lowering).
+    # Strided and indexed copies and fills, lowered to kernel launches (wrpkg.capture.lowering.copy_lowering).
     CAPTURE / "strided_copies.py": {"identical": True, "cpu_goldens_hold": True},
-    # A wp.HashGrid rebuilt and queried in the step (wrpkg.hash_grid_lowering).
+    # A wp.HashGrid rebuilt and queried in the step (wrpkg.capture.lowering.hash_grid_lowering).
     # Identical but for the copies a CUDA capture records after each radix sort (retarget.drop_sort_copies);
     # the GPU's float sums differ from the CPU's in the last bit (H100, 2026-12-05).
     CAPTURE / "hash_grid_step.py": {"identical": "without_sort_copies", "cpu_goldens_hold": False},
     # Two wp.Volumes sampled by id, relocated to their NanoVDB buffers: built by the CPU in build(),
     # 3 header bytes differ from a GPU's build (named: volume_buffers_built_on_cpu).
     CAPTURE / "volume_step.py": {"identical": False, "cpu_goldens_hold": False},
-    # A wp.Mesh refitted in the step (wrpkg.mesh_lowering), its tree as a GPU builds it (wrpkg.mesh_builds).
+    # A wp.Mesh refitted in the step (wrpkg.capture.lowering.mesh_lowering), its tree as a GPU builds it (wrpkg.capture.lowering.mesh_builds).
     CAPTURE / "mesh_refit_step.py": {"identical": True, "cpu_goldens_hold": False},
     # Mesh queries round differently on the GPU (2.4e-7) and declare no tolerance.
     CAPTURE / "mesh_id_uint64.py": {"identical": True, "cpu_goldens_hold": False},
@@ -208,7 +208,7 @@ def test_a_mesh_refitted_in_the_step_replays_on_the_gpu_as_the_step_run_there(tm
 
 @pytest.mark.parametrize("kind", ["refit", "query", "groups", "leaves"])
 def test_a_bvh_built_on_the_cpu_replays_on_the_gpu_to_its_cpu_goldens(tmp_path, kind):
-    """A retargeted wp.Bvh (wrpkg.bvh_lowering) carries the CPU's tree, refitted level by level with
+    """A retargeted wp.Bvh (wrpkg.capture.lowering.bvh_lowering) carries the CPU's tree, refitted level by level with
     Warp's exact host code: on the GPU the replay visits the same items in the same order, so the
     CPU-made goldens of the queries hold bit for bit (counts, visit order). The moved centers are
     float arithmetic the GPU rounds its own way (a fused multiply-add): they equal the step run

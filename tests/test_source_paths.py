@@ -1,7 +1,7 @@
 """Generated Warp code names Python source files the same way wherever the capture runs.
 
 Warp writes the absolute path of each `@wp.func`'s file above the function in the generated
-`.cu`; rules_warp makes it relative (wrpkg/source_paths.py). A program with `@wp.func`s in
+`.cu`; rules_warp makes it relative (wrpkg/capture/source_paths.py). A program with `@wp.func`s in
 the script and in a sibling module, copied to two folders and retargeted from each, must
 give byte-identical canonical captures that name no absolute path; a path Warp wrote before
 the relocation is rewritten (with the module record's source digest), and one that cannot be
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from wrpkg import wrpformat
+from wrpkg.capture.retarget import compare_captures
 from wrpkg.errors import CaptureError
-from wrpkg.retarget import compare_captures
 
 REPO = Path(__file__).resolve().parent.parent
 PROGRAMS = REPO / "tests" / "programs_retarget"
@@ -98,7 +98,7 @@ def _with_source(wrp_path: Path, source: Path, text: str) -> None:
 
 
 def test_code_generated_before_relocation_is_rewritten(captures, tmp_path):
-    from wrpkg.source_paths import canonicalize_sources  # noqa: PLC0415
+    from wrpkg.capture.source_paths import canonicalize_sources  # noqa: PLC0415
 
     _, outs = captures
     wrp_path, modules, source = _copy_capture(outs[0], tmp_path / "c")
@@ -119,7 +119,7 @@ def test_code_generated_before_relocation_is_rewritten(captures, tmp_path):
 
 
 def test_an_absolute_path_left_is_refused(captures, tmp_path):
-    from wrpkg.source_paths import canonicalize_sources  # noqa: PLC0415
+    from wrpkg.capture.source_paths import canonicalize_sources  # noqa: PLC0415
 
     _, outs = captures
     wrp_path, modules, source = _copy_capture(outs[0], tmp_path / "c")
@@ -138,7 +138,7 @@ def test_an_absolute_path_left_is_refused(captures, tmp_path):
 def test_a_working_directory_of_root_is_a_root(monkeypatch):
     """A remote worker runs the action from its input root: the execroot is "/" there, and
     /models/cloth.py must read models/cloth.py as it does in a local sandbox."""
-    from wrpkg.source_paths import stable_path  # noqa: PLC0415
+    from wrpkg.capture.source_paths import stable_path  # noqa: PLC0415
 
     monkeypatch.chdir("/")
     monkeypatch.setattr(sys, "path", ["/usr/lib/python3/dist-packages"])

@@ -12,7 +12,7 @@ import pytest
 from test_capture import PROGRAMS, assert_refused, run_capture
 from wrp_testing import run_python
 
-from wrpkg.pack import pack
+from wrpkg.build.pack import pack
 
 LABEL = "//tests:refused_gpu_wrp"
 REPLAY = os.environ["WRP_REPLAY"]

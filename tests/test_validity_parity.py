@@ -1,4 +1,4 @@
-"""One bundle-validity policy: wrpkg.verify and the C++ runtime give every bundle of the
+"""One bundle-validity policy: wrpkg.reader.verify and the C++ runtime give every bundle of the
 shared corpus (tests/bundle_corpus.py) and every hostile case (tests/hostile_corpus.py) the
 verdict the policy expects (docs/security.md)."""
 
@@ -14,7 +14,7 @@ from bundle_corpus import make_corpus
 from hostile_corpus import CASES, GOOD_CUDA_DIR, GOOD_DIR, GOOD_TAR, PARITY_CASES, copy_good
 
 from wrpkg.errors import WrpError
-from wrpkg.verify import verify_bundle, verify_tar
+from wrpkg.reader.verify import verify_bundle, verify_tar
 
 VERIFY_BUNDLE = os.path.abspath(os.environ["WRP_VERIFY_BUNDLE"])  # some cases run from inside the bundle
 
@@ -25,7 +25,7 @@ def corpus(tmp_path_factory):
 
 
 def python_verdict_on(bundle: str, tar: bool = False, cwd: Path | None = None) -> tuple[bool, str]:
-    """wrpkg.verify's verdict on `bundle` (run from `cwd`): (accepted, message)."""
+    """wrpkg.reader.verify's verdict on `bundle` (run from `cwd`): (accepted, message)."""
     before = os.getcwd()
     try:
         if cwd is not None:
@@ -47,7 +47,7 @@ def cpp_verdict_on(
     load_only: bool = False,
 ) -> tuple[bool, str]:
     """The C++ runtime's verdict on `bundle` (run from `cwd`): (accepted, message). `load`: also load it on
-    that device, through Warp, which checks the manifest against the .wrp (as wrpkg.verify does by parsing
+    that device, through Warp, which checks the manifest against the .wrp (as wrpkg.reader.verify does by parsing
     the .wrp); with `load_only`, load it without verifying first, as a deployment does."""
     mode = ["--load-only" if load_only else "--load", load] if load else []
     cmd = [VERIFY_BUNDLE, *(["--tar"] if tar else []), *mode, bundle]
@@ -170,7 +170,7 @@ def python_load_verdicts(arg: str, tar: bool, cwd: Path | None, cuda: bool) -> d
     to reach Warp, as far as a load goes without one: `prepare_cuda_load` for a device of each SM it serves
     (the per-device view, read and verified, or every file verified for Warp)."""
     from wrpkg import Bundle, load_bundle
-    from wrpkg.bundle import prepare_cuda_load
+    from wrpkg.reader.bundle import prepare_cuda_load
 
     loads = {}
     before = os.getcwd()

@@ -1,6 +1,6 @@
 """NVIDIA's own Warp samples that Warp's APIC alone cannot save, captured as they are written
 (tests/programs_examples/: a capture script around each sample's Example class): SPH and DEM
-rebuild a wp.HashGrid in the step (wrpkg.hash_grid_lowering), the NanoVDB sample samples a
+rebuild a wp.HashGrid in the step (wrpkg.capture.lowering.hash_grid_lowering), the NanoVDB sample samples a
 wp.Volume by id. Each capture's replay equals the sample's step run directly by Warp, byte for
 byte; the NanoVDB capture also when retargeted to CUDA."""
 

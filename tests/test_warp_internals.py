@@ -46,7 +46,7 @@ def test_only_the_adapter_imports_warp_private_modules():
 
 def test_importing_wrpkg_modules_does_not_import_warp():
     # The adapter imports Warp lazily: `wrpkg verify` and friends start without it.
-    code = "import sys, wrpkg.warp_internals, wrpkg.step_guard; print('warp' in sys.modules)"
+    code = "import sys, wrpkg.warp_internals, wrpkg.capture.step_guard; print('warp' in sys.modules)"
     env = dict(
         os.environ, PYTHONPATH=os.pathsep.join([str(SOURCES.parent), os.environ.get("PYTHONPATH", "")])
     )

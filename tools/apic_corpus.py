@@ -14,12 +14,12 @@ and a CUDA run name the same program the same way.
 
 `retarget` runs the CPU variant (`test_x_cpu`) of every test with wrpkg's
 RetargetRecorder active during each APIC capture and rewrites each saved copy into the CUDA
-capture for sm_90 (`wrpkg.retarget.retarget`): per program `retargeted`, or `refused` with
+capture for sm_90 (`wrpkg.capture.retarget.retarget`): per program `retargeted`, or `refused` with
 the refusal message (also when the refusal stopped the test inside its capture), or
 `save_failed` when Warp itself cannot save the graph. `native` runs the `test_x_cuda_0`
 variants and keeps the saves (`saved`). Both apply rules_warp's source-path canonicalization
-(`wrpkg.source_paths`). `compare` compares every program both runs saved in canonical form
-(`wrpkg.retarget.compare_captures`: .wrp, .cu and .cubin bytes) and prints a table; its two
+(`wrpkg.capture.source_paths`). `compare` compares every program both runs saved in canonical form
+(`wrpkg.capture.retarget.compare_captures`: .wrp, .cu and .cubin bytes) and prints a table; its two
 runs may also be of one mode (two native runs: is a program's content hash stable?).
 `OUT/corpus.json` lists every test (its unittest outcome; `no_variant` when it has no variant
 for the device run, e.g. a CUDA-only test) and program (status, message, operation counts).
@@ -70,7 +70,7 @@ class CorpusShim:
         self.pending_refusal = None
         self.programs = []
         # Absolute source path -> stable form, for every function relocated in this process
-        # (wrpkg.source_paths.relocate): a module built for an earlier program keeps its code.
+        # (wrpkg.capture.source_paths.relocate): a module built for an earlier program keeps its code.
         self.source_paths = {}
 
     # --- the wrapped API ------------------------------------------------------------------
@@ -106,7 +106,7 @@ class CorpusShim:
         stack = contextlib.ExitStack()
         recorder = None
         if self.mode == "retarget" and device.is_cpu:
-            from wrpkg import retarget  # noqa: PLC0415
+            from wrpkg.capture import retarget  # noqa: PLC0415
 
             shim = self
 
@@ -142,11 +142,8 @@ class CorpusShim:
     # --- one program ----------------------------------------------------------------------
 
     def _keep(self, program: str, graph, recorder) -> dict:
-        from wrpkg import (  # noqa: PLC0415
-            retarget,
-            source_paths,
-            wrpformat,  # noqa: PLC0415
-        )
+        from wrpkg import wrpformat  # noqa: PLC0415
+        from wrpkg.capture import retarget, source_paths  # noqa: PLC0415
 
         record = {"program": program, "test": self.test}
         dest = self.out / program
@@ -316,7 +313,7 @@ _SAVED = ("retargeted", "saved")
 
 
 def compare(retargeted: Path, native: Path) -> list[dict]:
-    from wrpkg.retarget import compare_captures  # noqa: PLC0415
+    from wrpkg.capture.retarget import compare_captures  # noqa: PLC0415
 
     r = {p["program"]: p for p in json.loads((retargeted / "corpus.json").read_text())["programs"]}
     n = {p["program"]: p for p in json.loads((native / "corpus.json").read_text())["programs"]}
@@ -332,7 +329,7 @@ def compare(retargeted: Path, native: Path) -> list[dict]:
             differences = compare_captures(retargeted / program, native / program, STEM)
             if differences and "radix_sort" in (n[program].get("ops") or {}):
                 # A native capture records the copies back from CUB's alternate buffer after a radix sort,
-                # which the loader's re-issued sort makes itself (wrpkg.retarget.drop_sort_copies).
+                # which the loader's re-issued sort makes itself (wrpkg.capture.retarget.drop_sort_copies).
                 differences = compare_captures(
                     retargeted / program, native / program, STEM, without_sort_copies=True
                 )

@@ -1,7 +1,10 @@
 """rules_warp's Python side: the tools Bazel actions run, and the library users call.
 
-Each tool is a module with a CLI (`python -m wrpkg.<tool>`) whose flags mirror the
-action's inputs and outputs; `wrpkg <tool>` is the same thing through one entry point.
+The package is laid out as the pipeline (docs/architecture.md): wrpkg.capture (the capture
+action), wrpkg.build (compile, pack) and wrpkg.reader (a built bundle: open, verify, inspect),
+with what several stages share at the top. Each tool is a module with a CLI
+(`python -m wrpkg.capture`, `python -m wrpkg.build.pack`, ...) whose flags mirror the action's
+inputs and outputs; `wrpkg <tool>` is the same thing through one entry point.
 
 The public API is `__all__` below, importable from `wrpkg` itself:
 
@@ -13,8 +16,8 @@ The public API is `__all__` below, importable from `wrpkg` itself:
 
 Each name is imported from its module on first use, so `import wrpkg` stays cheap (no Warp,
 no NumPy). Three functions carry a longer name here than in their module, which names what
-they act on: `run_capture` is `wrpkg.capture.capture`, `pack_bundle` is `wrpkg.pack.pack` and
-`load_bundle` is `wrpkg.bundle.load`. Every function listed has a
+they act on: `run_capture` is `wrpkg.capture.capture`, `pack_bundle` is `wrpkg.build.pack.pack` and
+`load_bundle` is `wrpkg.reader.bundle.load`. Every function listed has a
 docstring with its Args and Returns (//tests:public_api_test holds that).
 """
 
@@ -35,17 +38,17 @@ _EXPORTS = {
     # The build steps the rules run, from Python.
     "run_capture": ("wrpkg.capture", "capture"),
     "CaptureResult": ("wrpkg.capture", "CaptureResult"),
-    "compile_wrp": ("wrpkg.compile", "compile_wrp"),
-    "pack_bundle": ("wrpkg.pack", "pack"),
-    "BundleResult": ("wrpkg.pack", "BundleResult"),
+    "compile_wrp": ("wrpkg.build.compile", "compile_wrp"),
+    "pack_bundle": ("wrpkg.build.pack", "pack"),
+    "BundleResult": ("wrpkg.build.pack", "BundleResult"),
     # A built bundle: open (verify), load, inspect; and the same as functions.
-    "Bundle": ("wrpkg.bundle", "Bundle"),
-    "load_bundle": ("wrpkg.bundle", "load"),
-    "verify_bundle": ("wrpkg.verify", "verify_bundle"),
-    "verify_tar": ("wrpkg.verify", "verify_tar"),
-    "read_manifest": ("wrpkg.validity", "read_manifest"),
+    "Bundle": ("wrpkg.reader.bundle", "Bundle"),
+    "load_bundle": ("wrpkg.reader.bundle", "load"),
+    "verify_bundle": ("wrpkg.reader.verify", "verify_bundle"),
+    "verify_tar": ("wrpkg.reader.verify", "verify_tar"),
+    "read_manifest": ("wrpkg.reader.validity", "read_manifest"),
     "Manifest": ("wrpkg.manifest", "Manifest"),
-    "summarize_bundle": ("wrpkg.inspection", "summarize_bundle"),
+    "summarize_bundle": ("wrpkg.reader.inspection", "summarize_bundle"),
     # Every failure a user can cause (wrpkg/errors.py).
     "WrpError": ("wrpkg.errors", "WrpError"),
     "WrpFormatError": ("wrpkg.errors", "WrpFormatError"),

@@ -1,4 +1,4 @@
-"""`wrpkg`: one entry point over the per-tool CLIs (`python -m wrpkg.<tool>` is the same)."""
+"""`wrpkg`: one entry point over the per-tool CLIs (`python -m wrpkg.capture`, `wrpkg.build.pack`, ... are the same)."""
 
 from __future__ import annotations
 
@@ -13,16 +13,22 @@ from wrpkg.errors import WrpError
 # Subcommand -> module. Each module defines `configure_parser(parser)` and `run(args) -> int`.
 # Modules are imported only when their subcommand runs, so `wrpkg --help` never loads Warp.
 SUBCOMMANDS = {
-    "inspect": ("wrpkg.inspection", "summarize a .wrp file or bundle"),
-    "capture": ("wrpkg.capture", "run a capture script and save its graph, golden outputs and capture.json"),
+    "inspect": ("wrpkg.reader.inspection", "summarize a .wrp file or bundle"),
+    "capture": (
+        "wrpkg.capture.tool",
+        "run a capture script and save its graph, golden outputs and capture.json",
+    ),
     "kernel-cache": (
-        "wrpkg.kernel_cache",
+        "wrpkg.capture.kernel_cache",
         "compile a library's Warp modules once, as the cache captures start from",
     ),
-    "compile": ("wrpkg.compile", "compile captured CUDA modules for one SM or PTX"),
-    "pack": ("wrpkg.pack", "pack a canonical, content-hashed, multi-architecture bundle"),
-    "verify": ("wrpkg.verify", "check every bundle file against its manifest"),
-    "regolden": ("wrpkg.regolden", "replay a bundle on a GPU and write a copy whose goldens were made there"),
+    "compile": ("wrpkg.build.compile", "compile captured CUDA modules for one SM or PTX"),
+    "pack": ("wrpkg.build.pack", "pack a canonical, content-hashed, multi-architecture bundle"),
+    "verify": ("wrpkg.reader.verify", "check every bundle file against its manifest"),
+    "regolden": (
+        "wrpkg.reader.regolden",
+        "replay a bundle on a GPU and write a copy whose goldens were made there",
+    ),
 }
 
 
@@ -97,9 +103,11 @@ def run_tool(module_name: str, prog: list[str], argv: list[str]) -> int:
         return 1
 
 
-def tool_main(module_name: str) -> None:
-    """For `python -m wrpkg.<tool>`: the module's `if __name__ == "__main__"` calls this."""
-    name = module_name.rsplit(".", 1)[-1]
+def tool_main(module_name: str, name: str | None = None) -> None:
+    """For `python -m wrpkg.<tool>`: the module's `if __name__ == "__main__"` calls this.
+
+    `name` is the tool's name in messages (`wrpkg <name>`); by default the module's last part."""
+    name = name or module_name.rsplit(".", 1)[-1]
     sys.exit(run_tool(module_name, [name], sys.argv[1:]))
 
 

@@ -1,7 +1,7 @@
 """The bindings of a raw capture's interface.json, as the bundle's manifest lists them.
 
 The .wrp names each binding's region but not how the binding was used or what array it
-holds; the capture harness records both (wrpkg/capture.py). A recorded capture
+holds; the capture harness records both (wrpkg/capture/tool.py). A recorded capture
 (`recorded_capture`) brings its own interface.json, so everything here comes from the
 files, never from running the script.
 """

@@ -32,7 +32,7 @@ MANIFEST_SCHEMA = "rules_warp.manifest/4"
 # SHA-256 is sequential within a file: a large file is also recorded as the digests of its
 # consecutive pieces of this size. The C++ runtime checks them on several cores at once (a .wrp
 # of thousands of launches is megabytes, and its hash would otherwise be a third of a load);
-# wrpkg.bundle copies only the chunk it patches, not the whole .wrp, to hash what it read.
+# wrpkg.reader.bundle copies only the chunk it patches, not the whole .wrp, to hash what it read.
 CHUNK_BYTES = 1 << 18
 MANIFEST_NAME = "manifest.json"
 GOLDEN_SCHEMA = "rules_warp.golden/1"
@@ -214,7 +214,7 @@ class Manifest:
     ptx_min_driver: str | None = None
     chunk_bytes: int = CHUNK_BYTES
     # The device whose replay produced the golden outputs: "cpu" for a retargeted CUDA
-    # capture (wrpkg/retarget.py), else the capture device.
+    # capture (wrpkg/capture/retarget.py), else the capture device.
     golden_device: str | None = None
     schema: str = MANIFEST_SCHEMA
 
@@ -775,7 +775,7 @@ def attach_golden(
     VerifyError naming the file. Unlike manifest.json it is judged by its content, not its bytes
     (no canonical form): it is outside the content hash, so no digest depends on its spelling, and
     the C++ runtime could not re-spell its floats as Python does. The golden files' bytes are
-    checked by wrpkg.validity (wrpkg.Bundle.open)."""
+    checked by wrpkg.reader.validity (wrpkg.Bundle.open)."""
     raw = _json_object(data, path, GOLDEN_SCHEMA, GOLDEN_NAME)
     _check_golden_fields(raw, path)
     try:

@@ -15,7 +15,7 @@ What wrpkg does instead:
   Warp refuses *only* for its link inputs keeps its linked cubin as Warp built it, with its
   digest, its compile recipe and the fallback reason `LINK_INPUTS` (no source: no load-time
   compile, no PTX). Any other refusal is Warp's own.
-- per-SM compile (wrpkg.compile): such a module is rebuilt for each SM by Warp
+- per-SM compile (wrpkg.build.compile): such a module is rebuilt for each SM by Warp
   itself (`Module._compile` for that SM: codegen, libmathdx LTO-IR, NVRTC, nvJitLink; no GPU)
   from the capture script, which the compile action imports as the capture did; the module
   hash must be the recorded one and each kernel's shared memory the recorded launches' size.

@@ -53,13 +53,13 @@ ASSUMPTIONS = (
     ("types", "array", None),
     ("types", "type_repr", None),
     ("types", "type_size_in_bytes", None),
-    # A wp.uint64 parameter holding a live mesh id is packed as a handle (wrpkg.launch_recorder).
+    # A wp.uint64 parameter holding a live mesh id is packed as a handle (wrpkg.capture.launch_recorder).
     ("types", "uint64", None),
     ("types", "handle", None),
     ("build", "init_kernel_cache", None),
     ("codegen", "_escape_line_directive_filename", None),
     ("codegen", "Adjoint.get_references", ("adj",)),
-    # A CPU capture compiles after its step (wrpkg.deferred_compile): Module.load runs but for
+    # A CPU capture compiles after its step (wrpkg.capture.deferred_compile): Module.load runs but for
     # build_cpu (recorded, run later with the same arguments) and the LLVM calls (LLVM_CALLS).
     ("build", "build_cpu", ("obj_path", "cpp_path")),
     ("context", "Module.load", ("self", "device", "block_dim")),
@@ -68,7 +68,7 @@ ASSUMPTIONS = (
     ("apic.capture", "APICapture._hash_to_str", None),
     ("apic.capture", "APICapture._collect_metadata", ("self", "kernel", "module_exec")),
     ("context", "ModuleExec.get_kernel_mangled_name", ("self", "kernel")),
-    # A hash grid built in the step (wrpkg.hash_grid_lowering): its id relocated to an array.
+    # A hash grid built in the step (wrpkg.capture.lowering.hash_grid_lowering): its id relocated to an array.
     ("apic.capture", "APICapture.track_array", ("self", "arr")),
     ("apic.capture", "APICapture._make_reloc", ("value_byte_offset", "kind", "region_id", "region_offset")),
     ("types", "HashGrid.build", ("self", "points", "radius", "groups")),
@@ -96,7 +96,7 @@ NATIVE_CALLS = (
     "wp_cuda_graph_launch",
 )
 
-# Warp's LLVM library (runtime.llvm) calls wrpkg.deferred_compile answers while a CPU capture's
+# Warp's LLVM library (runtime.llvm) calls wrpkg.capture.deferred_compile answers while a CPU capture's
 # step records, and the APIC calls it makes after (the op stream saved before anything is
 # compiled: LaunchRecorder.recorded_operations; the compiled entry points registered).
 LLVM_CALLS = ("wp_load_obj", "wp_lookup")

@@ -1,4 +1,4 @@
-"""The bundle action: canonical .wrp + fatbins + manifest + deterministic tar (`wrpkg.pack`)."""
+"""The bundle action: canonical .wrp + fatbins + manifest + deterministic tar (`wrpkg.build.pack`)."""
 
 load(":python.bzl", "run_wrpkg")
 

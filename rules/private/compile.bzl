@@ -1,4 +1,4 @@
-"""Per-SM compile actions: one NVRTC action per target SM and one for PTX (`wrpkg.compile`).
+"""Per-SM compile actions: one NVRTC action per target SM and one for PTX (`wrpkg.build.compile`).
 
 Each SM is its own action, so adding one to `archs` re-runs exactly that compile and
 the bundle, never the capture; the actions run in parallel. SASS actions run the

@@ -3,7 +3,7 @@
 
 A retargeted CUDA capture's goldens come from the CPU, and a GPU need not reproduce them
 (rounding, atomics' order, cooperative tile code: capture.json's cpu_golden_caveats). The
-regolden action (`wrpkg.regolden`) replays the unchanged bundle on the gpu pool and writes a
+regolden action (`wrpkg.reader.regolden`) replays the unchanged bundle on the gpu pool and writes a
 copy whose deployed files, and so content hash, are the artifact's, with new golden files and
 golden.json. The deployed artifact (`<name>`, `<name>_cc`) keeps the capture's goldens."""
 

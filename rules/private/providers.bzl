@@ -36,7 +36,7 @@ _NVRTC_FIELDS = {
 }
 
 WrpNvrtcInfo = provider(
-    doc = "One pinned NVRTC, in its own hash-locked venv, that wrpkg.compile runs with.",
+    doc = "One pinned NVRTC, in its own hash-locked venv, that wrpkg.build.compile runs with.",
     fields = _NVRTC_FIELDS,
 )
 

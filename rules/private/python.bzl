@@ -1,8 +1,15 @@
-"""Running wrpkg tools (`python -m wrpkg.<tool>`) as actions, with the pinned venv."""
+"""Running wrpkg tools (`python -m wrpkg.capture`, `wrpkg.build.pack`, ...) as actions, with the pinned venv."""
 
-# The wrpkg tools that actions run; each action takes only its tool's Python sources
-# (the py_library's transitive sources), so editing another module re-runs no action.
-_WRPKG_TOOLS = ["capture", "compile", "kernel_cache", "pack", "regolden"]
+# The wrpkg tools that actions run (//wrpkg:<tool> -> the module `python -m` runs); each action
+# takes only its tool's Python sources (the py_library's transitive sources), so editing
+# another module re-runs no action.
+_WRPKG_TOOLS = {
+    "capture": "wrpkg.capture",
+    "compile": "wrpkg.build.compile",
+    "kernel_cache": "wrpkg.capture.kernel_cache",
+    "pack": "wrpkg.build.pack",
+    "regolden": "wrpkg.reader.regolden",
+}
 
 # Attributes every rule that runs a wrpkg tool carries.
 WRPKG_TOOL_ATTRS = {
@@ -40,7 +47,7 @@ def run_wrpkg(
         execution_requirements = {},
         exec_group = None,
         toolchain = None):
-    """Runs `python -m wrpkg.<tool> <arguments>` hermetically: only declared inputs, no host packages.
+    """Runs `python -m <the tool's module> <arguments>` hermetically: only declared inputs, no host packages.
 
     `toolchain` (a WrpCudaToolchainInfo, or the WrpNvrtcInfo of its ptx_compiler) replaces
     the wrpkg Python toolchain's venv with that compiler's interpreter and files."""
@@ -57,7 +64,7 @@ def run_wrpkg(
         python_path.append(".")
     ctx.actions.run(
         executable = interpreter,
-        arguments = ["-m", "wrpkg." + tool] + arguments,
+        arguments = ["-m", _WRPKG_TOOLS[tool]] + arguments,
         inputs = depset(
             direct = inputs,
             transitive = [tool_sources, interpreter_files] + extra_files,

@@ -1,7 +1,8 @@
 // Prints the C++ runtime's verdict on a bundle, for tests/test_validity_parity.py to hold against
-// wrpkg.verify:   verify_bundle [--load DEVICE | --load-only DEVICE] DIR   |   verify_bundle --tar FILE
+// wrpkg.reader.verify:   verify_bundle [--load DEVICE | --load-only DEVICE] DIR   |   verify_bundle --tar
+// FILE
 // --load DEVICE ("cpu", "cuda:0"): after verifying, load the bundle there through Warp, which checks the
-// manifest against the .wrp: what wrpkg.verify checks by parsing the .wrp itself.
+// manifest against the .wrp: what wrpkg.reader.verify checks by parsing the .wrp itself.
 // --load-only DEVICE: a deployment's load alone (Bundle::OpenDirectory without verify_all, then Graph::Load),
 // whose verdict must be verify's (issue 40: verify = load).
 // Output: "ok" or "reject: <message>" (exit 0 either way; 2 for bad usage). Anything but a wrp::Error

@@ -1,6 +1,6 @@
 """A step that does what Warp's APIC cannot record yet: Warp itself raises NotImplementedError
 (here wp.copy() between non-contiguous arrays of two element types, a bit cast that
-wrpkg.copy_lowering does not lower; NVIDIA/warp#1675)."""
+wrpkg.capture.lowering.copy_lowering does not lower; NVIDIA/warp#1675)."""
 
 import numpy as np
 import warp as wp

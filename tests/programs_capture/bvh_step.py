@@ -1,6 +1,6 @@
 """A step that moves items, refits a wp.Bvh over them and queries it, as Newton's cloth
 self-contact does (VBD: `TriMeshCollisionDetector.refit()`, then its query kernels): Warp's APIC
-saves no BVH and refuses a recorded `Bvh.refit()`; wrpkg records it (wrpkg.bvh_lowering).
+saves no BVH and refuses a recorded `Bvh.refit()`; wrpkg records it (wrpkg.capture.lowering.bvh_lowering).
 WRP_TEST_BVH picks the case: `refit` (default), `query` (queried only, no refit), `groups` (a
 grouped BVH, queries from each group's root) or `leaves` (leaf_size 4: packed leaves)."""
 

@@ -1,6 +1,6 @@
 """A step that rebuilds a wp.HashGrid and queries it, as NVIDIA's SPH and DEM samples do:
 what Warp's APIC refuses ("HashGrid serialization is not yet supported") and wrpkg lowers to
-operations it records (wrpkg.hash_grid_lowering). WRP_TEST_HASH_GRID picks the grid: `float32`
+operations it records (wrpkg.capture.lowering.hash_grid_lowering). WRP_TEST_HASH_GRID picks the grid: `float32`
 (default), `float64`, `float16`, or `groups` (a grouped build and grouped queries)."""
 
 import os

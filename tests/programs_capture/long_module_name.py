@@ -1,6 +1,6 @@
 """A capture whose Warp module has a long name, as Newton's have (newton._src.solvers...): the module's
 file names in the bundle are one path component of well over 100 characters, which a plain ustar
-header cannot hold (wrpkg.pack writes a pax header for them; tests/test_pax_archives.py)."""
+header cannot hold (wrpkg.build.pack writes a pax header for them; tests/test_pax_archives.py)."""
 
 import numpy as np
 import warp as wp

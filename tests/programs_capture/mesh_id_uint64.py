@@ -2,7 +2,7 @@
 and the step passes `mesh.id` (warp/examples: example_mesh_intersect, example_sph, ...).
 
 Warp's APIC saves such an id verbatim (a crash at replay); the capture records it as a
-wp.handle relocation instead (wrpkg.launch_recorder), unless told not to. Environment:
+wp.handle relocation instead (wrpkg.capture.launch_recorder), unless told not to. Environment:
   WRP_TEST_MESH_ID_TYPE  uint64 (default): as the samples declare it
                          handle: the same program edited to `wp.handle` (the kernels' source
                          text is the same, so are the module hashes)

@@ -1,10 +1,10 @@
 """A step that moves a wp.Mesh's points and updates it before querying: Warp updates meshes in
 native code its APIC does not record, so the saved graph would query the mesh as the load builds
 it (seen on the CPU: a distance of 2.449 replayed where the step gave 2.0).
-WRP_TEST_MESH_UPDATE picks `refit` (default: recorded as Warp's refit, wrpkg.mesh_lowering),
+WRP_TEST_MESH_UPDATE picks `refit` (default: recorded as Warp's refit, wrpkg.capture.lowering.mesh_lowering),
 `winding` (a refit of a mesh with support_winding_number=True: refused), `points` (assigning
 Mesh.points, which refits: refused),
-`bvh` (a wp.Bvh over the same corners rebuilt: a refit is recorded, wrpkg.bvh_lowering) or `create` (a new wp.Mesh of the moved points,
+`bvh` (a wp.Bvh over the same corners rebuilt: a refit is recorded, wrpkg.capture.lowering.bvh_lowering) or `create` (a new wp.Mesh of the moved points,
 made in the step: the same replay of 2.449 where the step gave 2.0)."""
 
 import os

@@ -1,10 +1,10 @@
 """A deforming wp.Mesh refitted and queried in every step, as NVIDIA's `example_mesh` and
 Newton's ray-cast sensors do: a 12 x 12 grid of quads (288 triangles) waved by a kernel, then
 `mesh.refit()`, then closest-point queries and ray casts. Warp refits in native code its APIC
-does not record; wrpkg records Warp's refit (wrpkg.mesh_lowering). WRP_TEST_MESH_STEP picks
+does not record; wrpkg records Warp's refit (wrpkg.capture.lowering.mesh_lowering). WRP_TEST_MESH_STEP picks
 `refit` (default), `twice` (two steps' worth: wave, refit, wave, refit, then the queries),
 `stale` (waved but not refitted: what the queries give when no refit is recorded), and two that a
-load cannot build again (wrpkg.mesh_builds): `grouped` (a mesh with groups), `warmed` (build()
+load cannot build again (wrpkg.capture.lowering.mesh_builds): `grouped` (a mesh with groups), `warmed` (build()
 moves the points and refits before the capture: the tree is not the one the saved points build) and
 `view` (the points a view into a larger array: the CPU replay differed from the direct run in every
 output, the wave's writes missing from the mesh the load built)."""

@@ -1,6 +1,6 @@
 """A step that copies between strided views and indexed arrays and fills strided views: what
 Warp's APIC does not record (NVIDIA/warp#1675) and wrpkg lowers to kernel launches
-(wrpkg.copy_lowering). tests/test_copy_lowering.py holds every output to NumPy's answer."""
+(wrpkg.capture.lowering.copy_lowering). tests/test_copy_lowering.py holds every output to NumPy's answer."""
 
 import numpy as np
 import warp as wp

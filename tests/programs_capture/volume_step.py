@@ -1,6 +1,6 @@
 """A step that samples two wp.Volumes (a scalar and a vector grid) passed by id, as NVIDIA's
 volume samples do: Warp's APIC refuses such an id, and the capture records it as the address
-of the volume's NanoVDB buffer, saved with the capture (wrpkg.launch_recorder). One volume is
+of the volume's NanoVDB buffer, saved with the capture (wrpkg.capture.launch_recorder). One volume is
 passed as wp.uint64, the other as wp.handle."""
 
 import numpy as np

@@ -1,5 +1,5 @@
 """NVIDIA's SPH sample (warp/examples/core/example_sph.py) as a capture script: one frame,
-a wp.HashGrid rebuilt in each of its 40 substeps and queried by id (wrpkg.hash_grid_lowering)."""
+a wp.HashGrid rebuilt in each of its 40 substeps and queried by id (wrpkg.capture.lowering.hash_grid_lowering)."""
 
 import warp as wp
 import warp.examples.core.example_sph as example_sph

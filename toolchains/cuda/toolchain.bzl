@@ -1,6 +1,6 @@
 """wrp_cuda_toolchain: NVRTC + nvFatbin from pinned wheels, driven through cuda-python.
 
-No nvcc, no host CUDA: the compile actions run `python -m wrpkg.compile` with a venv's
+No nvcc, no host CUDA: the compile actions run `python -m wrpkg.build.compile` with a venv's
 interpreter, which loads NVRTC and nvFatbin from the nvidia-* wheels. A toolchain has
 two compilers: the SASS one (the NVRTC Warp embeds: cubins byte-equal to Warp's) and a
 PTX one (`ptx_compiler`, a `wrp_nvrtc`), which may be an older NVRTC so that older
@@ -30,7 +30,7 @@ def _nvrtc_info(ctx):
 _NVRTC_ATTRS = {
     "cuda_version": attr.string(
         mandatory = True,
-        doc = "The nvidia-cuda-nvrtc wheel's version; wrpkg.compile checks it against the venv's.",
+        doc = "The nvidia-cuda-nvrtc wheel's version; wrpkg.build.compile checks it against the venv's.",
     ),
     "files": attr.label(mandatory = True, doc = "The NVRTC (and nvFatbin/cuobjdump) files of the pinned wheels."),
     "interpreter": attr.label(mandatory = True, allow_single_file = True, cfg = "exec"),

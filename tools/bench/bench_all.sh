@@ -3,7 +3,7 @@
 # tools/bench/report.sh $OUT draws docs/bench/REPORT.md and its plots). About 4-5 minutes on an H200:
 # every load road in 7 fresh processes each, replay benches sized to a few seconds of GPU time each.
 #   bazel run -c opt //tools/bench:bench_all               # REPEAT=7 (the least that gives a median of fresh processes)
-#   FULL=1 bazel run -c opt //tools/bench:bench_all        # also wrpkg.bundle without the per-device view (1 more minute)
+#   FULL=1 bazel run -c opt //tools/bench:bench_all        # also wrpkg.reader.bundle without the per-device view (1 more minute)
 # Its inputs (the bundles, -c opt binaries, Python sources) are the target's runfiles; on a GPU machine
 # without Bazel, run it from a copy of them (docs/benchmarks.md). Checks are not run here: the roads'
 # loads and replays are //tests:loads_gpu_test and the replay tests (bazel test --config=gpu //...).
@@ -46,7 +46,7 @@ sha256sum models/cloth.py models/cloth_kernels.py models/cloth_tiles.py > "$res/
 cp -r "$work/cloth_cuda" "$work/cloth_source_fallback"
 rm -f "$work"/cloth_source_fallback/cloth_modules/*.cubin
 
-# Every way of loading a multi-arch bundle's SASS, for each model (FULL=1: also wrpkg.bundle without the view).
+# Every way of loading a multi-arch bundle's SASS, for each model (FULL=1: also wrpkg.reader.bundle without the view).
 sass_hows=(stock wrpkg cpp cpp-noview cpp-cold-runtime)
 [ "$full" = 1 ] && sass_hows+=(wrpkg-noview)
 cases=(
@@ -69,7 +69,7 @@ step "cold loads, every road, fresh processes, $repeat rounds interleaved"
 check "$py" tools/bench/load_bench.py --out "$res/load.json" --repeat "$repeat" --start-bench tools/bench/start_bench \
   "${cases[@]}"
 
-step "wrpkg.bundle's own steps before Warp's call, on this machine's CPU (fresh processes)"
+step "wrpkg.reader.bundle's own steps before Warp's call, on this machine's CPU (fresh processes)"
 "$py" tools/bench/load_profile.py --repeat "$repeat" models/sim_recorded_wrp models/cloth_wrp | tee "$work/load_profile.txt" || status=1
 tail -1 "$work/load_profile.txt" > "$res/load_profile.json"
 

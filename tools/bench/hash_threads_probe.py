@@ -1,6 +1,6 @@
 """Benchmark (not a test): what hashing a bundle's .wrp costs a fresh Python process, on one
-thread, split over 4 threads by chunk (the road wrpkg.verify did not take: it gained nothing),
-and on another thread while the main thread waits in a GIL-free call (as wrpkg.bundle overlaps it
+thread, split over 4 threads by chunk (the road wrpkg.reader.verify did not take: it gained nothing),
+and on another thread while the main thread waits in a GIL-free call (as wrpkg.reader.bundle overlaps it
 with Warp's load; time.sleep stands in).
 
     python tools/bench/hash_threads_probe.py BUNDLE_DIR [--repeat 7]
@@ -19,7 +19,7 @@ _CHILD = r"""
 import hashlib, json, sys, threading, time
 from pathlib import Path
 t0 = time.perf_counter()
-from wrpkg.validity import read_manifest
+from wrpkg.reader.validity import read_manifest
 t_import = time.perf_counter()
 bundle = Path(sys.argv[1])
 manifest = read_manifest(bundle)

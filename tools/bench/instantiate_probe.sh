@@ -3,7 +3,7 @@
 # bimodal (about 20 or 29 ms), and start_bench drew the slow mode more often than Python in load_bench, where
 # it starts within ~0.1 s of a Python process's exit, while Python's own 1.5 s Warp init outlasts the previous
 # process's GPU teardown. Rounds interleave: start_bench right after another start_bench, right after a
-# Python wrpkg.bundle process, and after that with a pause; and start_bench with glibc's malloc told to keep
+# Python wrpkg.reader.bundle process, and after that with a pause; and start_bench with glibc's malloc told to keep
 # freed memory (a fresh C++ process has small heap and a 128 KiB mmap threshold, so large blocks the graph's
 # build frees are unmapped and faulted in again; a Python process has grown both by then). Prints each
 # kind's instantiate times and medians. And start_bench --spin-ms 1000: its core kept busy for a second
@@ -20,8 +20,8 @@ import json, os, statistics, subprocess, sys, time
 rounds, pause, cpp_only = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3] == "1"
 tunables = "glibc.malloc.mmap_threshold=67108864:glibc.malloc.trim_threshold=268435456:glibc.malloc.top_pad=67108864"
 bundle = "models/cloth_wrp"
-python_load = ("import warp as wp, wrpkg.bundle; wp.config.quiet = True; wp.init(); "
-               f"g, _ = wrpkg.bundle.load('{bundle}', 'cuda:0'); wp.capture_launch(g); wp.synchronize()")
+python_load = ("import warp as wp, wrpkg.reader.bundle; wp.config.quiet = True; wp.init(); "
+               f"g, _ = wrpkg.reader.bundle.load('{bundle}', 'cuda:0'); wp.capture_launch(g); wp.synchronize()")
 def cpp(env=None, flags=()):
     out = subprocess.run(["tools/bench/start_bench", "--bundle", bundle, *flags], check=True, capture_output=True,
                          text=True, env=env)

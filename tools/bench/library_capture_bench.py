@@ -2,7 +2,7 @@
 """Benchmark (not a test): captures of physics-engine programs (models/newton, models/mjwarp), side by
 side in one run: the CPU capture and the retargeted CUDA capture of each, with a cold kernel cache (a
 fresh one, as a Bazel action has) and a warm one (the same cache again), their ratio (goal <= 1.5), and
-the size of one SM's compiled modules (wrpkg.compile, the per-SM action's work) against the CPU objects.
+the size of one SM's compiled modules (wrpkg.build.compile, the per-SM action's work) against the CPU objects.
 
     PY=$(bazel info output_base)/external/wrp_venv/venv/bin/python3
     $PY tools/bench/library_capture_bench.py [--arch sm_90] [--json OUT.json] [SCRIPT ...]
@@ -53,7 +53,7 @@ def bench(script: Path, arch: str, env: dict, work: Path) -> dict:
     record["ratio_warm"] = round(record["retarget_warm_s"] / record["cpu_warm_s"], 2)
     raw = work / "retarget-warm"
     compiled = work / arch
-    cmd = [sys.executable, "-m", "wrpkg.compile", "--wrp", str(raw / f"{script.stem}.wrp")]
+    cmd = [sys.executable, "-m", "wrpkg.build.compile", "--wrp", str(raw / f"{script.stem}.wrp")]
     cmd += ["--modules-dir", str(raw / f"{script.stem}_modules"), "--arch", arch, "--out-dir", str(compiled)]
     cmd += ["--script", str(script)]
     record[f"compile_{arch}_s"] = round(_run(cmd, env), 1)

@@ -4,16 +4,16 @@
 
 CASE is MODEL:ROAD:HOW:PATH, e.g. sim:sass:wrpkg:models/sim_recorded_wrp, where HOW is
   stock        wp.capture_load on the .wrp (Warp's own loader; PATH a bundle or a raw capture)
-  wrpkg        wrpkg.bundle.load (verify, arch check, per-device view when SASS fits)
-  wrpkg-noview wrpkg.bundle.load(per_device_view=False): verify, then wp.capture_load
-  wrpkg-serial wrpkg.bundle.load(hash_during_load=False): the view's hash finishes before Warp's call
+  wrpkg        wrpkg.reader.bundle.load (verify, arch check, per-device view when SASS fits)
+  wrpkg-noview wrpkg.reader.bundle.load(per_device_view=False): verify, then wp.capture_load
+  wrpkg-serial wrpkg.reader.bundle.load(hash_during_load=False): the view's hash finishes before Warp's call
   cpp          start_bench (C++: open + verify, wrp::Graph::Load, per-device view when SASS fits)
   cpp-noview   start_bench --no-device-view (C++, the whole fatbins from memory)
   cpp-cold-runtime  start_bench --cold-runtime (C++, the CUDA runtime starts inside the load)
 Each load runs in a fresh process (Warp caches modules per process) on a fresh copy of PATH
 (Warp caches source-fallback cubins next to the modules), with the driver's JIT cache off and
 an empty Warp kernel cache: every run is a first load. Phases are timed apart: Warp init,
-CUDA context creation, importing wrpkg.bundle (wrpkg cases), the load itself, the first replay (launch + wait; CUDA loads modules
+CUDA context creation, importing wrpkg.reader.bundle (wrpkg cases), the load itself, the first replay (launch + wait; CUDA loads modules
 lazily, so the first replay is where lazy loading is paid). Runs are interleaved across cases
 (round r runs every case once) so drift falls on all alike. Writes every run and the medians.
 """
@@ -43,10 +43,10 @@ device.context  # creates the primary context
 wp.synchronize_device(device)
 how, path = sys.argv[1], pathlib.Path(sys.argv[2])
 road = "directory"
-# A program imports wrpkg.bundle once, as it imports warp: timed apart, like Warp's init.
+# A program imports wrpkg.reader.bundle once, as it imports warp: timed apart, like Warp's init.
 t_import = time.perf_counter()
 if how != "stock":
-    import wrpkg.bundle
+    import wrpkg.reader.bundle
 import_ms = (time.perf_counter() - t_import) * 1e3
 t2 = time.perf_counter()
 if how == "stock":
@@ -64,12 +64,12 @@ else:
     views, warp_s = [], []
     wp.capture_load_from_bytes = timing(wp.capture_load_from_bytes, views)
     wp.capture_load = timing(wp.capture_load, warp_s)
-    graph, _ = wrpkg.bundle.load(path, device, per_device_view=(how != "wrpkg-noview"),
+    graph, _ = wrpkg.reader.bundle.load(path, device, per_device_view=(how != "wrpkg-noview"),
                                hash_during_load=(how != "wrpkg-serial"))
     road = "device view" if views else "directory"
 wp.synchronize_device(device)
 t3 = time.perf_counter()
-# What wrpkg.bundle adds around Warp's own call (read, verify, arch check, per-device view).
+# What wrpkg.reader.bundle adds around Warp's own call (read, verify, arch check, per-device view).
 own_ms = None if how == "stock" else (t3 - t2 - sum(views) - sum(warp_s)) * 1e3
 # Warp rebuilds and instantiates the loaded graph (what capture_launch does first), timed apart.
 wp._src.context.runtime.core.wp_apic_get_cuda_graph_exec(graph._native_graph)

@@ -1,16 +1,16 @@
-"""Benchmark (not a test): where wrpkg.bundle's own time goes, on any machine (no GPU needed).
+"""Benchmark (not a test): where wrpkg.reader.bundle's own time goes, on any machine (no GPU needed).
 
     python tools/bench/load_profile.py [--repeat 7] [--sm 90] BUNDLE_DIR...
 
-Times, in fresh processes (a real load is a cold one), every step `wrpkg.bundle.load` takes on a
+Times, in fresh processes (a real load is a cold one), every step `wrpkg.reader.bundle.load` takes on a
 CUDA device before it calls Warp (`wp.capture_load_from_bytes`), with the device faked as an
-sm_XX GPU: importing wrpkg.bundle, then `prepare_cuda_load` (wrpkg/bundle.py), the same function
+sm_XX GPU: importing wrpkg.reader.bundle, then `prepare_cuda_load` (wrpkg/reader/bundle.py), the same function
 load() runs (`prepare_ms`, the sum of the steps and the glue between them), and apart from it
 the .wrp's hash (`hash_ms`), which load() runs on another thread during Warp's call (Warp
 checks the images itself). The .wrp
 is read on its own thread (`wrp_read_ms`) while the loading thread takes the images out of their
 fatbins (`view_images_ms`); `wrp_wait_ms` is what the loading thread then waits for it. Warp is imported first,
-outside the timing, as a caller has it imported already; importing wrpkg.bundle is timed apart
+outside the timing, as a caller has it imported already; importing wrpkg.reader.bundle is timed apart
 (`import_ms`). Bytecode is compiled before the first run, as an installed package has it.
 Prints one line per bundle and the medians as JSON on the last line.
 """
@@ -31,7 +31,7 @@ try:
 except ImportError:
     pass
 t0 = time.perf_counter()
-import wrpkg.bundle
+import wrpkg.reader.bundle
 times = {"import_ms": (time.perf_counter() - t0) * 1e3}
 
 def timed(module, name, key):
@@ -45,7 +45,7 @@ def timed(module, name, key):
             times[key] = times.get(key, 0.0) + (time.perf_counter() - start) * 1e3
     setattr(module, name, wrapper)
 
-L = wrpkg.bundle
+L = wrpkg.reader.bundle
 timed(L, "read_manifest_and_hash", "manifest_ms")
 timed(L, "check_device", "check_device_ms")
 timed(L, "_read_view", "view_ms")

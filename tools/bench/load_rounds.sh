@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The load ratios of the benchmark report with more rounds than bench_all.sh gives them: Warp's own
-# single-arch .wrp (captured here), wrpkg.bundle and the C++ runtime on each model's multi-arch bundle, interleaved
+# single-arch .wrp (captured here), wrpkg.reader.bundle and the C++ runtime on each model's multi-arch bundle, interleaved
 # round by round in fresh processes (tools/bench/load_bench.py). On a GPU machine, inputs as bench_all.sh's
 # (bench_env.sh). Writes $OUT/load_rounds.json; about 10 s a round on an H200.
 #   OUT=/tmp/x bazel run -c opt //tools/bench:load_rounds -- [ROUNDS] [SETTLE_S]   # SETTLE_S: pause before each process (default 0)

@@ -221,7 +221,7 @@ def main() -> int:
     for model in models:
         native = case(load, model, "native", "stock")
         for how, what in (
-            ("wrpkg", "wrpkg.bundle (verify + per-device view)"),
+            ("wrpkg", "wrpkg.reader.bundle (verify + per-device view)"),
             ("stock", "stock wp.capture_load"),
             ("cpp", "C++ wrp::Graph::Load (per-device view)"),
         ):
@@ -304,7 +304,7 @@ def main() -> int:
                 native,
             ),
             (
-                "wrpkg.bundle with whole fatbins minus with the per-device view",
+                "wrpkg.reader.bundle with whole fatbins minus with the per-device view",
                 case(load, model, "sass", "wrpkg-noview"),
                 case(load, model, "sass", "wrpkg"),
             ),
@@ -382,17 +382,17 @@ def main() -> int:
             continue
         lines += [
             "",
-            f"## wrpkg.bundle's own steps on {title} (`tools/bench/load_profile.py`, medians of "
+            f"## wrpkg.reader.bundle's own steps on {title} (`tools/bench/load_profile.py`, medians of "
             f"{data['repeat']} fresh processes, ms, device faked as sm_{data['sm']})",
             "",
-            "Everything `wrpkg.bundle` does on a CUDA device before Warp's own call. `import` (once per "
+            "Everything `wrpkg.reader.bundle` does on a CUDA device before Warp's own call. `import` (once per "
             "program) is not part of `prepare`. The per-device view takes each module's image out of "
             "its fatbin and patches the .wrp's module digests in place; a .wrp of 1 MiB or more is read "
             "on another thread meanwhile (`.wrp read`; a smaller one on the loading thread first). The "
             ".wrp's sha256 (`sha256`) runs on that thread while Warp parses it (Warp checks the images "
             "against the digests the view writes), so it is not part of `prepare` either.",
             "",
-            "| bundle | import wrpkg.bundle | manifest | arch check | .wrp read | per-device view, .wrp read "
+            "| bundle | import wrpkg.reader.bundle | manifest | arch check | .wrp read | per-device view, .wrp read "
             "included | prepare (all) | sha256, during Warp's load |",
             "|---|---|---|---|---|---|---|---|",
         ]
@@ -407,8 +407,8 @@ def main() -> int:
             "",
             "## Cold loads (medians of fresh processes, ms)",
             "",
-            "Context creation, Warp init and importing wrpkg.bundle (once per program, like importing warp) "
-            "are timed apart and left out of every ratio. `wrpkg own`: the part of wrpkg.bundle's load "
+            "Context creation, Warp init and importing wrpkg.reader.bundle (once per program, like importing warp) "
+            "are timed apart and left out of every ratio. `wrpkg own`: the part of wrpkg.reader.bundle's load "
             "outside Warp's own call (manifest, arch check, reading and verifying what Warp is given).",
             "",
             "| model | road | how | Warp init | context | import wrpkg | open + verify | load | wrpkg own | "

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Benchmark (not a test): what a retarget capture (a CUDA bundle's capture made on the CPU,
-wrpkg/retarget.py) costs against a plain CPU capture of the same script, side by side in one run,
+wrpkg/capture/retarget.py) costs against a plain CPU capture of the same script, side by side in one run,
 fresh kernel caches each time. Prints the times and their ratio for models/cloth.py (3,200
 launches), and for steps of N small launches (tools/bench/programs/many_launches.py) what one more
 launch costs, which must stay flat as N grows (recording is linear in the launches).

@@ -7,7 +7,7 @@ and runs, each in a fresh process with a timeout and one shared Warp kernel cach
 
     python -m wrpkg.capture --device cpu                    (CPU capture)
     python -m wrpkg.capture --device cuda --mode retarget   (CUDA capture without a GPU)
-    python -m wrpkg.pack                                    (the CPU capture, packed)
+    python -m wrpkg.build.pack                                    (the CPU capture, packed)
 
 It writes docs/coverage/newton_mjwarp.md (the table) and docs/coverage/newton_mjwarp.json (the
 raw results, rewritten after each program: a partial run is a partial table, `--resume` goes on).
@@ -497,7 +497,7 @@ def _pack(program, raw, work, args, env) -> dict:
     cmd = [
         sys.executable,
         "-m",
-        "wrpkg.pack",
+        "wrpkg.build.pack",
         "--raw-dir",
         str(raw),
         "--stem",

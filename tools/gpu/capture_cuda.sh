@@ -15,7 +15,7 @@ import sys
 import warp as wp
 exec(sys.argv[2])
 from wrpkg.cli import run_tool
-sys.exit(run_tool("wrpkg.capture", ["capture"], ["--script", "models/sim.py", "--device", "cuda",
+sys.exit(run_tool("wrpkg.capture.tool", ["capture"], ["--script", "models/sim.py", "--device", "cuda",
     "--out-dir", sys.argv[1], "--stem", "sim", "--label", "//models:sim_wrp"]))
 PY
 }
@@ -23,7 +23,7 @@ capture cap1
 capture cap2
 capture cap_ptx80 'wp.config.cuda_output = "ptx"; wp.config.ptx_target_arch = 80'
 for c in cap1 cap2 cap_ptx80; do
-  python3 -m wrpkg.pack --raw-dir "$work/$c" --stem sim --name sim_wrp --label //models:sim_wrp \
+  python3 -m wrpkg.build.pack --raw-dir "$work/$c" --stem sim --name sim_wrp --label //models:sim_wrp \
     --out-dir "$work/b_$c/sim_wrp" --tar "$work/b_$c/sim_wrp.tar" --hash "$work/b_$c/sim_wrp.sha256"
   echo "$c: raw sim.wrp $(sha256sum < "$work/$c/sim.wrp" | cut -c1-16)  bundle hash $(cat "$work/b_$c/sim_wrp.sha256")"
   ls "$work/$c/sim_modules"

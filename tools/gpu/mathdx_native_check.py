@@ -16,7 +16,7 @@ each step in a fresh process on cuda:0:
    reports its records, replays its .wrp the same way and compares.
 4. With --retargeted DIR (DIR/<stem>/ is `wrpkg capture --device cuda --mode retarget` output made on
    a CPU machine): compares it with step 3's capture in canonical form
-   (wrpkg.retarget.compare_captures) and replays it on the GPU against the eager outputs.
+   (wrpkg.capture.retarget.compare_captures) and replays it on the GPU against the eager outputs.
 
 Writes OUT/mathdx_native.json and prints it; exits 1 when a replay differs from the eager run or a
 retargeted capture differs from the native one.
@@ -187,7 +187,7 @@ def check(stem: str, out: Path, retargeted: Path | None) -> dict:
             n: (raw / "golden" / f"{n}.bin").read_bytes() == (eager / f"{n}.bin").read_bytes() for n in names
         }
         if retargeted is not None and (retargeted / stem).is_dir():
-            from wrpkg.retarget import compare_captures  # noqa: PLC0415
+            from wrpkg.capture.retarget import compare_captures  # noqa: PLC0415
 
             differences = compare_captures(retargeted / stem, raw, stem)
             result["retarget"] = {

@@ -49,7 +49,7 @@ def _capture(script: Path, out: Path, mode: str, cache_dir: Path, timeout: float
 
 
 def _phases(stderr: str) -> list[str]:
-    """The capture's progress lines (wrpkg.crash_watch.phase): where its time went, or where it hung."""
+    """The capture's progress lines (wrpkg.capture.crash_watch.phase): where its time went, or where it hung."""
     return [line for line in stderr.splitlines() if line.startswith("wrpkg capture [")][-60:]
 
 
@@ -78,7 +78,7 @@ def _replay_against_native(retargeted: Path, native: Path, stem: str) -> dict:
 
 
 def check(script: Path, work: Path, cache_dir: Path, timeout: float) -> dict:
-    from wrpkg.retarget import compare_captures  # noqa: PLC0415
+    from wrpkg.capture.retarget import compare_captures  # noqa: PLC0415
 
     record: dict = {"program": str(script.relative_to(REPO)) if script.is_relative_to(REPO) else str(script)}
     retargeted, native = work / f"{script.stem}.retargeted", work / f"{script.stem}.native"

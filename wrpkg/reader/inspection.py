@@ -20,9 +20,9 @@ from pathlib import Path
 
 from wrpkg import manifest as manifest_mod
 from wrpkg import mathdx
-from wrpkg.bundle import Bundle
 from wrpkg.errors import CompileError, VerifyError, WrpFormatError
-from wrpkg.validity import read_json_file, read_regular
+from wrpkg.reader.bundle import Bundle
+from wrpkg.reader.validity import read_json_file, read_regular
 from wrpkg.wrpformat import Direction, WrpFile, binding_infos, read_wrp
 
 # The first four bytes of a fatbin container (little-endian 0xBA55ED50); anything else
@@ -114,7 +114,7 @@ def _fatbin_holds(binary: Path, data: bytes | None = None) -> tuple[list[str] | 
 
 
 def _uint64_mesh_ids_as_handles(wrp_path: Path) -> list[dict]:
-    """capture.json's record of wp.uint64 parameters recorded as handles (wrpkg.stale_pointers.relocations):
+    """capture.json's record of wp.uint64 parameters recorded as handles (wrpkg.capture.stale_pointers.relocations):
     kernel, parameter, meshes, launches. Provenance, not verified: a missing or unreadable file says none."""
     info = wrp_path.parent / manifest_mod.CAPTURE_INFO_NAME
     if not info.is_file():

@@ -1,16 +1,16 @@
 """The hook on Warp while a capture's step records: one install, one restore.
 
 Every capture keeps each launch parameter's packed bytes, as APIC stores them, for the
-stale-pointer check (`wrpkg.stale_pointers`), and refuses what the saved graph would not
-replay (`wrpkg.step_guard`: nested graphs, host read-backs, host memory in a CUDA capture). The retarget mode's recorder
-(`wrpkg.retarget.RetargetRecorder`) extends this one with hooks on the launch API; a
+stale-pointer check (`wrpkg.capture.stale_pointers`), and refuses what the saved graph would not
+replay (`wrpkg.capture.step_guard`: nested graphs, host read-backs, host memory in a CUDA capture). The retarget mode's recorder
+(`wrpkg.capture.retarget.RetargetRecorder`) extends this one with hooks on the launch API; a
 capture runs one recorder, so Warp is patched and restored in one place.
 
 It reads APICapture's private launch packing (pinned with the Warp version, like
-capture.py's region check).
+tool.py's region check).
 
 On a CPU capture (`defer_compiles`), the step's modules are compiled after it
-(`wrpkg.deferred_compile`): every refusal of the step, the checks of what it recorded
+(`wrpkg.capture.deferred_compile`): every refusal of the step, the checks of what it recorded
 (`check_recorded`, the retarget's) and the stale-pointer check come before anything is compiled
 (`compile_deferred`).
 
@@ -32,16 +32,17 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 
-from wrpkg import copy_lowering, warp_internals, wrpformat
-from wrpkg.bvh_lowering import BvhLowering
-from wrpkg.deferred_compile import DeferredCompile
+from wrpkg import warp_internals, wrpformat
+from wrpkg.capture.deferred_compile import DeferredCompile
+from wrpkg.capture.lowering import copy_lowering
+from wrpkg.capture.lowering.bvh_lowering import BvhLowering
+from wrpkg.capture.lowering.hash_grid_lowering import HashGridLowering
+from wrpkg.capture.lowering.mesh_lowering import MeshRefitLowering
+from wrpkg.capture.step_guard import StepGuard, StepRefusal
 from wrpkg.errors import CaptureError
-from wrpkg.hash_grid_lowering import HashGridLowering
-from wrpkg.mesh_lowering import MeshRefitLowering
-from wrpkg.step_guard import StepGuard, StepRefusal
 
 # (user_dirs, code filename) -> whether the file is the capture script's. A retarget capture asks
-# on every Python call its step makes (wrpkg.retarget's line tracer) and every launch: realpath's
+# on every Python call its step makes (wrpkg.capture.retarget's line tracer) and every launch: realpath's
 # system calls, there, made the step's Python run 40 times slower.
 _USER_FILE: dict[tuple[tuple[str, ...], str], bool] = {}
 
@@ -152,23 +153,23 @@ class LaunchRecorder:
     capture: object = None
     # The step's refusals (set by recording()).
     guard: StepGuard | None = None
-    # Data addresses of the arrays the step's launches take (wrpkg.build_launches).
+    # Data addresses of the arrays the step's launches take (wrpkg.capture.build_launches).
     array_ptrs: set[int] = field(default_factory=set)
     # Record a wp.uint64 parameter holding a live wp.Mesh id as a wp.handle relocation (see above).
     relocate_uint64_mesh_ids: bool = True
     # (kernel, parameter) -> what was relocated, in first-use order.
     mesh_id_relocations: dict[tuple[str, str], MeshIdRelocation] = field(default_factory=dict)
-    # On a CPU device, compile the step's modules after it (wrpkg.deferred_compile): the caller that
+    # On a CPU device, compile the step's modules after it (wrpkg.capture.deferred_compile): the caller that
     # sets this calls compile_deferred() once every refusal of the step is decided, before anything
     # uses the graph (capture_save, capture_launch) or a kernel launched in the step.
     defer_compiles: bool = False
     deferred: DeferredCompile | None = None  # set by recording() when it defers
-    # Hash grids built in the step (wrpkg.hash_grid_lowering); kept with their arrays until the
+    # Hash grids built in the step (wrpkg.capture.lowering.hash_grid_lowering); kept with their arrays until the
     # recorder goes.
     hash_grids: HashGridLowering | None = None
-    # BVHs queried or refitted in a CPU recording's step (wrpkg.bvh_lowering), kept likewise.
+    # BVHs queried or refitted in a CPU recording's step (wrpkg.capture.lowering.bvh_lowering), kept likewise.
     bvhs: BvhLowering | None = None
-    # Mesh.refit() calls of the step (wrpkg.mesh_lowering), with their scratch arrays.
+    # Mesh.refit() calls of the step (wrpkg.capture.lowering.mesh_lowering), with their scratch arrays.
     mesh_refits: MeshRefitLowering | None = None
     # Live wp.Volume ids -> their NanoVDB buffers as arrays (found once, when a launch first passes
     # a number that may be one); the ids recorded as relocations to them.
@@ -271,7 +272,7 @@ class LaunchRecorder:
             return wrpformat.read_wrp(path).operations.ops
 
     def compile_deferred(self) -> None:
-        """Compiles the modules the step's launches deferred (wrpkg.deferred_compile); call it once the
+        """Compiles the modules the step's launches deferred (wrpkg.capture.deferred_compile); call it once the
         step's refusals are decided (after capture_end and the stale-pointer check).
 
         Raises:
@@ -283,7 +284,7 @@ class LaunchRecorder:
         if self.deferred.placeholder_called:
             raise CaptureError(
                 f"{self.target}: a kernel ran during the step before its module was compiled "
-                "(wrpkg.deferred_compile expects APIC to record CPU launches without running them)",
+                "(wrpkg.capture.deferred_compile expects APIC to record CPU launches without running them)",
                 fix="capture with a fresh kernel cache of this Warp version, or report it as a wrpkg bug",
             )
         try:

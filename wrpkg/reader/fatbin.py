@@ -1,4 +1,4 @@
-"""Read the images of a CUDA fatbin: what wrpkg.bundle hands Warp in place of the whole fatbin.
+"""Read the images of a CUDA fatbin: what wrpkg.reader.bundle hands Warp in place of the whole fatbin.
 
 A bundle's module binary is a fatbin with SASS for every listed SM plus PTX. Warp 1.19
 SHA-256-checks a packaged module's whole file before every load (when the record carries a

@@ -1,6 +1,6 @@
 """Bundle validity (docs/bundles.md): every file against the manifest, and the manifest against
-the .wrp. What `wrpkg.Bundle` (wrpkg/bundle.py) runs when it opens a bundle, and so what
-`wrpkg verify` (wrpkg/verify.py) runs; runtime/bundle.cc is the C++ reader of the same policy.
+the .wrp. What `wrpkg.Bundle` (wrpkg/reader/bundle.py) runs when it opens a bundle, and so what
+`wrpkg verify` (wrpkg/reader/verify.py) runs; runtime/bundle.cc is the C++ reader of the same policy.
 
 A bundle passes only when every file manifest.json or golden.json (the test manifest) lists exists
 with its size and sha256, golden.json belongs to manifest.json's content hash, no other
@@ -36,7 +36,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from wrpkg.errors import BundleError, VerifyError, WrpFormatError
-from wrpkg.fatbin import elf_problem, is_fatbin, parse_fatbin
 from wrpkg.files import relative_files
 from wrpkg.manifest import (
     CAPTURE_INFO_NAME,
@@ -54,6 +53,7 @@ from wrpkg.manifest import (
     plain_relpath_problem,
 )
 from wrpkg.names import decode_name, is_control, shown
+from wrpkg.reader.fatbin import elf_problem, is_fatbin, parse_fatbin
 
 # (what, bytes, expected sha256): one piece of a listed file and the digest the manifest records.
 DigestCheck = tuple[str, bytes | bytearray | memoryview, str]
@@ -121,7 +121,7 @@ def read_json_file(path: str | os.PathLike, what: str, fix: str) -> bytes:
 def sha256_each(pieces: Sequence[bytes | bytearray | memoryview]) -> list[str]:
     """Lowercase hex sha256 of each piece, on the calling thread: in a fresh process, starting a
     thread costs about as much as hashing a 256 KiB chunk, so splitting a bundle's hash over
-    threads gained nothing measurable (tools/bench/hash_threads_probe.py). wrpkg.bundle overlaps
+    threads gained nothing measurable (tools/bench/hash_threads_probe.py). wrpkg.reader.bundle overlaps
     the hash with Warp's load instead; the C++ runtime does use threads."""
     return [hashlib.sha256(piece).hexdigest() for piece in pieces]
 
@@ -252,7 +252,7 @@ def parse_loadable_wrp(wrp_bytes, where: str | os.PathLike, fix: str, *, operati
     A VerifyError naming `where`, the section, the byte and the rule (an operation's index among them)
     otherwise: verify refuses what a load would. `operations=False` (a load, which leaves the operation
     stream to Warp's own validator) parses the header, metadata and memory only."""
-    # Imported here: `import wrpkg.bundle` (which imports this module) stays cheap until a .wrp is checked.
+    # Imported here: `import wrpkg.reader.bundle` (which imports this module) stays cheap until a .wrp is checked.
     from wrpkg import wrpformat  # noqa: PLC0415
 
     try:
@@ -513,7 +513,7 @@ def _fresh_buffer(size: int) -> bytearray | mmap.mmap:
 
 def read_listed(bundle_dir: str | os.PathLike, manifest: Manifest, path: str) -> bytearray | mmap.mmap:
     """The bytes of one listed file, of the manifest's size (not yet hashed: see read_verified),
-    in writable memory of their own (wrpkg.bundle patches the .wrp's digests in place, without a
+    in writable memory of their own (wrpkg.reader.bundle patches the .wrp's digests in place, without a
     copy): a bytearray, or for a large file an anonymous mapping (`_fresh_buffer`)."""
     found = next(((e, lister) for e, lister in listed_files(manifest) if e.path == path), None)
     if found is None:

@@ -4,7 +4,7 @@ APIC relocates only what a kernel declares as a pointer: array arguments and `wp
 ids. A mesh id passed to a `wp.uint64` parameter (or an `arr.ptr` passed as an integer)
 is copied into the .wrp verbatim; the replaying process has no object at that address and
 dies with SIGSEGV. Warp accepts this silently, so the capture harness records every
-launch's argument bytes (`wrpkg.launch_recorder`) and, once the step has run, compares
+launch's argument bytes (`wrpkg.capture.launch_recorder`) and, once the step has run, compares
 each 8-byte slot that APIC did not relocate with the ids and data ranges of the Warp
 objects alive in the capture.
 
@@ -12,13 +12,13 @@ Warp 1.19's APIC relocates the handles of wp.Mesh only ("the save path only regi
 meshes", warp/_src/apic/capture.py). The launch recorder goes further for a wp.Volume id and
 the id of a wp.HashGrid built in the step, and on a CPU recording the id of a wp.Bvh read in the
 step, each passed as a parameter of its own: it records them as array addresses (the volume's
-buffer, the grid's and the BVH's descriptors; wrpkg.hash_grid_lowering, wrpkg.bvh_lowering).
+buffer, the grid's and the BVH's descriptors; wrpkg.capture.lowering.hash_grid_lowering, wrpkg.capture.lowering.bvh_lowering).
 Any other wp.Bvh, wp.HashGrid or wp.Volume id is refused, in a relocated `wp.handle` slot too,
 and its fix says what does work for that kind of object.
 
 A `wp.uint64` parameter holding exactly a live wp.Mesh id is not refused unless the capture
 turns that off: the launch recorder has APIC record it as a `wp.handle` relocation
-(`wrpkg.launch_recorder`), and `relocations()` says which, for the capture log and
+(`wrpkg.capture.launch_recorder`), and `relocations()` says which, for the capture log and
 capture.json (`wrpkg inspect` shows them).
 """
 
@@ -30,9 +30,10 @@ import gc
 import struct
 from dataclasses import dataclass
 
-from wrpkg import step_guard, warp_internals
+from wrpkg import warp_internals
+from wrpkg.capture import step_guard
+from wrpkg.capture.launch_recorder import LaunchRecorder
 from wrpkg.errors import CaptureError
-from wrpkg.launch_recorder import LaunchRecorder
 
 _SLOT = 8
 _ARRAY = "wp.array data"
@@ -40,11 +41,11 @@ _ARRAY = "wp.array data"
 # What works instead, for each kind of object APIC cannot save (a wp.Mesh id works as wp.handle).
 _UNSAVABLE = {
     "wp.Bvh": "read bvh.id inside step(), where the launch passes it (a CPU or retargeted capture records a "
-    "wp.Bvh whose id the step reads, and its refit(): wrpkg.bvh_lowering), not in build() or a struct; a GPU "
+    "wp.Bvh whose id the step reads, and its refit(): wrpkg.capture.lowering.bvh_lowering), not in build() or a struct; a GPU "
     "capture cannot: capture on the CPU or retargeted, or build a wp.Mesh of the triangles (its id passed "
     "as wp.handle is saved)",
     "wp.HashGrid": "build the grid inside step() (grid.build(points, radius) there is recorded, and its id "
-    "relocated: wrpkg.hash_grid_lowering), or keep the hash-grid queries out of step()",
+    "relocated: wrpkg.capture.lowering.hash_grid_lowering), or keep the hash-grid queries out of step()",
     "wp.Volume": "pass the volume's id itself to the kernel (a wp.uint64 or wp.handle parameter holding "
     "volume.id is recorded as the address of its buffer), not inside a struct; or keep the volume queries "
     "out of step()",

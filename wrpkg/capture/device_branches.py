@@ -17,7 +17,8 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from wrpkg import call_sites, warp_internals
+from wrpkg import warp_internals
+from wrpkg.capture import call_sites
 
 _WRPKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 

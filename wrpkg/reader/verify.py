@@ -5,7 +5,7 @@
 
 `wrpkg verify` opens the bundle as `wrpkg.Bundle.open` does (a `<name>.tar` as
 `wrpkg.Bundle.from_tar`, which is how the C++ runtime reads an embedded bundle), which runs every check of bundle
-validity (docs/bundles.md; wrpkg/validity.py holds them, runtime/bundle.cc the C++ reader's
+validity (docs/bundles.md; wrpkg/reader/validity.py holds them, runtime/bundle.cc the C++ reader's
 side): it passes only when every file manifest.json or golden.json lists is there with its
 size and sha256, golden.json belongs to manifest.json's content hash, no other file is present
 (capture.json aside), and the manifest agrees with the `.wrp` it describes. Any failure is a
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import os
 
-from wrpkg.bundle import Bundle
 from wrpkg.manifest import Manifest
-from wrpkg.validity import read_hash_file
+from wrpkg.reader.bundle import Bundle
+from wrpkg.reader.validity import read_hash_file
 
 
 def verify_bundle(bundle_dir: str | os.PathLike, expected_hash: str | None = None) -> Manifest:
@@ -84,4 +84,4 @@ def run(args) -> int:
 if __name__ == "__main__":
     from wrpkg.cli import tool_main
 
-    tool_main("wrpkg.verify")
+    tool_main("wrpkg.reader.verify")

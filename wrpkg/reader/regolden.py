@@ -3,7 +3,7 @@
 A retargeted CUDA capture makes its goldens by replaying the CPU capture, and a GPU rounds
 differently (fused multiply-adds, other math), orders atomics differently, and runs tile code
 cooperatively: its replay need not match those goldens bit for bit, or at all
-(wrpkg.golden_caveats). This tool opens the built bundle (wrpkg.Bundle: verified once, its
+(wrpkg.capture.golden_caveats). This tool opens the built bundle (wrpkg.Bundle: verified once, its
 bytes held), loads those bytes on a CUDA device, replays them twice from fresh loads, and writes
 a copy of the bundle whose deployed files are those bytes (same content hash) and whose golden
 files and golden.json come from that replay (golden_device "cuda"). A CPU bundle can be
@@ -11,7 +11,7 @@ replayed on the CPU the same way. The two replays must agree within each output'
 declared tolerance, as at capture. The report compares the new goldens with the old ones per
 output, so the CPU goldens' error is on record.
 
-    python -m wrpkg.regolden --bundle-dir B --content-hash B.sha256 --device cuda \
+    python -m wrpkg.reader.regolden --bundle-dir B --content-hash B.sha256 --device cuda \
         --out-dir B_test --out-hash B_test.sha256 --tar B_test.tar --report B_test.golden_report.txt
 
 Bazel runs it for wrp_artifact's replay tests under --//rules:gpu_goldens (set by --config=gpu),
@@ -26,13 +26,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from wrpkg import atomic, cli, warp_internals
-from wrpkg.bundle import Bundle
+from wrpkg.build.pack import write_deterministic_tar
 from wrpkg.errors import CaptureError, VerifyError
 from wrpkg.files import sha256_bytes
 from wrpkg.golden import compare, first_disagreement, golden_tolerance
 from wrpkg.manifest import CAPTURE_INFO_NAME, GOLDEN_NAME, MANIFEST_NAME, Manifest, golden_to_json_bytes
-from wrpkg.pack import write_deterministic_tar
-from wrpkg.validity import read_hash_file
+from wrpkg.reader.bundle import Bundle
+from wrpkg.reader.validity import read_hash_file
 
 
 def _replay_outputs(bundle: Bundle, device) -> dict[str, bytes]:
@@ -62,7 +62,7 @@ def regolden(
       content_hash_file: its <name>.sha256.
       device: a CUDA device ("cuda", "cuda:1").
       out_dir: the bundle copy to write: the same deployed files, new golden files and golden.json.
-      out_hash: a copy of the content hash file, beside out_dir (wrpkg.bundle looks for it there).
+      out_hash: a copy of the content hash file, beside out_dir (wrpkg.reader.bundle looks for it there).
       tar_path: the deterministic tar of out_dir (what C++ targets embed).
       report_path: where to write the per-output comparison of the old goldens with the new.
     Returns:
@@ -172,4 +172,4 @@ def run(args) -> int:
 
 
 if __name__ == "__main__":
-    cli.tool_main("wrpkg.regolden")
+    cli.tool_main("wrpkg.reader.regolden")

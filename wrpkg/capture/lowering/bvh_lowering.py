@@ -239,7 +239,7 @@ class BvhLowering:
 
     def __init__(self, device, guard):
         self._device = device
-        # The recording's wrpkg.step_guard.StepGuard: it words and keeps the refusals.
+        # The recording's wrpkg.capture.step_guard.StepGuard: it words and keeps the refusals.
         self._guard = guard
         self._bvhs: dict[int, _LoweredBvh] = {}  # id(bvh) ->
         self._objects: list = []  # the lowered BVHs, kept alive while their id() keys are used

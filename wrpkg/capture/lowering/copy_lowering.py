@@ -16,7 +16,7 @@ What is not lowered is left to Warp, which refuses it or does it as before: copi
 devices or between element types of the same size (a bit cast, not an assignment), Fabric
 arrays, fills of Warp's native types. One kernel per (array kinds, element type, ndim), each in
 its own module: APIC records a kernel by its key within its module, so generic overloads
-sharing one key would replay the first overload's code for all (wrpkg.launch_recorder).
+sharing one key would replay the first overload's code for all (wrpkg.capture.launch_recorder).
 """
 
 import functools

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from wrpkg import warp_internals, wrpformat
-from wrpkg.launch_recorder import is_user_file
+from wrpkg.capture.launch_recorder import is_user_file
 
 SENTINEL = b"\xa5\xa5\xc0\xff"
 _SENTINEL_WORD = int.from_bytes(SENTINEL, "little")

@@ -14,8 +14,8 @@ leave a graph that does something else when it is replayed with other inputs:
   (a new `mesh.points`, `bvh.rebuild()`, and `bvh.refit()` in a CUDA capture):
   Warp builds and refits in native code APIC does not record, and the loaded graph queries the
   mesh as built from its points at load (seen on the CPU: a distance of 2.449 replayed where the
-  step computed 2.0). `mesh.refit()` is recorded (wrpkg.mesh_lowering), and a CPU recording
-  records `bvh.refit()` (wrpkg.bvh_lowering).
+  step computed 2.0). `mesh.refit()` is recorded (wrpkg.capture.lowering.mesh_lowering), and a CPU recording
+  records `bvh.refit()` (wrpkg.capture.lowering.bvh_lowering).
 - host memory in a CUDA capture (a `device="cpu"` array in `wp.copy`, or filled, zeroed or
   assigned in the step): APIC records regions of the capture device only.
 
@@ -31,7 +31,8 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from wrpkg import call_sites, warp_internals
+from wrpkg import warp_internals
+from wrpkg.capture import call_sites
 from wrpkg.errors import CaptureError
 
 
@@ -60,7 +61,7 @@ class StepGuard:
     target: str
     capture_is_cuda: bool
     refusals: list[StepRefusal] = field(default_factory=list)
-    # Bvh.refit() is recorded by wrpkg.bvh_lowering (a CPU recording), not refused.
+    # Bvh.refit() is recorded by wrpkg.capture.lowering.bvh_lowering (a CPU recording), not refused.
     bvh_refit_lowered: bool = False
 
     def patches(self) -> list[tuple[object, str, object]]:
@@ -216,8 +217,8 @@ class StepGuard:
             return init
 
         patches = [(cls, "__init__", creating(cls)) for cls in (warp.Mesh, warp.Bvh, warp.Volume)]
-        # A CPU recording records Bvh.refit() itself (wrpkg.bvh_lowering), every recording
-        # Mesh.refit() (wrpkg.mesh_lowering).
+        # A CPU recording records Bvh.refit() itself (wrpkg.capture.lowering.bvh_lowering), every recording
+        # Mesh.refit() (wrpkg.capture.lowering.mesh_lowering).
         bvh_updates = ("rebuild",) if self.bvh_refit_lowered else ("refit", "rebuild")
         for cls, names in ((warp.Bvh, bvh_updates),):
             patches += [

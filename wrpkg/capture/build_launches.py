@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass, field
 
 from wrpkg import warp_internals
-from wrpkg.launch_recorder import script_line
+from wrpkg.capture.launch_recorder import script_line
 
 
 @dataclass

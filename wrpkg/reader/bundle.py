@@ -5,7 +5,7 @@ is checked to run its code.
     graph = bundle.load("cuda:0")                           # Warp gets the bytes that were checked
     wp.capture_launch(graph)
 
-    graph, manifest = wrpkg.bundle.load("bazel-bin/models/sim_wrp", device="cuda:0")  # a deployed load
+    graph, manifest = wrpkg.reader.bundle.load("bazel-bin/models/sim_wrp", device="cuda:0")  # a deployed load
 
 Use these in place of a bare `wp.capture_load`: they check the files against the manifest
 (so a tampered or truncated file is named, instead of failing deep inside Warp), and on CUDA
@@ -34,10 +34,10 @@ from pathlib import Path
 
 from wrpkg.archs import split_arch
 from wrpkg.errors import ArchMismatchError, BundleError, VerifyError
-from wrpkg.fatbin import elf_problem, is_fatbin, sass_image
 from wrpkg.files import sha256_file
 from wrpkg.manifest import MANIFEST_NAME, FileEntry, Manifest, ModuleEntry, SassEntry, binding_layout
-from wrpkg.validity import (
+from wrpkg.reader.fatbin import elf_problem, is_fatbin, sass_image
+from wrpkg.reader.validity import (
     DigestCheck,
     check_digests,
     digest_checks,
@@ -67,7 +67,7 @@ class Bundle:
     and never read the bundle again, so a file changed after `open` is not what loads (see
     docs/security.md). A VerifyError about the bundle names the file and `rebuild_hint`.
 
-    `open(..., verify_all=False)` (what `wrpkg.bundle.load` does, and the C++ runtime's default)
+    `open(..., verify_all=False)` (what `wrpkg.reader.bundle.load` does, and the C++ runtime's default)
     checks only manifest.json; each `load` then reads and checks what it hands Warp (on CUDA,
     with SASS for the device, the .wrp and one image of each module: the fast path of
     docs/bench), `file` reads and checks a file when first asked, and `verify()` completes the
@@ -307,7 +307,7 @@ class Bundle:
         each image it hands over (or each module binary, for the whole bundle), and leaves the
         operation stream to Warp, whose refusal is a VerifyError naming the .wrp.
         """
-        import warp as wp  # noqa: PLC0415 - keep `import wrpkg.bundle` cheap
+        import warp as wp  # noqa: PLC0415 - keep `import wrpkg.reader.bundle` cheap
 
         dev = wp.get_device(device)
         manifest = self._manifest

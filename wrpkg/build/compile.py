@@ -1,6 +1,6 @@
 """Compile every captured CUDA module of a .wrp for one SM (or PTX) with the pinned NVRTC.
 
-    python -m wrpkg.compile --wrp RAW/sim.wrp --modules-dir RAW/sim_modules \\
+    python -m wrpkg.build.compile --wrp RAW/sim.wrp --modules-dir RAW/sim_modules \\
         --arch sm_90 --out-dir OUT/sm_90
 
 Each CUDA module's retained `.cu` is compiled with the compile recipe recorded in its
@@ -40,7 +40,7 @@ from wrpkg.files import sha256_bytes, sha256_file
 from wrpkg.recipe import CompileRecipe, nvrtc_program_name
 
 COMPILE_JSON = "compile.json"
-COMPILE_JSON_FORMAT = "wrpkg.compile/1"
+COMPILE_JSON_FORMAT = "wrpkg.build.compile/1"
 # Stands in for the absolute include path in compile.json, which must not depend on the host.
 INCLUDE_DIR_PLACEHOLDER = "<warp>/native"
 
@@ -400,14 +400,11 @@ def _rebuild_linked(
     """
     import warp as wp  # noqa: PLC0415 - only a compile with MathDx modules needs Warp
 
-    from wrpkg import capture as capture_tool  # noqa: PLC0415 - imports the script as the capture does
-    from wrpkg import (
-        kernel_cache,  # noqa: PLC0415 - imports Warp
-        source_paths,  # noqa: PLC0415
-    )
+    from wrpkg.capture import kernel_cache, source_paths  # noqa: PLC0415 - imports Warp
+    from wrpkg.capture.tool import import_script  # noqa: PLC0415 - imports the script as the capture does
 
     kernel_cache.use_kernel_cache(wp, work, work / "kernel_cache")
-    capture_tool.import_script(Path(script), label)
+    import_script(Path(script), label)
     source_paths.relocate(wp, Path(script).parent)
     user_modules = warp_internals.context().user_modules
     built: dict[str, LinkedBuild] = {}
@@ -495,4 +492,4 @@ def _lto_symbols(source: str) -> set[str]:
 if __name__ == "__main__":
     from wrpkg.cli import tool_main
 
-    tool_main("wrpkg.compile")
+    tool_main("wrpkg.build.compile")

@@ -1,6 +1,6 @@
 """Pack a raw capture into a canonical, content-hashed bundle, its deterministic tar and hash.
 
-    python -m wrpkg.pack --raw-dir RAW --stem sim --name sim_wrp --label //models:sim_wrp \\
+    python -m wrpkg.build.pack --raw-dir RAW --stem sim --name sim_wrp --label //models:sim_wrp \\
         [--arch-dir sm_90=DIR ...] [--ptx-dir DIR] \\
         --out-dir OUT/sim_wrp --tar OUT/sim_wrp.tar --hash OUT/sim_wrp.sha256
 
@@ -134,7 +134,7 @@ def multiarch_module_artifacts(
     """The per-SM seam: one fatbin per module from the compile actions' outputs.
 
     Each --arch-dir/--ptx-dir DIR is a `wrpkg compile` output: `compile.json` (format
-    wrpkg.compile/1) lists per module hash the output file, its sha256 and size, and the
+    wrpkg.build.compile/1) lists per module hash the output file, its sha256 and size, and the
     NVRTC version. Every SASS must come from one NVRTC; the PTX may come from another (an
     older one, so that older drivers can JIT it). Returns the fatbin's artifacts, the SASS
     NVRTC version and the PTX NVRTC version (None for either without such outputs), or
@@ -193,8 +193,8 @@ def _compiled_output(directory: Path, raw_record: wrpformat.ModuleRecord, arch: 
     """(compile.json entry, output bytes, NVRTC version) of one module, or None if skipped."""
     index_path = directory / "compile.json"
     index = _load_json(index_path, "compile index")
-    if index.get("format") != "wrpkg.compile/1":
-        raise BundleError(f"{index_path}: not a wrpkg.compile/1 index")
+    if index.get("format") != "wrpkg.build.compile/1":
+        raise BundleError(f"{index_path}: not a wrpkg.build.compile/1 index")
     if arch is not None and index.get("arch") != arch:
         raise BundleError(f"{index_path}: compiled for {index.get('arch')}, but given as --arch-dir {arch}")
     entries = {m["hash"]: m for m in index.get("modules", [])}
@@ -460,7 +460,7 @@ def _ustar_header(name: bytes, prefix: bytes, mode: int, size: int, typeflag: by
 def _pax_path_header(arcname: str) -> bytes:
     """A pax extended header (type 'x') holding only the `path` record of `arcname`, padded to blocks;
     what Python's tarfile (PAX_FORMAT) writes for a long ASCII or UTF-8 name. The path must pass both
-    readers' pax rule (wrpkg.validity._pax_path: strict UTF-8, no control character)."""
+    readers' pax rule (wrpkg.reader.validity._pax_path: strict UTF-8, no control character)."""
     try:
         value = arcname.encode("utf-8")
     except UnicodeEncodeError:
@@ -469,8 +469,8 @@ def _pax_path_header(arcname: str) -> bytes:
             "and this one is not valid UTF-8",
             fix="rename the file",
         ) from None
-    # wrpkg.validity.pax_path_problem's rule (not imported: the pack tool's Bazel target does not depend on
-    # wrpkg.validity); tests/test_pax_archives.py holds the two to it.
+    # wrpkg.reader.validity.pax_path_problem's rule (not imported: the pack tool's Bazel target does not depend on
+    # wrpkg.reader.validity); tests/test_pax_archives.py holds the two to it.
     if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in arcname):
         raise BundleError(
             f"{arcname!r}: cannot be stored in a pax header: its path holds a control character",
@@ -495,7 +495,7 @@ def write_deterministic_tar(bundle_dir: Path, arc_root: str, tar_path: Path) -> 
     a pax extended header holding only its `path` record (_pax_path_header), and the entry's own name
     field holds the path cut to 100 bytes, non-ASCII characters as '?' (what tarfile's PAX_FORMAT writes
     there); an archive whose paths all fit has no pax header, as before. Both readers
-    (wrpkg.validity._ustar_entries, runtime/ustar.cc) accept exactly this.
+    (wrpkg.reader.validity._ustar_entries, runtime/ustar.cc) accept exactly this.
     """
     entries: list[tuple[str, Path | None]] = [(arc_root, None)]
     for rel, is_dir in relative_entries(bundle_dir):
@@ -541,7 +541,7 @@ def pack(
 ) -> BundleResult:
     """Packs a raw capture and its compiled outputs into a bundle, its tar and its content hash.
 
-    What `wrp_artifact`'s bundle action runs (`python -m wrpkg.pack`), from Python. The three
+    What `wrp_artifact`'s bundle action runs (`python -m wrpkg.build.pack`), from Python. The three
     outputs are published atomically: a failure leaves the previous ones.
 
     Args:
@@ -648,4 +648,4 @@ def run(args) -> int:
 if __name__ == "__main__":
     from wrpkg.cli import tool_main
 
-    tool_main("wrpkg.pack")
+    tool_main("wrpkg.build.pack")

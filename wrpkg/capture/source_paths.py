@@ -245,7 +245,7 @@ def canonicalize_sources(
         if module.binary_filename:
             binary = (modules_dir / module.binary_filename).read_bytes()
             # A CPU object's header paths are Warp's own spelling (install_stable_header_paths); CUDA
-            # binaries are compiled again per SM (wrpkg.compile) against the pinned headers.
+            # binaries are compiled again per SM (wrpkg.build.compile) against the pinned headers.
             needle = binary_machine_path(binary, paths, cpu_object=module.binary_filename.endswith(".o"))
             if needle is not None:
                 raise CaptureError(

@@ -1,6 +1,6 @@
 """A Warp kernel cache made once per pinned toolchain and shared by every capture that seeds from it.
 
-    python -m wrpkg.kernel_cache --package newton [--package mujoco_warp] --out-dir DIR \\
+    python -m wrpkg.capture.kernel_cache --package newton [--package mujoco_warp] --out-dir DIR \\
         [--cuda-arch 90] [--label //models/newton:kernels]
 
 A capture compiles every Warp module its step launches (on the CPU, and for a retargeted
@@ -36,7 +36,8 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from wrpkg import atomic, call_sites, crash_watch, warp_internals
+from wrpkg import atomic, warp_internals
+from wrpkg.capture import call_sites, crash_watch
 from wrpkg.errors import WrpError
 from wrpkg.warp_init import init_warp
 
@@ -85,7 +86,7 @@ def use_kernel_cache(wp, work: Path, cache_dir) -> Path | None:
         init_warp(wp)
     else:
         warp_internals.private("build").init_kernel_cache(str(cache))
-    from wrpkg import source_paths  # noqa: PLC0415 - imports Warp
+    from wrpkg.capture import source_paths  # noqa: PLC0415 - imports Warp
 
     source_paths.install_stable_header_paths()
     return cache if own_cache else None
@@ -167,7 +168,7 @@ def stabilize_sources(cache: Path, paths: dict[str, str]) -> list[dict]:
     removes a folder whose code or binary still names a machine path: a capture seeded with it
     would refuse itself ("still names the machine-specific path"); without it, it compiles that
     module itself. Returns the removed folders, with why."""
-    from wrpkg import source_paths  # noqa: PLC0415 - imports Warp
+    from wrpkg.capture import source_paths  # noqa: PLC0415 - imports Warp
 
     dropped = []
     folders = [p for p in cache.glob("wp_*") if p.is_dir()] + [
@@ -232,7 +233,7 @@ def build(
     sm_<cuda_arch> as a retargeted capture compiles (wrp_kernel_cache runs the two as two actions,
     so that CPU captures need not wait for NVRTC). Modules whose name matches a glob of `exclude`
     are left to the captures. Returns the manifest it wrote."""
-    target = label or "wrpkg.kernel_cache"
+    target = label or "wrpkg.capture.kernel_cache"
     if not packages:
         raise KernelCacheError(f"{target}: no package named", fix="name at least one, e.g. --package newton")
     if not with_cpu and cuda_arch is None:
@@ -262,7 +263,7 @@ def _build_into(
 ) -> dict:
     import warp as wp  # noqa: PLC0415
 
-    from wrpkg import source_paths  # noqa: PLC0415 - imports Warp
+    from wrpkg.capture import source_paths  # noqa: PLC0415 - imports Warp
 
     use_kernel_cache(wp, work, work)
     before = set(warp_internals.context().user_modules)
@@ -374,4 +375,4 @@ def run(args) -> int:
 if __name__ == "__main__":
     from wrpkg.cli import tool_main
 
-    tool_main("wrpkg.kernel_cache")
+    tool_main("wrpkg.capture.kernel_cache")

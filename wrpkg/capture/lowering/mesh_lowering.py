@@ -201,7 +201,7 @@ class MeshRefitLowering:
     """Hooks `wp.Mesh.refit` for one recording."""
 
     def __init__(self, guard):
-        # The recording's wrpkg.step_guard.StepGuard: it words and keeps the refusals.
+        # The recording's wrpkg.capture.step_guard.StepGuard: it words and keeps the refusals.
         self._guard = guard
         self._scratch: dict[int, tuple] = {}  # id(mesh) -> (edge lengths, their sums), reused
         self.refits = 0

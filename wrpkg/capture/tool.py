@@ -5,7 +5,7 @@
 
 `--device cuda` captures on a CUDA GPU (`--mode gpu`, the default), or runs the script on
 the CPU and writes the CUDA capture Warp would have written on an sm_<cuda-arch> GPU
-(`--mode retarget`, wrpkg/retarget.py; no GPU needed), or the first when this machine has
+(`--mode retarget`, wrpkg/capture/retarget.py; no GPU needed), or the first when this machine has
 a CUDA GPU and the second otherwise (`--mode auto`).
 
 writes, atomically (all of it or nothing):
@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wrpkg import (
-    atomic,
+from wrpkg import atomic, mathdx, warp_internals, wrpformat
+from wrpkg.capture import (
     build_launches,
     call_sites,
     crash_watch,
@@ -44,19 +44,16 @@ from wrpkg import (
     golden_caveats,
     initial_state,
     kernel_cache,
-    mathdx,
-    mesh_builds,
-    warp_internals,
-    wrpformat,
 )
-from wrpkg.build_launches import BuildLaunchWatch
+from wrpkg.capture.build_launches import BuildLaunchWatch
+from wrpkg.capture.launch_recorder import LaunchRecorder
+from wrpkg.capture.lowering import mesh_builds
+from wrpkg.capture.stale_pointers import check_launches, relocation_note, relocations
+from wrpkg.capture.step_guard import StepRefusal
 from wrpkg.errors import CaptureError
 from wrpkg.golden import as_tolerance, first_disagreement
 from wrpkg.interface import INTERFACE_SCHEMA
-from wrpkg.launch_recorder import LaunchRecorder
 from wrpkg.manifest import CAPTURE_INFO_SCHEMA
-from wrpkg.stale_pointers import check_launches, relocation_note, relocations
-from wrpkg.step_guard import StepRefusal
 
 CAPTURE_MODES = ("gpu", "retarget", "auto")
 
@@ -399,7 +396,7 @@ def capture(
       relocate_uint64_mesh_ids: record a `wp.uint64` launch parameter that holds exactly a
         live mesh id as a `wp.handle` relocation, as Warp saves a handle; False refuses it
         (`--no-relocate-uint64-mesh-ids`).
-      seed_caches: kernel caches made by `wrpkg.kernel_cache` (read only) that the capture's own
+      seed_caches: kernel caches made by `wrpkg.capture.kernel_cache` (read only) that the capture's own
         cache starts from, so it compiles only what they lack; no effect on what it writes.
 
     Returns:
@@ -470,7 +467,7 @@ def _capture_into(
 ) -> CaptureResult:
     import warp as wp  # noqa: PLC0415 - only the tools that need Warp import it
 
-    from wrpkg import retarget, source_paths  # noqa: PLC0415 - imports Warp
+    from wrpkg.capture import retarget, source_paths  # noqa: PLC0415 - imports Warp
 
     cache = kernel_cache.use_kernel_cache(wp, work, cache_dir)
     if seed_caches:
@@ -487,7 +484,7 @@ def _capture_into(
         sorted({os.path.abspath(script.parent) + os.sep, os.path.realpath(script.parent) + os.sep})
     )
     build_watch = BuildLaunchWatch(user_dirs) if mode == "retarget" else None
-    # Absolute source path -> its stable form (wrpkg.source_paths): this capture's own map, added to
+    # Absolute source path -> its stable form (wrpkg.capture.source_paths): this capture's own map, added to
     # at each relocation (before and after build(), after the step), read by canonicalize_sources.
     # A CPU capture compiles its modules after the step, once its refusals are decided.
     later = [] if device.is_cpu else None
@@ -505,7 +502,7 @@ def _capture_into(
         recorder = retarget.RetargetRecorder(user_dirs=user_dirs, target=target, trace_lines=trace_lines)
     else:
         recorder = LaunchRecorder(target=target)
-    # A wp.uint64 parameter holding a live wp.Mesh id is recorded as a wp.handle (wrpkg.launch_recorder).
+    # A wp.uint64 parameter holding a live wp.Mesh id is recorded as a wp.handle (wrpkg.capture.launch_recorder).
     recorder.relocate_uint64_mesh_ids = relocate_uint64_mesh_ids
     recorder.defer_compiles = later is not None
     crash_watch.phase(f"step() under capture on {device.alias}")
@@ -561,7 +558,7 @@ def _capture_into(
         if not warp_file_is_current:
             wrpformat.write_wrp(saved, wrp_path)
     # Bytes nobody wrote are saved as zeros; the outputs of a replay from the bytes as they were decide
-    # whether the step read them (wrpkg.initial_state).
+    # whether the step read them (wrpkg.capture.initial_state).
     region_bindings = {b.region_id: b.name for b in saved.metadata.bindings}
     unwritten = fresh.canonicalize(saved, recorder.capture, region_bindings)
     if unwritten:
@@ -672,14 +669,14 @@ def _capture_into(
 def _build_spec(wp, script: Path, device, target: str, build_watch=None, later=None, imported_kernels=None):
     """Runs the script's build(device) and loads the Warp modules it brought in that are not an
     installed library's (the script's own and its siblings'), so their compile errors come first; or,
-    given a list `later` (a CPU capture, whose step compiles nothing: wrpkg.deferred_compile), adds
+    given a list `later` (a CPU capture, whose step compiles nothing: wrpkg.capture.deferred_compile), adds
     their names to it.
     Fills `imported_kernels` (when given) with each Warp module's kernel keys once the script is
     imported, before build() runs: what the per-SM compile of a MathDx module will find.
     Returns the CaptureSpec, its bindings and the source paths relocated so far
     (`source_paths.relocate`)."""
     modules_before = set(warp_internals.context().user_modules)
-    from wrpkg import source_paths  # noqa: PLC0415 - imports Warp
+    from wrpkg.capture import source_paths  # noqa: PLC0415 - imports Warp
 
     module = import_script(script, target)
     if imported_kernels is not None:
@@ -736,7 +733,7 @@ def _load_modules(wp, names, device, target: str) -> None:
 
 def _record_step(wp, spec, device, script: Path, target: str, recorder):
     """Captures one spec.step() under APIC and checks what it recorded."""
-    from wrpkg import retarget  # noqa: PLC0415 - imports Warp
+    from wrpkg.capture import retarget  # noqa: PLC0415 - imports Warp
 
     wp.capture_begin(device=device, apic=True)
     try:
@@ -860,7 +857,7 @@ def _replay_variant(wp, variant, wrp_path: Path, spec, device, target: str) -> d
 def _note_linked_kernels_made_later(target: str, saved, imported_kernels: dict[str, set[str]]) -> None:
     """Says, at the capture, what the per-SM compile would find only later: a MathDx module whose
     kernels the script makes while it runs (NVIDIA's example_tile_block_cholesky, MuJoCo Warp) cannot
-    be rebuilt per SM from an import, so only the capture's own SM can be served (wrpkg.compile)."""
+    be rebuilt per SM from an import, so only the capture's own SM can be served (wrpkg.build.compile)."""
     for record in saved.metadata.modules:
         if not mathdx.is_linked(record):
             continue
@@ -908,7 +905,7 @@ def configure_parser(parser) -> None:
         "--seed-cache",
         action="append",
         default=None,
-        help="a kernel cache made by wrpkg.kernel_cache that the capture's own starts from (repeatable)",
+        help="a kernel cache made by wrpkg.capture.kernel_cache that the capture's own starts from (repeatable)",
     )
     parser.add_argument(
         "--quiet",
@@ -953,7 +950,7 @@ def run(args) -> int:
     if crash_watch.in_child():
         crash_watch.start_child()
     crash_watch.phase("starting Warp")
-    from wrpkg import retarget  # noqa: PLC0415 - imports Warp
+    from wrpkg.capture import retarget  # noqa: PLC0415 - imports Warp
 
     try:
         result = capture(
@@ -995,4 +992,5 @@ def _argv(args) -> list[str]:
 if __name__ == "__main__":
     from wrpkg.cli import tool_main
 
-    tool_main("wrpkg.capture")  # not __name__: scripts import CaptureSpec from wrpkg.capture
+    # Not __name__: scripts import CaptureSpec from wrpkg.capture, which is this module's.
+    tool_main("wrpkg.capture.tool", "capture")

@@ -35,9 +35,10 @@ import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wrpkg import call_sites, kernel_cache, mathdx, warp_internals, wrpformat
+from wrpkg import mathdx, warp_internals, wrpformat
+from wrpkg.capture import call_sites, kernel_cache
+from wrpkg.capture.launch_recorder import LaunchRecorder, is_user_file, script_line
 from wrpkg.errors import CaptureError
-from wrpkg.launch_recorder import LaunchRecorder, is_user_file, script_line
 
 # Warp's CUDA default when a launch gives no positive block_dim (context.py
 # _resolve_launch_block_dim, and wp_cuda_launch_kernel in warp.cu).
@@ -249,7 +250,7 @@ class RetargetRecorder(LaunchRecorder):
     user_dirs: tuple[str, ...] = ()
     # Trace the script's lines as operations are recorded (for where_op): a trace function slows every
     # Python call of the step about twofold, so a watched capture runs without it, and again with it
-    # only when a refusal needs a line (wrpkg.crash_watch.RETRY_TRACED).
+    # only when a refusal needs a line (wrpkg.capture.crash_watch.RETRY_TRACED).
     trace_lines: bool = True
     calls: list[LaunchCall] = field(default_factory=list)
     lines: list[_LineMark] = field(default_factory=list)
@@ -560,7 +561,7 @@ class RetargetRecorder(LaunchRecorder):
         if self.capture is None:
             return set()
         allocated = {id(arr) for arr in self.allocated}
-        # Filled from the host by a lowering (wrpkg.bvh_lowering): their bytes are initial state.
+        # Filled from the host by a lowering (wrpkg.capture.lowering.bvh_lowering): their bytes are initial state.
         allocated -= {id(arr) for arr in (self.bvhs.saved_arrays() if self.bvhs is not None else [])}
         return {rid for rid, _, _, base in self.capture._regions.values() if id(base) in allocated}
 

@@ -37,7 +37,8 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
-from wrpkg import crash_watch, warp_internals
+from wrpkg import warp_internals
+from wrpkg.capture import crash_watch
 
 
 @dataclass
@@ -64,7 +65,7 @@ class DeferredCompile:
     # Handles of ModuleExecs whose binary is not compiled yet -> their compile.
     pending: dict[str, _Compile] = field(default_factory=dict)
     # (module hash text, kernel key) -> (kernel, ModuleExec): registered with the APIC state with
-    # placeholder entry points (wrpkg.launch_recorder notes each launch's).
+    # placeholder entry points (wrpkg.capture.launch_recorder notes each launch's).
     launched: dict[tuple[str, str], tuple[object, object]] = field(default_factory=dict)
     placeholder_called: list[str] = field(default_factory=list)
     # The Warp module being compiled, for an error (Warp names a CPU module's handle wp_<name>_<n>).
