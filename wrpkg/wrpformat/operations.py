@@ -30,14 +30,13 @@ assert _OP_HEADER.size == OP_HEADER_SIZE
 class _OpReader:
     """One operation record after its header: its cursor, and the errors its rules raise."""
 
-    __slots__ = ("cur", "type", "index", "start", "depth")
+    __slots__ = ("cur", "type", "index", "start")
 
-    def __init__(self, cur: _Cursor, op_type: int, index: int, start: int, depth: int):
+    def __init__(self, cur: _Cursor, op_type: int, index: int, start: int):
         self.cur = cur
         self.type = op_type
         self.index = index
         self.start = start
-        self.depth = depth
 
     def fail(self, rule: str) -> WrpFormatError:
         return self.cur.fail(f"operation {self.index}: {rule}", self.start)
@@ -393,8 +392,8 @@ class Conditional:
         if op.type == OpType.WHILE and b_size != 0:
             raise fail("capture_while record has a non-empty second branch")
         a_end = rec.pos + a_size
-        branch_a = _parse_stream(rec, a_end, a_count, op.depth + 1)
-        branch_b = _parse_stream(rec, a_end + b_size, b_count, op.depth + 1)
+        branch_a = _parse_stream(rec, a_end, a_count)
+        branch_b = _parse_stream(rec, a_end + b_size, b_count)
         return cls(OpType(op.type), cond_region_id, cond_offset, branch_a, branch_b, pad, op.tail())
 
     def write(self) -> bytes:
@@ -572,9 +571,9 @@ def op_type_name(op_type: int) -> str:
         return f"op_{op_type}"
 
 
-def _parse_stream(cur: _Cursor, end: int, op_count: int, depth: int) -> OpStream:
-    if depth > MAX_BRANCH_DEPTH:
-        raise cur.fail(f"conditional nesting exceeds {MAX_BRANCH_DEPTH} levels")
+def _parse_stream(cur: _Cursor, end: int, op_count: int) -> OpStream:
+    """The stream's records, parsed; its nesting was checked first (check_branch_depth), so the
+    recursion through conditional records is bounded."""
     if op_count * _OP_HEADER.size > end - cur.pos:
         raise cur.fail(
             f"operation count {op_count} cannot fit: {end - cur.pos} bytes hold at most "
@@ -592,7 +591,7 @@ def _parse_stream(cur: _Cursor, end: int, op_count: int, depth: int) -> OpStream
             )
         op_end = op_start + total_size
         rec = _Cursor(cur.data, op_start + _OP_HEADER.size, op_end, cur.path, cur.section)
-        stream.ops.append(_parse_op(rec, op_type, i, op_start, depth))
+        stream.ops.append(_parse_op(rec, op_type, i, op_start))
         cur.pos = op_end
     stream.trailing = bytes(cur.data[cur.pos : end])
     cur.pos = end
@@ -600,15 +599,15 @@ def _parse_stream(cur: _Cursor, end: int, op_count: int, depth: int) -> OpStream
 
 
 def check_branch_depth(cur: _Cursor, end: int, op_count: int) -> None:
-    """The one rule of the operation stream that Warp's own loader is laxer about: conditional nesting
-    past the table's depth (Warp takes up to 1024 levels). A load that leaves the rest of the stream to
-    Warp's validator runs this instead of `_parse_stream`, so that it refuses what verify refuses. Only
-    op headers and conditional records are read, iteratively; a stream too malformed to follow is left
-    to Warp, which refuses it."""
+    """Conditional nesting past the table's depth (Warp's own loader takes up to 1024 levels), refused at
+    the first branch past it. Every read of a .wrp runs this first: a full parse then recurses a bounded
+    depth, and a load that leaves the rest of the stream to Warp's validator still refuses what verify
+    refuses. Only op headers and conditional records are read, iteratively; a stream too malformed to
+    follow is left to the parse or to Warp, which refuse it."""
     pending = [(cur.pos, end, op_count, 0)]
     while pending:
         pos, stream_end, count, depth = pending.pop()
-        for _ in range(count):
+        for index in range(count):
             if _OP_HEADER.size > stream_end - pos:
                 break
             op_type, total_size = _OP_HEADER.unpack_from(cur.data, pos)
@@ -620,7 +619,11 @@ def check_branch_depth(cur: _Cursor, end: int, op_count: int) -> None:
                 a_start = body + _COND.size
                 if a_size + b_size <= pos + total_size - a_start:
                     if depth + 1 > MAX_BRANCH_DEPTH:
-                        raise cur.fail(f"conditional nesting exceeds {MAX_BRANCH_DEPTH} levels", pos)
+                        # Named as a parse names a refusal inside a record: by the conditional's index.
+                        raise cur.fail(
+                            f"operation {index}: conditional nesting exceeds {MAX_BRANCH_DEPTH} levels",
+                            a_start,
+                        )
                     pending.append((a_start, a_start + a_size, a_count, depth + 1))
                     pending.append((a_start + a_size, a_start + a_size + b_size, b_count, depth + 1))
             pos += total_size
@@ -629,8 +632,8 @@ def check_branch_depth(cur: _Cursor, end: int, op_count: int) -> None:
 _NAMES_AN_OP = re.compile(r"operation \d+: ")
 
 
-def _parse_op(rec: _Cursor, op_type: int, index: int, op_start: int, depth: int):
-    op = _OpReader(rec, op_type, index, op_start, depth)
+def _parse_op(rec: _Cursor, op_type: int, index: int, op_start: int):
+    op = _OpReader(rec, op_type, index, op_start)
     read = _READERS.get(op_type)
     if read is None:
         raise op.fail(f"unknown or unsupported op type {op_type}")

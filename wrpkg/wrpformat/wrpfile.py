@@ -151,12 +151,9 @@ def _parse(data: memoryview, path: str | None, with_operations: bool = True) -> 
     if ops_entry.size < 4:
         raise ops_cur.fail("operations section is shorter than its 4-byte op count")
     op_count = ops_cur.u32("operation count")
-    if with_operations:
-        operations = _parse_stream(ops_cur, ops_cur.end, op_count, 0)
-    else:
-        # Warp validates the rest of the stream at load; its nesting limit is laxer than the table's.
-        check_branch_depth(ops_cur, ops_cur.end, op_count)
-        operations = []
+    # Without operations (a load), Warp validates the rest of the stream; its nesting limit is laxer.
+    check_branch_depth(ops_cur, ops_cur.end, op_count)
+    operations = _parse_stream(ops_cur, ops_cur.end, op_count) if with_operations else []
 
     meta_entry = found[SectionType.METADATA]
     metadata = _parse_metadata(
