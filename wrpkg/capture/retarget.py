@@ -351,7 +351,8 @@ class RetargetRecorder(LaunchRecorder):
                 if forward is None:
                     raise recorder.refuse(
                         f"the backward launch of '{kernel.key}' that wp.Tape.backward() replays: its forward "
-                        "launch was recorded on the tape where rules_warp did not watch (before build() ran), "
+                        "launch was recorded on the tape where rules_warp did not watch (before build() ran), or "
+                        "two forward launches with the same argument lists asked for different CUDA launches, "
                         "so its CUDA block_dim is unknown",
                         where,
                         fix="record the tape (with wp.Tape(): ...) in build() or in step()",
