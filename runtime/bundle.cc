@@ -16,10 +16,10 @@
 #include <utility>
 
 #include "runtime/error.h"
-#include "runtime/names.h"
-#include "runtime/sha256.h"
-#include "runtime/ustar.h"
-#include "runtime/wrp_check.h"
+#include "runtime/internal/names.h"
+#include "runtime/internal/sha256.h"
+#include "runtime/internal/ustar.h"
+#include "runtime/internal/wrp_check.h"
 
 namespace wrp {
 namespace {

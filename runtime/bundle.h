@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/buffer.h"
-#include "runtime/manifest.h"
+#include "runtime/internal/buffer.h"
+#include "runtime/internal/manifest.h"
 
 namespace wrp {
 

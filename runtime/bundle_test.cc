@@ -19,15 +19,15 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/buffer.h"
-#include "runtime/golden.h"
+#include "runtime/internal/buffer.h"
+#include "runtime/internal/golden.h"
 #include "runtime/graph.h"
-#include "runtime/json.h"
-#include "runtime/private_cache.h"
-#include "runtime/sha256.h"
-#include "runtime/test_util.h"
-#include "runtime/ustar.h"
-#include "runtime/warp_library.h"
+#include "runtime/internal/json.h"
+#include "runtime/internal/private_cache.h"
+#include "runtime/internal/sha256.h"
+#include "runtime/internal/test_util.h"
+#include "runtime/internal/ustar.h"
+#include "runtime/internal/warp_library.h"
 
 namespace fs = std::filesystem;
 

@@ -12,13 +12,13 @@
 #include <set>
 
 #include "apic.h"  // Warp: wp_apic_*
-#include "runtime/arch.h"
-#include "runtime/crash_report.h"
-#include "runtime/device_view.h"
+#include "runtime/internal/arch.h"
+#include "runtime/internal/crash_report.h"
+#include "runtime/internal/device_view.h"
 #include "runtime/error.h"
-#include "runtime/private_cache.h"
-#include "runtime/warp_library.h"
-#include "runtime/wrp_check.h"
+#include "runtime/internal/private_cache.h"
+#include "runtime/internal/warp_library.h"
+#include "runtime/internal/wrp_check.h"
 #include "warp.h"  // Warp: wp_cuda_*
 
 namespace wrp {

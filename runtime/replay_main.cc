@@ -19,12 +19,12 @@
 #include <string>
 #include <vector>
 
-#include "runtime/buffer.h"
+#include "runtime/internal/buffer.h"
 #include "runtime/bundle.h"
-#include "runtime/crash_report.h"
+#include "runtime/internal/crash_report.h"
 #include "runtime/embedded.h"
 #include "runtime/error.h"
-#include "runtime/golden.h"
+#include "runtime/internal/golden.h"
 #include "runtime/graph.h"
 
 namespace {

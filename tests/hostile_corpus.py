@@ -1363,7 +1363,7 @@ def _parity_cases() -> list[Verdict]:
             cuda=True,
         ),
         Verdict("cuda_good_loaded", lambda b: None, True, cuda=True, gpu_load=True),
-        # C++ refuses it at verify now (runtime/wrp_check.cc), without a GPU.
+        # C++ refuses it at verify now (runtime/internal/wrp_check.cc), without a GPU.
         Verdict("cuda_wrp_truncated_and_rehashed", rewrite_listed(CUDA_WRP, lambda d: d[: len(d) // 2]),
                 False, CUDA_WRP, cuda=True),
         Verdict("cuda_binding_size_differs_from_the_wrp", grow_binding_and_its_golden(0, 16),

@@ -240,7 +240,7 @@ def test_rejects_memory_faults():
     mem = struct.unpack_from("<Q", data, 64 + 32 + 8)[0]
     _reject(_patch(data, mem + 4 + 16, b"\x02"), "MEMORY", "initial-data flag 2")
     _reject(_patch(data, mem + 4 + 8, struct.pack("<Q", 1 << 30)), "MEMORY", "declares")
-    # Past the bound of wrpkg/schemas/wrp_limits.json (shared with runtime/wrp_check.cc): Warp would allocate it.
+    # Past the bound of wrpkg/schemas/wrp_limits.json (shared with runtime/internal/wrp_check.cc): Warp would allocate it.
     _reject(
         _patch(data, mem + 4 + 8, struct.pack("<Q", 1 << 62)),
         "MEMORY",

@@ -1,4 +1,4 @@
-"""One rule for a name a bundle holds and one way to show it (wrpkg/names.py; runtime/names.cc reads the
+"""One rule for a name a bundle holds and one way to show it (wrpkg/names.py; runtime/internal/names.cc reads the
 same table, and tests/test_validity_parity.py holds both readers to one verdict and one spelling on the
 hostile names of tests/hostile_corpus.py), and the NFC table as tools/unicode/nfc_tables.py writes it."""
 

@@ -2,9 +2,9 @@
 files of a Newton module: one path component of 109-129 characters; a long bundle name) is written with a
 pax extended header holding only its `path` record (wrpkg.build.pack.write_deterministic_tar), an archive whose
 paths all fit stays the ustar bytes it was, and both readers (wrpkg.reader.validity._ustar_entries,
-runtime/ustar.cc) take that one pax form and refuse every other. The hostile archives made of a real
+runtime/internal/ustar.cc) take that one pax form and refuse every other. The hostile archives made of a real
 bundle are judged by both readers in tests/test_validity_parity.py (hostile_corpus.py: tar_pax_*); the
-record rules are run here in Python with the table runtime/ustar_test.cc runs in C++."""
+record rules are run here in Python with the table runtime/internal/ustar_test.cc runs in C++."""
 
 from __future__ import annotations
 
@@ -180,7 +180,7 @@ def test_the_writer_refuses_exactly_the_characters_the_readers_refuse(tmp_path):
         assert written == (pax_path_problem(f"b/{name}") is None), hex(code)
 
 
-# --- the Python reader: runtime/ustar_test.cc's table ------------------------------------------------------
+# --- the Python reader: runtime/internal/ustar_test.cc's table ------------------------------------------------------
 
 
 def _record(key: bytes, value: bytes) -> bytes:
@@ -192,7 +192,7 @@ def _record(key: bytes, value: bytes) -> bytes:
 
 
 def _header(name: bytes, size: int, typeflag: bytes) -> bytes:
-    """A ustar header as runtime/test_util.h's AppendTarEntry writes it (name cut to 100 bytes)."""
+    """A ustar header as runtime/internal/test_util.h's AppendTarEntry writes it (name cut to 100 bytes)."""
     header = bytearray(512)
     header[: min(len(name), 100)] = name[:100]
     header[100:108], header[108:116], header[116:124] = b"0000644\0", b"0000000\0", b"0000000\0"

@@ -79,7 +79,7 @@ ELSEWHERE = {
     "python tools/bench/refusal_bench.py": "times each refused program of tests/refusal_programs.py with fresh "
     "kernel caches (minutes): run by hand; //tests:refusal_before_compile_test holds what it measures (no compile "
     "before the refusal)",
-    "tools/unicode/nfc_tables.py": "rewrites wrpkg/nfc_table.py and runtime/nfc_table.h from Python's unicodedata: "
+    "tools/unicode/nfc_tables.py": "rewrites wrpkg/nfc_table.py and runtime/internal/nfc_table.h from Python's unicodedata: "
     "//tests:names_test holds both files to what it writes",
     "file bazel-out/k8-fastbuildaarch64/bin/examples/deploy/deploy_recorded": "CI: //tests/aarch64 runs the "
     "aarch64 deploy_recorded under qemu (an x86_64 binary would not start there)",

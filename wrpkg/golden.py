@@ -5,7 +5,7 @@ has an absolute and a relative part and means, element by element over float32 v
 
     |replay - golden| <= atol + rtol * |golden|      (numpy.isclose; NaN matches only NaN)
 
-computed in float64. runtime/golden.cc implements the same rule; tests/test_golden_parity.py
+computed in float64. runtime/internal/golden.cc implements the same rule; tests/test_golden_parity.py
 holds both to the same verdicts. A relative part alone cannot pass a value that should be
 zero and comes back as 1e-9, hence the absolute part.
 """
@@ -95,7 +95,7 @@ def is_float32_type(dtype: str | None) -> bool:
 class FloatErrors:
     """How far a replayed float32 (or float64) output is from its golden, element by element.
 
-    runtime/golden.cc's FloatErrors computes the same numbers (tests/test_golden_parity.py)."""
+    runtime/internal/golden.cc's FloatErrors computes the same numbers (tests/test_golden_parity.py)."""
 
     elements: int  # float32 (float64) values compared
     differ: int  # values whose bits differ

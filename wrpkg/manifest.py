@@ -309,7 +309,7 @@ def _require(cond: bool, path, what: str) -> None:
         )
 
 
-# The strict JSON profile, the same in both readers (runtime/json.cc): a duplicate key, NaN or
+# The strict JSON profile, the same in both readers (runtime/internal/json.cc): a duplicate key, NaN or
 # Infinity, an integer outside 64 bits, nesting deeper than MAX_JSON_DEPTH or invalid UTF-8 is
 # refused, because each is read differently by different parsers (a later duplicate wins in
 # Python, NaN is no JSON at all), so two readers would otherwise see two manifests in one file.
@@ -357,7 +357,7 @@ def strict_json_loads(data: bytes | bytearray | memoryview, path, file_name: str
             raise refuse(f"number {text[:24]} is out of range")
         return value
 
-    # runtime/json.cc refuses a NUL byte before parsing (nlohmann would stop reading there): so here,
+    # runtime/internal/json.cc refuses a NUL byte before parsing (nlohmann would stop reading there): so here,
     # with its message, wherever the byte is.
     nul = (bytes(data) if isinstance(data, memoryview) else data).find(b"\0")
     if nul >= 0:
@@ -418,7 +418,7 @@ def _check_text(text: str, refuse) -> None:
 
 def plain_relpath_problem(value) -> str | None:
     """Why `value` is not a plain relative path inside the bundle, or None: the rule of
-    runtime/manifest.cc's CheckRelativePath (a string; not empty; no leading '/'; no empty, '.' or
+    runtime/internal/manifest.cc's CheckRelativePath (a string; not empty; no leading '/'; no empty, '.' or
     '..' component; a name by wrpkg.names: no control character or backslash, in NFC), for every
     path a manifest names and every tar entry. A message shows it escaped (wrpkg.names.shown)."""
     if not isinstance(value, str):
@@ -429,7 +429,7 @@ def plain_relpath_problem(value) -> str | None:
 
 
 def _json_type(value) -> str:
-    """The JSON type name of a parsed value, as runtime/json.cc's TypeName spells it."""
+    """The JSON type name of a parsed value, as runtime/internal/json.cc's TypeName spells it."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -441,7 +441,7 @@ def _json_type(value) -> str:
 
 class _Fields:
     """Type checks of one parsed manifest before any record is built from it. Each failure is a
-    VerifyError naming the field as runtime/manifest.cc names it ("modules[0].binary"), so a
+    VerifyError naming the field as runtime/internal/manifest.cc names it ("modules[0].binary"), so a
     wrong type is refused by what it is, not by the TypeError it would raise later."""
 
     def __init__(self, path, file_name: str):
@@ -502,7 +502,7 @@ class _Fields:
 
 
 # The one declaration of both files' structure (every field, its type, nothing else), which
-# runtime/manifest.cc enforces too (valijson, from the same files). The field checks here and
+# runtime/internal/manifest.cc enforces too (valijson, from the same files). The field checks here and
 # there run first, for their messages; the schema then refuses whatever they do not name.
 SCHEMA_DIR = Path(__file__).with_name("schemas")
 _SCHEMA_FILES = {
@@ -534,7 +534,7 @@ def _check_schema(raw: dict, path, file_name: str) -> None:
 
 
 def _is_cuda_version(text: str) -> bool:
-    """ "13.4": the form runtime/manifest.cc's DriverVersion reads (1 to 3 digits, a dot, 1 or 2 digits)."""
+    """ "13.4": the form runtime/internal/manifest.cc's DriverVersion reads (1 to 3 digits, a dot, 1 or 2 digits)."""
     major, dot, minor = text.partition(".")
     return (
         bool(dot)
@@ -550,7 +550,7 @@ def _is_sha256_hex(text: str) -> bool:
 
 
 def _check_manifest_fields(raw: dict, path) -> None:
-    """Every field of manifest.json of the type runtime/manifest.cc reads, every path plain and
+    """Every field of manifest.json of the type runtime/internal/manifest.cc reads, every path plain and
     relative, and every path a module names listed in "files" (so it is verified before use)."""
     f = _Fields(path, MANIFEST_NAME)
     f.relpath(raw, "wrp", "")
@@ -642,7 +642,7 @@ def _check_manifest_fields(raw: dict, path) -> None:
 
 
 def _check_golden_fields(raw: dict, path) -> None:
-    """Every field of golden.json of the type runtime/manifest.cc's ReadGolden reads, and every
+    """Every field of golden.json of the type runtime/internal/manifest.cc's ReadGolden reads, and every
     golden file a plain relative path: golden.json is outside the content hash (docs/bundles.md:
     bundle validity), so these checks, not a digest, are what stand between it and the reader."""
     f = _Fields(path, GOLDEN_NAME)
@@ -679,7 +679,7 @@ def check_capture_info(data: bytes | bytearray, path) -> None:
     """capture.json's bytes (a bundle's provenance, outside the content hash and never handed to Warp):
     strict JSON, one object of schema rules_warp.capture/1 that matches wrpkg/schemas/capture.schema.json,
     so it holds nothing but what wrpkg.capture writes. A VerifyError naming `path` otherwise;
-    runtime/manifest.cc's CheckCaptureInfo."""
+    runtime/internal/manifest.cc's CheckCaptureInfo."""
     raw = _json_object(data, path, CAPTURE_INFO_SCHEMA, CAPTURE_INFO_NAME)
     _check_schema(raw, path, CAPTURE_INFO_NAME)
 

@@ -1,4 +1,4 @@
-"""The one rule for a name a bundle holds, and the one way a message shows a name (runtime/names.cc is
+"""The one rule for a name a bundle holds, and the one way a message shows a name (runtime/internal/names.cc is
 the same rule, check for check: tests/test_validity_parity.py and //tests:names_test hold them to it).
 
 A name (a tar entry's path, a path a manifest lists) is UTF-8, strictly (no overlong form, no
@@ -34,7 +34,7 @@ def is_control(code_point: int) -> bool:
 
 
 def name_problem(name: str) -> str | None:
-    """Why `name` (decoded text) breaks the rule, or None; runtime/names.cc's NameProblem, in its order."""
+    """Why `name` (decoded text) breaks the rule, or None; runtime/internal/names.cc's NameProblem, in its order."""
     if any(is_control(ord(c)) for c in name):
         return "holds a control character"
     if "\\" in name:
@@ -68,7 +68,7 @@ def _bytes_of(name: str | bytes) -> bytes:
 
 def shown(name: str | bytes) -> str:
     """`name` for a message: valid UTF-8 as text, and every byte of a control character, a backslash or
-    invalid UTF-8 as \\xNN (runtime/names.cc's Shown)."""
+    invalid UTF-8 as \\xNN (runtime/internal/names.cc's Shown)."""
     raw = _bytes_of(name)
     out = []
     i = 0

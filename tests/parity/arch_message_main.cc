@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "runtime/arch.h"
+#include "runtime/internal/arch.h"
 #include "runtime/bundle.h"
 
 int main(int argc, char** argv) {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/golden.h"
-#include "runtime/json.h"
+#include "runtime/internal/golden.h"
+#include "runtime/internal/json.h"
 
 namespace {
 std::vector<uint8_t> Read(const char* path) {

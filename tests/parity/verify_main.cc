@@ -12,7 +12,7 @@
 #include <exception>
 #include <string>
 
-#include "runtime/buffer.h"
+#include "runtime/internal/buffer.h"
 #include "runtime/bundle.h"
 #include "runtime/error.h"
 #include "runtime/graph.h"

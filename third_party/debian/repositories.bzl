@@ -37,7 +37,7 @@ DEBIAN_PACKAGES = {
         build_file = "//third_party/debian:googletest.BUILD",
     ),
     # OpenSSL's libcrypto (libssl-dev's static libcrypto.a and headers), one build of one version
-    # for each target CPU: the runtime's SHA-256 (runtime/sha256.cc, EVP). Linked statically, so
+    # for each target CPU: the runtime's SHA-256 (runtime/internal/sha256.cc, EVP). Linked statically, so
     # deploy binaries need no libcrypto.so.3 on the target; the aarch64 build asks glibc for
     # nothing newer than GLIBC_2.34 (tests/aarch64:abi_floor_test). Debian drops a point
     # release's build from the pool some time after the next: then move both pins to the

@@ -347,7 +347,7 @@ def main() -> int:
             f"SHA-256 ({data.get('sha256_implementation', 'hand-written')}) "
             f"{'with the CPU SHA extensions' if data['sha256_hardware'] else 'without CPU SHA extensions'}: "
             f"{data['sha256_auto_MBps']:.0f} MB/s median, {data.get('sha256_auto_best_MBps', 0):.0f} MB/s best"
-            # Results from before OpenSSL (runtime/sha256.cc) also measured the hand-written portable code.
+            # Results from before OpenSSL (runtime/internal/sha256.cc) also measured the hand-written portable code.
             + (
                 f"; portable code {data['sha256_portable_MBps']:.0f} MB/s."
                 if "sha256_portable_MBps" in data

@@ -23,7 +23,7 @@
 #include "runtime/bundle.h"
 #include "runtime/error.h"
 #include "runtime/graph.h"
-#include "runtime/warp_library.h"
+#include "runtime/internal/warp_library.h"
 #include "warp.h"  // Warp: wp_cuda_device_get_primary_context, wp_cuda_stream_*
 
 namespace {

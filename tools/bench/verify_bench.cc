@@ -1,4 +1,4 @@
-// Benchmark (not a test): SHA-256 throughput (OpenSSL's, runtime/sha256.h) and, on real bundles, as one JSON
+// Benchmark (not a test): SHA-256 throughput (OpenSSL's, runtime/internal/sha256.h) and, on real bundles, as one JSON
 // object on stdout: wrp::Bundle::OpenDirectory with every file read and verified (BundleOptions::verify_all:
 // "open_verify_ms", "MBps"), as opened for a load (manifests, listing and sizes only: "open_ms") and, for a
 // CUDA bundle with SASS for --sm (default 90), the per-device view's preparation ("view_ms": the .wrp and
@@ -17,10 +17,10 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/arch.h"
+#include "runtime/internal/arch.h"
 #include "runtime/bundle.h"
-#include "runtime/device_view.h"
-#include "runtime/sha256.h"
+#include "runtime/internal/device_view.h"
+#include "runtime/internal/sha256.h"
 
 namespace {
 

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "runtime/error.h"
-#include "runtime/json.h"
-#include "runtime/manifest.h"
+#include "runtime/internal/json.h"
+#include "runtime/internal/manifest.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

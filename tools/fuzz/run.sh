@@ -15,7 +15,7 @@
 #     --seed-tar bazel-bin/runtime/particles_cpu_wrp.tar \
 #     --include-root-of "$(bazel info output_base)/external/wrp_nlohmann_json/usr/include/nlohmann/json.hpp" \
 #     --include-root-of "$(bazel info output_base)/external/wrp_valijson/usr/include/valijson/validator.hpp" \
-#     --include-root-of bazel-bin/runtime/manifest_schemas.h \
+#     --include-root-of bazel-bin/runtime/internal \
 #     --include-root-of "$(bazel info output_base)/external/wrp_openssl_amd64/usr/include/openssl/evp.h" \
 #     --include-root-of "$(bazel info output_base)/external/wrp_openssl_amd64/usr/include/x86_64-linux-gnu/openssl/configuration.h" \
 #     --link "$(bazel info output_base)/external/wrp_openssl_amd64/usr/lib/x86_64-linux-gnu/libcrypto.a" \
@@ -32,9 +32,9 @@ while [ $# -gt 0 ]; do
     --seed-tar) seed_tar=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     # The include root two levels above a header: nlohmann/json.hpp, valijson/validator.hpp, and (outside
-    # Bazel) the generated runtime/manifest_schemas.h in bazel-bin.
+    # Bazel) bazel-bin/runtime/internal for the generated runtime/internal/manifest_schemas.h.
     --include-root-of) include_roots+=("$(cd "$(dirname "$2")/.." && pwd)"); shift 2 ;;
-    # A static library the runtime's sources need: OpenSSL's libcrypto.a (runtime/sha256.cc).
+    # A static library the runtime's sources need: OpenSSL's libcrypto.a (runtime/internal/sha256.cc).
     --link) libs+=("$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"); shift 2 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -60,9 +60,11 @@ for root in "${include_roots[@]}"; do isystem+=(-isystem "$root"); done
 flags=(-std=c++17 -O1 -gline-tables-only -I"$repo" "${isystem[@]}" -fsanitize=address,undefined -fno-sanitize-recover=undefined
   -fno-omit-frame-pointer)
 objs=()
-for src in buffer bundle fatbin json manifest names sha256 ustar wrp_check; do
-  "$clangxx" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$repo/runtime/$src.cc" -o "$work/obj/$src.o" &
-  objs+=("$work/obj/$src.o")
+for src in bundle internal/buffer internal/fatbin internal/json internal/manifest internal/names internal/sha256 \
+  internal/ustar internal/wrp_check; do
+  obj="$work/obj/$(basename "$src").o"
+  "$clangxx" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$repo/runtime/$src.cc" -o "$obj" &
+  objs+=("$obj")
 done
 wait
 for target in manifest_fuzz ustar_fuzz bundle_fuzz directory_fuzz; do

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "runtime/error.h"
-#include "runtime/ustar.h"
+#include "runtime/internal/ustar.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

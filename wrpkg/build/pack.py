@@ -495,7 +495,7 @@ def write_deterministic_tar(bundle_dir: Path, arc_root: str, tar_path: Path) -> 
     a pax extended header holding only its `path` record (_pax_path_header), and the entry's own name
     field holds the path cut to 100 bytes, non-ASCII characters as '?' (what tarfile's PAX_FORMAT writes
     there); an archive whose paths all fit has no pax header, as before. Both readers
-    (wrpkg.reader.validity._ustar_entries, runtime/ustar.cc) accept exactly this.
+    (wrpkg.reader.validity._ustar_entries, runtime/internal/ustar.cc) accept exactly this.
     """
     entries: list[tuple[str, Path | None]] = [(arc_root, None)]
     for rel, is_dir in relative_entries(bundle_dir):

@@ -257,7 +257,7 @@ class Bundle:
     ) -> DeviceFit:
         """How the CUDA device `device_alias` (sm_`device_sm`) runs the bundle; raises
         ArchMismatchError for a CPU bundle, or when some module can run neither SASS, PTX nor its
-        source (the message runtime/arch.cc gives)."""
+        source (the message runtime/internal/arch.cc gives)."""
         self._check_kind("cuda", device_alias)
         return check_device(
             self._manifest, self._content_hash, device_alias, device_name, device_sm, driver_version
@@ -450,7 +450,7 @@ def device_fit(
     manifest: Manifest, device_sm: int, driver_version: tuple[int, int] | None = None
 ) -> DeviceFit:
     """Per module, the best code the device can run: the closest SASS, else PTX (when the
-    driver can JIT it), else the retained source. The same decision as runtime/arch.cc."""
+    driver can JIT it), else the retained source. The same decision as runtime/internal/arch.cc."""
     device = f"sm_{device_sm}"
     modules = []
     for module in manifest.modules:
@@ -497,7 +497,7 @@ def device_fit(
 
 
 def _join(items: list[str]) -> str:
-    """ "a, b and c", as runtime/arch.cc's JoinList writes lists."""
+    """ "a, b and c", as runtime/internal/arch.cc's JoinList writes lists."""
     if len(items) <= 1:
         return "".join(items)
     return ", ".join(items[:-1]) + " and " + items[-1]
@@ -518,7 +518,7 @@ def arch_mismatch_message(
     fit: DeviceFit | None = None,
 ) -> str:
     """The error text when a bundle holds nothing the device can run: word for word what
-    the C++ runtime says (runtime/arch.cc), so a user sees one message from either side."""
+    the C++ runtime says (runtime/internal/arch.cc), so a user sees one message from either side."""
     fit = fit or device_fit(manifest, device_sm, driver_version)
     sass = sorted({s.arch for m in manifest.modules for s in m.sass})
     ptx = sorted({m.ptx.arch for m in manifest.modules if m.ptx is not None})

@@ -248,7 +248,7 @@ def verify_files(
 def parse_loadable_wrp(wrp_bytes, where: str | os.PathLike, fix: str, *, operations: bool = True):
     """The .wrp parsed whole, its operation stream included: every rule Warp's loader applies before it
     allocates or runs anything (apic_validate_operation_stream, the metadata and memory parsers), with
-    the bounds of wrpkg/schemas/wrp_limits.json, which the C++ runtime applies too (runtime/wrp_check.cc).
+    the bounds of wrpkg/schemas/wrp_limits.json, which the C++ runtime applies too (runtime/internal/wrp_check.cc).
     A VerifyError naming `where`, the section, the byte and the rule (an operation's index among them)
     otherwise: verify refuses what a load would. `operations=False` (a load, which leaves the operation
     stream to Warp's own validator) parses the header, metadata and memory only."""
@@ -268,7 +268,7 @@ def verify_module_binaries(
     sizes inside the file), and every SASS image the manifest lists for it (what the per-device view hands
     the driver) there, uncompressed, of its recorded size and sha256, and an ELF cubin whose headers and
     sections lie inside it; a lone cubin (a single-SM capture) is that ELF itself. `where(path)` names a
-    listed file in messages; runtime/wrp_check.cc's CheckModuleBinaries, rule for rule."""
+    listed file in messages; runtime/internal/wrp_check.cc's CheckModuleBinaries, rule for rule."""
     fix = rebuild_fix(manifest)
     for module in manifest.modules:
         if manifest.device != "cuda" or module.binary_kind == "ptx":
@@ -598,7 +598,7 @@ _TYPE_NAMES = {b"g": "a pax global header", b"L": "a GNU long name", b"K": "a GN
 
 
 def _octal(field: bytes) -> int | None:
-    """A ustar numeric field as runtime/ustar.cc reads it: leading spaces, octal digits, NUL or space."""
+    """A ustar numeric field as runtime/internal/ustar.cc reads it: leading spaces, octal digits, NUL or space."""
     text = field.lstrip(b" ")
     end = min([i for i in (text.find(b"\0"), text.find(b" ")) if i >= 0], default=len(text))
     digits = text[:end]
@@ -608,14 +608,14 @@ def _octal(field: bytes) -> int | None:
 
 
 def _shown(raw: bytes) -> str:
-    """Bytes of an archive that are no name (a pax key) for a message, as runtime/ustar.cc's ShownBytes spells
+    """Bytes of an archive that are no name (a pax key) for a message, as runtime/internal/ustar.cc's ShownBytes spells
     them: printable ASCII as it is, any other byte as \\xNN (a name: wrpkg.names.shown)."""
     return "".join(chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02x}" for b in raw)
 
 
 def pax_path_problem(path: str) -> str | None:
     """Why `path` (a pax path record's value, decoded as UTF-8) cannot name a bundle archive entry, or
-    None: it holds a control character (U+0000-U+001F, U+007F-U+009F). runtime/ustar.cc's rule too."""
+    None: it holds a control character (U+0000-U+001F, U+007F-U+009F). runtime/internal/ustar.cc's rule too."""
     if any(is_control(ord(c)) for c in path):
         return "its path holds a control character"
     return None
@@ -625,7 +625,7 @@ def _pax_path(payload: bytes) -> str:
     """The path of a pax extended header's records ("<length> <key>=<value>\\n", the length in decimal
     without a leading zero, counting the whole record), which must be exactly one `path` record and
     nothing else, its value strict UTF-8 without NUL or control characters. Raises ValueError with the
-    problem; runtime/ustar.cc's PaxPath, check for check."""
+    problem; runtime/internal/ustar.cc's PaxPath, check for check."""
     size = len(payload)
     path = None
     pos = 0
@@ -676,7 +676,7 @@ def _pax_path(payload: bytes) -> str:
 
 def _ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str]]:
     """Regular-file entries of a ustar archive, by path, and the directory entries' paths (without
-    their trailing '/'), with runtime/ustar.cc's rules: ustar magic, header checksums, sizes inside
+    their trailing '/'), with runtime/internal/ustar.cc's rules: ustar magic, header checksums, sizes inside
     the archive, regular files and directories only, each path once. Every path, a directory's too,
     must be a plain relative path (manifest.plain_relpath_problem), each path once (a directory's too,
     and none at a file's path), and a directory has no payload: an extractor would otherwise create or

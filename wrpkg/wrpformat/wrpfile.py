@@ -210,7 +210,7 @@ def _check_references(wrp: WrpFile, meta_offset: int) -> None:
 def _mesh_problem(wrp: WrpFile, mesh, sizes: dict[int, int]) -> str:
     """What Warp's loader would build a mesh from without checking, and read past or crash on (a
     triangle index outside the points, a count past its region, no triangles, leaf size 0); the C++
-    reader's MeshProblem (runtime/wrp_check.cc)."""
+    reader's MeshProblem (runtime/internal/wrp_check.cc)."""
     if mesh.num_tris == 0:
         return "has no triangles"
     if mesh.support_winding_number > 1:

@@ -1,4 +1,4 @@
-#include "runtime/fatbin.h"
+#include "runtime/internal/fatbin.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "runtime/buffer.h"
+#include "runtime/internal/buffer.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -1,6 +1,6 @@
 // Fatbin images and the per-device view, on a multi-arch CUDA bundle built here by the real pipeline (NVRTC
 // and nvFatbin from the pinned wheels). Argument: BUNDLE_DIR (//models:sim_recorded_wrp). No GPU needed.
-#include "runtime/device_view.h"
+#include "runtime/internal/device_view.h"
 
 #include <unistd.h>
 
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/fatbin.h"
-#include "runtime/sha256.h"
-#include "runtime/test_util.h"
+#include "runtime/internal/fatbin.h"
+#include "runtime/internal/sha256.h"
+#include "runtime/internal/test_util.h"
 
 namespace {
 

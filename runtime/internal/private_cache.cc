@@ -1,4 +1,4 @@
-#include "runtime/private_cache.h"
+#include "runtime/internal/private_cache.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

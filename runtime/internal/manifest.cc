@@ -1,4 +1,4 @@
-#include "runtime/manifest.h"
+#include "runtime/internal/manifest.h"
 
 #include <charconv>
 #include <cmath>
@@ -14,9 +14,9 @@
 #include <valijson/validator.hpp>
 
 #include "runtime/error.h"
-#include "runtime/json.h"
-#include "runtime/manifest_schemas.h"
-#include "runtime/names.h"
+#include "runtime/internal/json.h"
+#include "runtime/internal/manifest_schemas.h"
+#include "runtime/internal/names.h"
 
 namespace wrp {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/crash_report.h"
+#include "runtime/internal/crash_report.h"
 
 #include <signal.h>
 #include <unistd.h>

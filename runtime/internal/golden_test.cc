@@ -1,11 +1,11 @@
-#include "runtime/golden.h"
+#include "runtime/internal/golden.h"
 
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
 
-#include "runtime/test_util.h"
+#include "runtime/internal/test_util.h"
 
 namespace {
 std::vector<uint8_t> Floats(const std::vector<float>& values) {

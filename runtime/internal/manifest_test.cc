@@ -1,10 +1,10 @@
-#include "runtime/manifest.h"
+#include "runtime/internal/manifest.h"
 
 #include <chrono>
 #include <string>
 
-#include "runtime/json.h"
-#include "runtime/test_util.h"
+#include "runtime/internal/json.h"
+#include "runtime/internal/test_util.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "runtime/device_view.h"
+#include "runtime/internal/device_view.h"
 
 #include <cstring>
 #include <functional>
@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "runtime/error.h"
-#include "runtime/fatbin.h"
-#include "runtime/wrp_check.h"
+#include "runtime/internal/fatbin.h"
+#include "runtime/internal/wrp_check.h"
 
 namespace wrp {
 namespace {

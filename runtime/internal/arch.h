@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/manifest.h"
+#include "runtime/internal/manifest.h"
 
 namespace wrp {
 

@@ -1,4 +1,4 @@
-#include "runtime/json.h"
+#include "runtime/internal/json.h"
 
 #include <cmath>
 #include <cstdio>

@@ -1,11 +1,11 @@
-#include "runtime/sha256.h"
+#include "runtime/internal/sha256.h"
 
 #include <algorithm>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "runtime/test_util.h"
+#include "runtime/internal/test_util.h"
 
 namespace {
 

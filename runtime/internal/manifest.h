@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/golden.h"
+#include "runtime/internal/golden.h"
 
 namespace wrp {
 

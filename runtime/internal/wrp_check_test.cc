@@ -1,4 +1,4 @@
-#include "runtime/wrp_check.h"
+#include "runtime/internal/wrp_check.h"
 
 #include <cstring>
 #include <fstream>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/test_util.h"
+#include "runtime/internal/test_util.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "runtime/golden.h"
+#include "runtime/internal/golden.h"
 
 #include <cmath>
 #include <cstring>

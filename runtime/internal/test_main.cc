@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/test_util.h"
+#include "runtime/internal/test_util.h"
 
 namespace wrp {
 namespace testing {

@@ -1,10 +1,10 @@
-// The strict JSON profile (runtime/json.h), case by case: what nlohmann/json alone would accept and
+// The strict JSON profile (runtime/internal/json.h), case by case: what nlohmann/json alone would accept and
 // the profile refuses, and that what it accepts reads as wrpkg reads it.
-#include "runtime/json.h"
+#include "runtime/internal/json.h"
 
 #include <string>
 
-#include "runtime/test_util.h"
+#include "runtime/internal/test_util.h"
 
 using wrp::json::AsInt64;
 using wrp::json::AsUint64;

@@ -1,4 +1,4 @@
-#include "runtime/wrp_check.h"
+#include "runtime/internal/wrp_check.h"
 
 #include <cstring>
 #include <functional>
@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "runtime/error.h"
-#include "runtime/fatbin.h"
-#include "runtime/json.h"
-#include "runtime/manifest_schemas.h"
-#include "runtime/sha256.h"
+#include "runtime/internal/fatbin.h"
+#include "runtime/internal/json.h"
+#include "runtime/internal/manifest_schemas.h"
+#include "runtime/internal/sha256.h"
 
 // The Warp release whose .wrp files load (//toolchains/warp defines it; wrpkg.WARP_VERSION is the pin).
 // tools/fuzz compiles this file without Warp, and so without the pin: the producer version is not judged

@@ -1,4 +1,4 @@
-#include "runtime/warp_library.h"
+#include "runtime/internal/warp_library.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "runtime/error.h"
-#include "runtime/warp_clang_runfiles.h"
+#include "runtime/internal/warp_clang_runfiles.h"
 #include "version.h"     // Warp: WP_VERSION_STRING of the headers we compile against
 #include "warp.h"        // Warp: wp_init, wp_version, wp_cuda_*
 #include "warp_clang.h"  // Warp: signatures of warp-clang's exports (resolved with dlsym, not linked)

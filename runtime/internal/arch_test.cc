@@ -1,6 +1,6 @@
-#include "runtime/arch.h"
+#include "runtime/internal/arch.h"
 
-#include "runtime/test_util.h"
+#include "runtime/internal/test_util.h"
 
 namespace {
 

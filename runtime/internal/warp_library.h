@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/arch.h"
+#include "runtime/internal/arch.h"
 
 namespace wrp {
 

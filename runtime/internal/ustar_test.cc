@@ -1,12 +1,12 @@
-#include "runtime/ustar.h"
+#include "runtime/internal/ustar.h"
 
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "runtime/names.h"
-#include "runtime/test_util.h"
+#include "runtime/internal/names.h"
+#include "runtime/internal/test_util.h"
 
 namespace {
 

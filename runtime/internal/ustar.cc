@@ -13,13 +13,13 @@
 // - Zero-copy: entries point into the caller's buffer, where libarchive copies each entry out.
 // It is fuzzed with ASan and UBSan (tools/fuzz: ustar_fuzz, bundle_fuzz; CI's //tools/fuzz:fuzz_smoke_test)
 // and its refusals are tested one by one (ustar_test.cc, bundle_test.cc).
-#include "runtime/ustar.h"
+#include "runtime/internal/ustar.h"
 
 #include <cstring>
 #include <set>
 
 #include "runtime/error.h"
-#include "runtime/names.h"
+#include "runtime/internal/names.h"
 
 namespace wrp {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/sha256.h"
+#include "runtime/internal/sha256.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

@@ -1,10 +1,10 @@
-#include "runtime/names.h"
+#include "runtime/internal/names.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
 
-#include "runtime/nfc_table.h"
+#include "runtime/internal/nfc_table.h"
 
 namespace wrp {
 namespace {

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/golden.h"
-#include "runtime/json.h"
-#include "runtime/test_util.h"
+#include "runtime/internal/golden.h"
+#include "runtime/internal/json.h"
+#include "runtime/internal/test_util.h"
 
 namespace {
 

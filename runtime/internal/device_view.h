@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/arch.h"
-#include "runtime/buffer.h"
+#include "runtime/internal/arch.h"
+#include "runtime/internal/buffer.h"
 #include "runtime/bundle.h"
 
 namespace wrp {

@@ -1,6 +1,6 @@
 // A crash inside a CrashContext is reported with what was going on and its usual cause, and still ends the
 // process with the signal (a child process crashes for real here).
-#include "runtime/crash_report.h"
+#include "runtime/internal/crash_report.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <string>
 
-#include "runtime/test_util.h"
+#include "runtime/internal/test_util.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "runtime/arch.h"
+#include "runtime/internal/arch.h"
 
 #include <charconv>
 #include <set>
