@@ -1,6 +1,5 @@
 #include "runtime/bundle.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,17 +15,16 @@
 #include <utility>
 
 #include "runtime/error.h"
+#include "runtime/internal/bundle_files.h"
+#include "runtime/internal/digest_job.h"
 #include "runtime/internal/names.h"
 #include "runtime/internal/sha256.h"
+#include "runtime/internal/unverified_file.h"
 #include "runtime/internal/ustar.h"
 #include "runtime/internal/wrp_check.h"
 
 namespace wrp {
 namespace {
-
-// Below this many bytes in all, hashing on one thread beats starting others.
-constexpr size_t kParallelHashBytes = 512 << 10;
-constexpr size_t kMaxHelpers = 7;
 
 std::string Errno() { return std::strerror(errno); }
 
@@ -61,96 +59,7 @@ int OpenListedFile(const std::string& path, uint64_t expected_size, std::string*
   return -1;
 }
 
-struct CloseDir {
-  void operator()(DIR* d) const { closedir(d); }
-};
-
 }  // namespace
-
-namespace internal {
-
-std::vector<std::string> ListBundleFiles(const std::string& root, const std::string& fix,
-                                         const OpenSubdirectory& open_subdirectory) {
-  // A walk of our own rather than recursive_directory_iterator: libstdc++'s sets itself to the end when
-  // increment(ec) cannot open a subdirectory, so an unreadable one would hide what it holds. Directories
-  // are opened relative to their parent (O_NOFOLLOW: a symlink is an entry, never a way out), and only
-  // one descriptor per level is held while its subdirectories are walked.
-  struct Level {
-    int fd;
-    std::string rel;  // "" or "a/b/"
-    std::vector<std::string> subdirs;
-    size_t next = 0;
-  };
-  std::vector<Level> stack;
-  std::vector<std::string> found;
-  const auto cannot_list = [&](const std::string& rel, int error) {
-    const std::string where = Shown(rel.empty() ? root : Join(root, rel.substr(0, rel.size() - 1)));
-    return Error(where + ": cannot list " +
-                 (rel.empty() ? "the bundle directory" : "this directory of the bundle") + " (" +
-                 std::strerror(error) + "), so an unlisted file in it cannot be ruled out" + fix);
-  };
-  // Reads one directory's entries; takes ownership of `fd`.
-  const auto list = [&](int fd, const std::string& rel) {
-    const int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    std::unique_ptr<DIR, CloseDir> dir(dup_fd < 0 ? nullptr : fdopendir(dup_fd));
-    if (!dir) {
-      const int error = errno;
-      if (dup_fd >= 0) close(dup_fd);
-      close(fd);
-      throw cannot_list(rel, error);
-    }
-    Level level{fd, rel, {}, 0};
-    stack.push_back(std::move(level));
-    for (;;) {
-      errno = 0;
-      const dirent* entry = readdir(dir.get());
-      if (!entry) {
-        if (errno != 0) throw cannot_list(rel, errno);
-        break;
-      }
-      const std::string name = entry->d_name;
-      if (name == "." || name == "..") continue;
-      struct stat st;
-      if (fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) throw cannot_list(rel, errno);
-      if (S_ISDIR(st.st_mode)) {
-        stack.back().subdirs.push_back(name);
-      } else {
-        found.push_back(rel + name);
-      }
-    }
-  };
-  const auto close_all = [&] {
-    for (const Level& level : stack) close(level.fd);
-    stack.clear();
-  };
-  try {
-    const int root_fd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (root_fd < 0) throw cannot_list("", errno);
-    list(root_fd, "");
-    while (!stack.empty()) {
-      Level& top = stack.back();
-      if (top.next == top.subdirs.size()) {
-        close(top.fd);
-        stack.pop_back();
-        continue;
-      }
-      const std::string name = top.subdirs[top.next++];
-      const std::string rel = top.rel + name + "/";
-      const int fd = open_subdirectory
-                         ? open_subdirectory(top.fd, name.c_str())
-                         : openat(top.fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (fd < 0) throw cannot_list(rel, errno);
-      list(fd, rel);
-    }
-  } catch (...) {
-    close_all();
-    throw;
-  }
-  std::sort(found.begin(), found.end());
-  return found;
-}
-
-}  // namespace internal
 
 namespace {
 
@@ -239,147 +148,6 @@ std::string ParseHashFile(const uint8_t* data, size_t size, const std::string& p
         "spaces and a name (\"<sha256>  <name>/manifest.json\"); fix: rebuild the bundle's wrp_artifact");
   }
   return hex;
-}
-
-DigestJob::DigestJob(std::vector<DigestCheck> checks, size_t helpers, Fill fill)
-    : checks_(std::move(checks)), digests_(checks_.size()), order_(checks_.size()), fill_(std::move(fill)) {
-  for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
-  std::stable_sort(order_.begin(), order_.end(),
-                   [&](size_t a, size_t b) { return checks_[a].view().size > checks_[b].view().size; });
-  helpers = std::min(helpers, checks_.size());
-  for (size_t t = 0; t < helpers; ++t) {
-    try {
-      helpers_.emplace_back([this] { Work(); });
-    } catch (const std::system_error&) {
-      break;  // no thread to be had: the calling thread does the rest
-    }
-  }
-}
-
-DigestJob::~DigestJob() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
-  }
-  filled_all_.notify_all();
-  for (std::thread& helper : helpers_) helper.join();
-}
-
-void DigestJob::FillAll() {
-  if (!fill_) return;
-  for (size_t k; !stop_ && (k = next_fill_.fetch_add(1)) < order_.size();) {
-    std::string error;
-    try {
-      fill_(order_[k], checks_[order_[k]]);
-    } catch (const Error& e) {
-      error = e.what();
-    } catch (const std::exception& e) {
-      error = checks_[order_[k]].path + ": cannot be read (" + e.what() + ")";
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!error.empty() && fill_error_.empty()) fill_error_ = error;
-    if (++filled_ == checks_.size()) filled_all_.notify_all();
-  }
-  std::unique_lock<std::mutex> lock(mutex_);
-  filled_all_.wait(lock, [&] { return stop_ || filled_ == checks_.size(); });
-}
-
-void DigestJob::Work() {
-  FillAll();
-  if (stop_) return;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!fill_error_.empty()) return;
-  }
-  for (size_t k; !stop_ && (k = next_.fetch_add(1)) < order_.size();) {
-    const ByteView bytes = checks_[order_[k]].view();
-    digests_[order_[k]] = Sha256::HexDigest(bytes.data, bytes.size);
-  }
-}
-
-void DigestJob::WaitFilled() {
-  FillAll();
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!fill_error_.empty()) throw Error(fill_error_);
-}
-
-const DigestCheck* DigestJob::Wait(std::string* actual) {
-  Work();
-  for (std::thread& helper : helpers_) helper.join();
-  helpers_.clear();
-  if (!fill_error_.empty()) throw Error(fill_error_);
-  for (size_t i = 0; i < checks_.size(); ++i) {
-    if (digests_[i] != *checks_[i].expected) {
-      if (actual) *actual = digests_[i];
-      return &checks_[i];
-    }
-  }
-  return nullptr;
-}
-
-size_t DigestJob::HelpersFor(const std::vector<DigestCheck>& checks) {
-  size_t total = 0;
-  for (const DigestCheck& check : checks) total += check.view().size;
-  if (total < kParallelHashBytes) return 0;
-  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  return std::min({cores, checks.size(), kMaxHelpers + 1}) - 1;
-}
-
-size_t DigestJob::BackgroundHelpersFor(const std::vector<DigestCheck>& checks) {
-  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  return std::min({checks.size(), std::max<size_t>(1, cores - 1), size_t{4}});
-}
-
-UnverifiedFile::UnverifiedFile(UnverifiedFile&& other) noexcept
-    : name_(std::move(other.name_)),
-      fix_(std::move(other.fix_)),
-      size_(other.size_),
-      fd_(std::exchange(other.fd_, -1)),
-      memory_(other.memory_) {}
-
-UnverifiedFile& UnverifiedFile::operator=(UnverifiedFile&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) close(fd_);
-    name_ = std::move(other.name_);
-    fix_ = std::move(other.fix_);
-    size_ = other.size_;
-    fd_ = std::exchange(other.fd_, -1);
-    memory_ = other.memory_;
-  }
-  return *this;
-}
-
-UnverifiedFile::~UnverifiedFile() {
-  if (fd_ >= 0) close(fd_);
-}
-
-void UnverifiedFile::Read(uint64_t offset, size_t size, uint8_t* out) const {
-  if (offset > size_ || size > size_ - offset) {
-    throw Error(name_ + " holds " + std::to_string(size_) + " bytes, fewer than bytes " +
-                std::to_string(offset) + " to " + std::to_string(offset + size) + " that were asked for" +
-                fix_);
-  }
-  if (fd_ < 0) {
-    std::memcpy(out, memory_.data + offset, size);
-    return;
-  }
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = pread(fd_, out + done, size - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(name_ + " cannot be read (" + Errno() + ")" + fix_);
-    if (n == 0) throw Error(name_ + " changed size while being read" + fix_);
-    done += static_cast<size_t>(n);
-  }
-}
-
-void UnverifiedFile::CheckNoMoreBytes() const {
-  if (fd_ < 0) return;
-  uint8_t byte;
-  ssize_t n;
-  while ((n = pread(fd_, &byte, 1, static_cast<off_t>(size_))) < 0 && errno == EINTR) {
-  }
-  if (n > 0) throw Error(name_ + " changed size while being read" + fix_);
 }
 
 // One slot per listed file: its record, and its bytes once read (directory bundles) and checked. Each slot

@@ -3,16 +3,11 @@
 // their sha256 when first asked for, so a load hashes only what it hands Warp.
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "runtime/internal/buffer.h"
@@ -25,6 +20,9 @@ struct ByteView {
   size_t size = 0;
 };
 
+struct DigestCheck;    // runtime/internal/digest_job.h
+class UnverifiedFile;  // runtime/internal/unverified_file.h
+
 struct BundleOptions {
   // When set (64 hex digits), the sha256 of manifest.json must equal it: this is what catches an edited
   // manifest, since the manifest cannot vouch for itself. Bazel passes the artifact's <name>.sha256.
@@ -32,88 +30,6 @@ struct BundleOptions {
   // Read and check every listed file at open (Bundle::VerifyAll), for programs that promise the whole bundle
   // was checked (replay_test); otherwise each file is checked when first used.
   bool verify_all = false;
-};
-
-// One piece of a listed file and the sha256 the manifest records for it.
-struct DigestCheck {
-  std::string path;     // manifest path
-  uint64_t offset = 0;  // of the piece in the file
-  ByteView bytes;       // the piece, unless `owned` holds a copy of it
-  std::vector<uint8_t> owned;
-  const std::string* expected = nullptr;  // into the Bundle's manifest
-  std::string part;  // which piece, for messages ("bytes 0 to 262144"); empty for the whole file
-
-  ByteView view() const { return owned.empty() ? bytes : ByteView{owned.data(), owned.size()}; }
-};
-
-// Hashes DigestChecks, several at once: SHA-256 of one piece is sequential, but pieces are independent.
-// Helper threads start with the job, so the calling thread can do other work (such as Warp's load of the
-// bytes being hashed) until Wait(), where it hashes whatever is left. With a `fill`, each piece is first
-// filled (read from its file) on the helpers: every fill before any hash, so that WaitFilled() returns as
-// soon as the bytes are there, and a large file is copied on several cores.
-class DigestJob {
- public:
-  // Puts check `index`'s bytes in place; throws wrp::Error when it cannot.
-  using Fill = std::function<void(size_t index, DigestCheck& check)>;
-  // `helpers`: threads to start besides the caller's (fewer when the system refuses more).
-  DigestJob(std::vector<DigestCheck> checks, size_t helpers, Fill fill = nullptr);
-  DigestJob(const DigestJob&) = delete;
-  DigestJob& operator=(const DigestJob&) = delete;
-  ~DigestJob();
-
-  // Waits until every check is filled, filling on the calling thread too. Throws the first fill's error.
-  void WaitFilled();
-  // Waits for every hash. The first check (in the given order) whose bytes differ, or nullptr; `actual` gets
-  // that piece's sha256. Throws the first fill's error.
-  const DigestCheck* Wait(std::string* actual);
-
-  // Helpers worth starting for `checks` when the caller hashes too: none below half a MiB in all (starting a
-  // thread costs more than it saves), else up to one per core and piece, at most 7.
-  static size_t HelpersFor(const std::vector<DigestCheck>& checks);
-  // Helpers for a job hashed while the calling thread does something else: at least one, at most four
-  // (a .wrp's chunks hash in a fraction of the time Warp takes to load it).
-  static size_t BackgroundHelpersFor(const std::vector<DigestCheck>& checks);
-
- private:
-  void FillAll();  // returns once every check is filled, or the job is stopping
-  void Work();
-
-  std::vector<DigestCheck> checks_;
-  std::vector<std::string> digests_;
-  std::vector<size_t> order_;  // largest first
-  Fill fill_;
-  std::atomic<size_t> next_fill_{0};
-  std::atomic<size_t> next_{0};
-  std::mutex mutex_;
-  std::condition_variable filled_all_;
-  size_t filled_ = 0;       // guarded by mutex_
-  std::string fill_error_;  // guarded by mutex_; final once filled_ == checks_.size()
-  std::atomic<bool> stop_{false};
-  std::vector<std::thread> helpers_;
-};
-
-// Positional reads of a listed file's current bytes, NOT verified (Bundle::OpenUnverified).
-class UnverifiedFile {
- public:
-  UnverifiedFile(UnverifiedFile&&) noexcept;
-  UnverifiedFile& operator=(UnverifiedFile&&) noexcept;
-  ~UnverifiedFile();
-
-  uint64_t size() const { return size_; }
-  // Copies `size` bytes at `offset` into `out`. Throws wrp::Error naming the file when they cannot be read.
-  void Read(uint64_t offset, size_t size, uint8_t* out) const;
-  // Throws wrp::Error naming the file when it holds more bytes than recorded now (it grew after the open).
-  void CheckNoMoreBytes() const;
-
- private:
-  friend class Bundle;
-  UnverifiedFile() = default;
-
-  std::string name_;  // "<Bundle::Describe(path)>: listed in manifest.json but", for messages
-  std::string fix_;
-  uint64_t size_ = 0;
-  int fd_ = -1;      // directory bundles
-  ByteView memory_;  // tar bundles
 };
 
 class Bundle {
@@ -184,21 +100,6 @@ class Bundle {
   // The listed files and what is known of them; shared so that Bundle copies stay valid and share checks.
   std::shared_ptr<Files> files_;
 };
-
-namespace internal {
-
-// Opens the subdirectory `name` of the directory open as `parent_fd`, for listing: a descriptor, or -1 with
-// errno set. Tests pass one that fails, to reach the error path as root (whom no permission stops).
-using OpenSubdirectory = std::function<int(int parent_fd, const char* name)>;
-
-// Every entry under `root` but directories, as sorted '/'-joined relative paths; symlinks (to directories
-// too) are entries and never followed: the walk of wrpkg/reader/verify.py's _walk_files. Throws wrp::Error
-// naming a directory that cannot be opened or read, followed by `fix` ("; fix: ..."): a directory that cannot
-// be listed could hold an unlisted file. `open_subdirectory` replaces openat(O_DIRECTORY | O_NOFOLLOW).
-std::vector<std::string> ListBundleFiles(const std::string& root, const std::string& fix,
-                                         const OpenSubdirectory& open_subdirectory = nullptr);
-
-}  // namespace internal
 
 // The content hash a "<name>.sha256" file holds (its bytes `data`, read from `path`), in the one grammar
 // wrpkg.reader.validity.parse_hash_file reads too: exactly 64 lowercase hex digits, optionally two spaces and

@@ -19,10 +19,12 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/internal/buffer.h"
-#include "runtime/internal/golden.h"
 #include "runtime/graph.h"
+#include "runtime/internal/buffer.h"
+#include "runtime/internal/bundle_files.h"
+#include "runtime/internal/golden.h"
 #include "runtime/internal/json.h"
+#include "runtime/internal/load_tuning.h"
 #include "runtime/internal/private_cache.h"
 #include "runtime/internal/sha256.h"
 #include "runtime/internal/test_util.h"
@@ -237,17 +239,11 @@ TEST(BundleTest, CpuReplayFromDirectoryMemoryAndTar) {
   EXPECT_EQ(by_default.load_source(), "memory");
   CheckReplayMatchesGolden(by_default, bundle);
 
-  wrp::LoadOptions reread;
-  reread.source = wrp::LoadOptions::Source::kDirectory;
-  wrp::Graph from_dir = wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"), reread);
+  wrp::internal::LoadTuning reread;
+  reread.from_directory = true;
+  wrp::Graph from_dir = reread.Load(bundle, wrp::Device::Parse("cpu"));
   EXPECT_EQ(from_dir.load_source(), "directory");
   CheckReplayMatchesGolden(from_dir, bundle);
-
-  wrp::LoadOptions memory;
-  memory.source = wrp::LoadOptions::Source::kMemory;
-  wrp::Graph from_memory = wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"), memory);
-  EXPECT_EQ(from_memory.load_source(), "memory");
-  CheckReplayMatchesGolden(from_memory, bundle);
 
   std::vector<uint8_t> tar = ReadBytes(BundleTar());
   wrp::Bundle tar_bundle = wrp::Bundle::FromTar(tar.data(), tar.size(), "test tar");
@@ -255,9 +251,7 @@ TEST(BundleTest, CpuReplayFromDirectoryMemoryAndTar) {
   EXPECT_EQ(from_tar.load_source(), "memory");
   CheckReplayMatchesGolden(from_tar, tar_bundle);
 
-  wrp::LoadOptions directory;
-  directory.source = wrp::LoadOptions::Source::kDirectory;
-  EXPECT_THAT([&] { wrp::Graph::Load(tar_bundle, wrp::Device::Parse("cpu"), directory); },
+  EXPECT_THAT([&] { reread.Load(tar_bundle, wrp::Device::Parse("cpu")); },
               wrp::testing::ThrowsError("not a directory"));
 }
 
@@ -329,11 +323,11 @@ TEST(BundleTest, LoadUsesTheVerifiedBytesNotASecondRead) {
               wrp::testing::ThrowsError((dir / "sim.wrp").string().c_str(), "sha256 is"));
   // Re-reading the directory hands Warp what is there now: files not yet verified are verified first, but
   // the ones verified earlier are not read again (which is why it is only for comparisons).
-  wrp::LoadOptions reread;
-  reread.source = wrp::LoadOptions::Source::kDirectory;
-  EXPECT_THAT([&] { wrp::Graph::Load(lazy, wrp::Device::Parse("cpu"), reread); },
+  wrp::internal::LoadTuning reread;
+  reread.from_directory = true;
+  EXPECT_THAT([&] { reread.Load(lazy, wrp::Device::Parse("cpu")); },
               wrp::testing::ThrowsError("sim.wrp", "sha256 is"));
-  EXPECT_THAT([&] { wrp::Graph::Load(verified, wrp::Device::Parse("cpu"), reread); },
+  EXPECT_THAT([&] { reread.Load(verified, wrp::Device::Parse("cpu")); },
               wrp::testing::ThrowsError("Warp could not load"));
   fs::remove_all(dir.parent_path());
 }

@@ -12,10 +12,11 @@
 #include <set>
 
 #include "apic.h"  // Warp: wp_apic_*
+#include "runtime/error.h"
 #include "runtime/internal/arch.h"
 #include "runtime/internal/crash_report.h"
 #include "runtime/internal/device_view.h"
-#include "runtime/error.h"
+#include "runtime/internal/load_tuning.h"
 #include "runtime/internal/private_cache.h"
 #include "runtime/internal/warp_library.h"
 #include "runtime/internal/wrp_check.h"
@@ -71,10 +72,10 @@ APICGraph* LoadDeviceView(void* cuda_context, const DeviceView& view) {
                                        static_cast<uint32_t>(modules.size()), APIC_DEVICE_CUDA);
 }
 
-// Marks the end of each Load step into LoadOptions::phases; does nothing when no one asked.
+// Marks the end of each Load step into LoadTuning::phases; does nothing when no one asked.
 class PhaseClock {
  public:
-  explicit PhaseClock(std::vector<LoadPhase>* phases) : phases_(phases) {
+  explicit PhaseClock(std::vector<internal::LoadPhase>* phases) : phases_(phases) {
     if (phases_) last_ = std::chrono::steady_clock::now();
   }
   void Mark(const char* name) {
@@ -85,7 +86,7 @@ class PhaseClock {
   }
 
  private:
-  std::vector<LoadPhase>* phases_;
+  std::vector<internal::LoadPhase>* phases_;
   std::chrono::steady_clock::time_point last_;
 };
 
@@ -130,7 +131,8 @@ struct Graph::Impl {
   }
 
   // Load's steps, one decision each.
-  void LoadCuda(const Bundle& bundle, const LoadOptions& options, bool from_directory, PhaseClock* clock);
+  void LoadCuda(const Bundle& bundle, const LoadOptions& options, const internal::LoadTuning& tuning,
+                PhaseClock* clock);
   void LoadCpu(const Bundle& bundle, bool from_directory, PhaseClock* clock);
   void CheckAgainstWrp(const Manifest& manifest) const;
 
@@ -234,8 +236,8 @@ APICGraph* LoadFromMemory(void* cuda_context, const VerifiedInputs& inputs, int 
 
 // CUDA: decide which code each module runs (SASS, PTX or retained source), then hand Warp the device view,
 // the bundle's bytes, or (when source must be compiled) a private copy on disk.
-void Graph::Impl::LoadCuda(const Bundle& bundle, const LoadOptions& options, bool from_directory,
-                           PhaseClock* clock) {
+void Graph::Impl::LoadCuda(const Bundle& bundle, const LoadOptions& options,
+                           const internal::LoadTuning& tuning, PhaseClock* clock) {
   const Manifest& manifest = bundle.manifest();
   CudaDeviceFacts facts = QueryCudaDevice(device.ordinal);
   std::string include_dir = options.warp_include_dir;
@@ -260,7 +262,7 @@ void Graph::Impl::LoadCuda(const Bundle& bundle, const LoadOptions& options, boo
     clock->Mark("verify");
     graph.reset(wp_apic_load_graph_ex(cuda_context, wrp_path.c_str(), APIC_DEVICE_CUDA, include_dir.c_str()));
     clock->Mark("warp load");
-  } else if (from_directory) {
+  } else if (tuning.from_directory) {
     GatherInputs(bundle);         // verifies what Warp is about to read again (it may have changed since)
     CheckModuleBinaries(bundle);  // what verify refuses in the fatbins, refused before the driver sees them
     clock->Mark("verify");
@@ -269,13 +271,13 @@ void Graph::Impl::LoadCuda(const Bundle& bundle, const LoadOptions& options, boo
     clock->Mark("warp load");
   } else {
     std::optional<DeviceView> view;
-    if (options.device_view) view = MakeDeviceView(bundle, decision);
+    if (tuning.device_view) view = MakeDeviceView(bundle, decision);
     clock->Mark("device view");
     if (view) {
       // Warp parses the .wrp while helper threads hash it (unless hash_during_load is off); the graph is kept
       // only when every digest matched (else it goes, unlaunched, with this Impl). Warp checks each image.
       load_source = "device view";
-      if (!options.hash_during_load) {
+      if (!tuning.hash_during_load) {
         const std::string failure = view->WrpFailure(bundle);
         clock->Mark("verify");
         if (!failure.empty()) throw Error(failure);
@@ -445,12 +447,17 @@ void Graph::Impl::CheckAgainstWrp(const Manifest& manifest) const {
 }
 
 Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions& options) {
-  PhaseClock clock(options.phases);
+  return internal::LoadTuning{}.Load(bundle, device, options);
+}
+
+Graph internal::LoadTuning::Load(const Bundle& bundle, const Device& device,
+                                 const LoadOptions& options) const {
+  PhaseClock clock(phases);
   InitWarp();
   CheckWarpVersion(bundle, LinkedWarpVersion());
   const Manifest& manifest = bundle.manifest();
 
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_unique<Graph::Impl>();
   impl->device = device;
   impl->title = bundle.Title();
   impl->origin = bundle.origin();
@@ -468,10 +475,9 @@ Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions&
                 ", or depend on the artifact captured for that device");
   }
   // Default: the bytes Bundle verified. Reading the files again would load whatever is on disk by then.
-  const bool from_directory = options.source == LoadOptions::Source::kDirectory;
   if (from_directory && !bundle.from_directory()) {
     throw Error(impl->title + " came from " + bundle.origin() +
-                ", not a directory; fix: load it from memory (LoadOptions::Source::kMemory)");
+                ", not a directory; fix: load it with Graph::Load, which loads the verified bytes");
   }
   impl->load_source = from_directory ? "directory" : "memory";
   CheckWrpHeader(bundle, impl->title, impl->rebuild_hint);
@@ -480,7 +486,7 @@ Graph Graph::Load(const Bundle& bundle, const Device& device, const LoadOptions&
   if (device.is_cpu()) {
     impl->LoadCpu(bundle, from_directory, &clock);
   } else {
-    impl->LoadCuda(bundle, options, from_directory, &clock);
+    impl->LoadCuda(bundle, options, *this, &clock);
   }
   impl->CheckAgainstWrp(manifest);
   clock.Mark("bindings");

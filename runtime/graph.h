@@ -24,48 +24,25 @@ struct Device {
   bool is_cpu() const { return kind == Kind::kCpu; }
 };
 
-struct LoadPhase {
-  std::string name;
-  double ms = 0;
-};
-
 struct LoadOptions {
-  enum class Source {
-    // The verified bytes (wp_apic_load_graph_from_bytes): nothing is read from disk again. When a CUDA module
-    // has neither SASS nor PTX for the GPU and must be compiled from its retained source, the verified .wrp
-    // and modules are written to the private per-user cache (private_cache.h) and Warp loads and compiles
-    // from there; it never writes into the bundle's directory.
-    kAuto,
-    kMemory,  // same as kAuto
-    // wp_apic_load_graph[_ex] on the bundle directory: Warp re-reads the .wrp and CUDA modules, which may
-    // have changed since they were verified. Only for comparing the two paths.
-    kDirectory,
-  };
-  Source source = Source::kAuto;
   // Warp's native header directory, for compiling retained CUDA source when no SASS or PTX fits. Empty:
   // <dir of warp.so>/../native, else warp/native in the binary's runfiles, when it exists; else source
   // fallback is off.
   std::string warp_include_dir;
-  // CUDA, kAuto or kMemory, SASS for every module (no source compile): hand Warp the .wrp and each module's
-  // own cubin, read from its fatbin, instead of the whole fatbins, and verify only those (see
-  // device_view.h); load_source() then says "device view". Off: Warp gets the bundle's files as they are,
-  // each verified first.
-  bool device_view = true;
-  // The device view's .wrp is hashed while Warp parses it, and the graph is dropped unlaunched when a digest
-  // differs. false: the hash finishes first, so Warp parses only verified bytes (about 1 ms more for a
-  // 2 MB .wrp on an H200 host). Warp checks each image before it loads it either way.
-  bool hash_during_load = true;
-  // When set, Load appends how long each of its steps took, in order (e.g. "arch check", "device view",
-  // "warp load", "hash wait" (the device view's .wrp digests, hashed during Warp's load), "stream"; "verify"
-  // on the roads that verify every file first): where a cold start's time goes, without a profiler
-  // (tools/bench:start_bench).
-  std::vector<LoadPhase>* phases = nullptr;
 };
+
+namespace internal {
+struct LoadTuning;  // the benchmarks' and tests' variants of Load (runtime/internal/load_tuning.h)
+}  // namespace internal
 
 class Graph {
  public:
-  // Checks the linked Warp's version and, on CUDA, that the device can run the bundle's code (see arch.h),
-  // then loads. Throws wrp::Error naming the bundle and the fix.
+  // Checks the linked Warp's version and, on CUDA, that the device can run the bundle's code, then loads
+  // the bytes Bundle verified: nothing is read from the bundle's files again. On CUDA, when every module has
+  // SASS for the GPU, Warp gets the .wrp and each module's own cubin (hashed while Warp parses them; the
+  // graph is dropped unlaunched when a digest differs); when a module has neither SASS nor PTX for the GPU
+  // and must be compiled from its retained source, the verified files are written to a private per-user
+  // cache and Warp compiles from there. Throws wrp::Error naming the bundle and the fix.
   static Graph Load(const Bundle& bundle, const Device& device, const LoadOptions& options = {});
 
   Graph(Graph&&) noexcept;
@@ -99,6 +76,7 @@ class Graph {
   const std::string& load_source() const;
 
  private:
+  friend struct internal::LoadTuning;
   struct Impl;
   explicit Graph(std::unique_ptr<Impl> impl);
   template <typename Copy>

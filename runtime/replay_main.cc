@@ -19,13 +19,14 @@
 #include <string>
 #include <vector>
 
-#include "runtime/internal/buffer.h"
 #include "runtime/bundle.h"
-#include "runtime/internal/crash_report.h"
 #include "runtime/embedded.h"
 #include "runtime/error.h"
-#include "runtime/internal/golden.h"
 #include "runtime/graph.h"
+#include "runtime/internal/buffer.h"
+#include "runtime/internal/crash_report.h"
+#include "runtime/internal/golden.h"
+#include "runtime/internal/load_tuning.h"
 
 namespace {
 
@@ -139,9 +140,9 @@ int Run(const Flags& flags) {
 
   wrp::Device device =
       flags.device.empty() ? wrp::Device::ForBundle(bundle) : wrp::Device::Parse(flags.device);
-  wrp::LoadOptions load_options;
-  if (flags.from_directory) load_options.source = wrp::LoadOptions::Source::kDirectory;
-  wrp::Graph graph = wrp::Graph::Load(bundle, device, load_options);
+  wrp::internal::LoadTuning load;
+  load.from_directory = flags.from_directory;
+  wrp::Graph graph = load.Load(bundle, device);
   auto loaded = std::chrono::steady_clock::now();
   auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
 

@@ -15,9 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "runtime/bundle.h"
 #include "runtime/internal/arch.h"
 #include "runtime/internal/buffer.h"
-#include "runtime/bundle.h"
+#include "runtime/internal/digest_job.h"
+#include "runtime/internal/unverified_file.h"
 
 namespace wrp {
 

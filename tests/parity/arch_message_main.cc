@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "runtime/internal/arch.h"
 #include "runtime/bundle.h"
+#include "runtime/internal/arch.h"
 
 int main(int argc, char** argv) {
   if (argc != 5) {

@@ -12,10 +12,10 @@
 #include <exception>
 #include <string>
 
-#include "runtime/internal/buffer.h"
 #include "runtime/bundle.h"
 #include "runtime/error.h"
 #include "runtime/graph.h"
+#include "runtime/internal/buffer.h"
 
 int main(int argc, char** argv) {
   const bool tar = argc == 3 && std::string(argv[1]) == "--tar";

@@ -6,7 +6,7 @@
 // tools/bench/load_bench.py runs it in fresh processes beside Python's wp.capture_load on the same bundle.
 //   start_bench --bundle DIR [--device cuda:0|cpu] [--no-device-view] [--directory] [--cold-runtime]
 //               [--verify-all] [--hash-first] [--spin-ms N]
-// --hash-first: LoadOptions::hash_during_load off (the device view's .wrp hashed before Warp's call).
+// --hash-first: LoadTuning::hash_during_load off (the device view's .wrp hashed before Warp's call).
 // --verify-all opens with BundleOptions::verify_all (every file read and hashed at open, as before loads
 // verified only what they use).
 // The context phase leaves the CUDA context, a stream and the CUDA runtime (cudart) ready, as Python's does
@@ -23,6 +23,7 @@
 #include "runtime/bundle.h"
 #include "runtime/error.h"
 #include "runtime/graph.h"
+#include "runtime/internal/load_tuning.h"
 #include "runtime/internal/warp_library.h"
 #include "warp.h"  // Warp: wp_cuda_device_get_primary_context, wp_cuda_stream_*
 
@@ -36,8 +37,8 @@ double Ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::ti
 
 int main(int argc, char** argv) {
   std::string dir, device_name = "cuda:0";
-  wrp::LoadOptions options;
-  std::vector<wrp::LoadPhase> phases;
+  wrp::internal::LoadTuning options;
+  std::vector<wrp::internal::LoadPhase> phases;
   options.phases = &phases;
   bool warm_runtime = true;
   double spin_ms = 0;
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--no-device-view")) {
       options.device_view = false;
     } else if (!std::strcmp(argv[i], "--directory")) {
-      options.source = wrp::LoadOptions::Source::kDirectory;
+      options.from_directory = true;
     } else if (!std::strcmp(argv[i], "--cold-runtime")) {
       warm_runtime = false;
     } else if (!std::strcmp(argv[i], "--verify-all")) {
@@ -101,7 +102,7 @@ int main(int argc, char** argv) {
     auto t2 = Clock::now();
     wrp::Bundle bundle = wrp::Bundle::OpenDirectory(dir, bundle_options);
     auto t3 = Clock::now();
-    wrp::Graph graph = wrp::Graph::Load(bundle, device, options);
+    wrp::Graph graph = options.Load(bundle, device);
     auto t4 = Clock::now();
     graph.cuda_graph_exec();  // CUDA: Warp rebuilds and instantiates the graph (the first launch would)
     auto t4b = Clock::now();
@@ -111,7 +112,7 @@ int main(int argc, char** argv) {
     size_t bytes = 0;
     for (const wrp::FileRecord& f : bundle.manifest().files) bytes += f.size;
     std::string load_phases;
-    for (const wrp::LoadPhase& phase : phases) {
+    for (const wrp::internal::LoadPhase& phase : phases) {
       char item[96];
       std::snprintf(item, sizeof(item), "%s\"%s\": %.3f", load_phases.empty() ? "" : ", ", phase.name.c_str(),
                     phase.ms);

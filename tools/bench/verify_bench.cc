@@ -1,8 +1,9 @@
-// Benchmark (not a test): SHA-256 throughput (OpenSSL's, runtime/internal/sha256.h) and, on real bundles, as one JSON
-// object on stdout: wrp::Bundle::OpenDirectory with every file read and verified (BundleOptions::verify_all:
-// "open_verify_ms", "MBps"), as opened for a load (manifests, listing and sizes only: "open_ms") and, for a
-// CUDA bundle with SASS for --sm (default 90), the per-device view's preparation ("view_ms": the .wrp and
-// one image per module read, the .wrp's hash started) and the rest of that hash when nothing overlaps it
+// Benchmark (not a test): SHA-256 throughput (OpenSSL's, runtime/internal/sha256.h) and, on real bundles, as
+// one JSON object on stdout: wrp::Bundle::OpenDirectory with every file read and verified
+// (BundleOptions::verify_all: "open_verify_ms", "MBps"), as opened for a load (manifests, listing and sizes
+// only: "open_ms") and, for a CUDA bundle with SASS for --sm (default 90), the per-device view's preparation
+// ("view_ms": the .wrp and one image per module read, the .wrp's hash started) and the rest of that hash when
+// nothing overlaps it
 // ("view_hash_wait_ms"; Graph::Load waits for it after Warp's load instead). Runs on any machine (no GPU);
 // build it with -c opt.
 //   verify_bench [--rounds N] [--sm SM] [--bundles-only] BUNDLE_DIR...
@@ -17,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/internal/arch.h"
 #include "runtime/bundle.h"
+#include "runtime/internal/arch.h"
 #include "runtime/internal/device_view.h"
 #include "runtime/internal/sha256.h"
 

@@ -60,8 +60,8 @@ for root in "${include_roots[@]}"; do isystem+=(-isystem "$root"); done
 flags=(-std=c++17 -O1 -gline-tables-only -I"$repo" "${isystem[@]}" -fsanitize=address,undefined -fno-sanitize-recover=undefined
   -fno-omit-frame-pointer)
 objs=()
-for src in bundle internal/buffer internal/fatbin internal/json internal/manifest internal/names internal/sha256 \
-  internal/ustar internal/wrp_check; do
+for src in bundle internal/buffer internal/bundle_files internal/digest_job internal/unverified_file \
+  internal/fatbin internal/json internal/manifest internal/names internal/sha256 internal/ustar internal/wrp_check; do
   obj="$work/obj/$(basename "$src").o"
   "$clangxx" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$repo/runtime/$src.cc" -o "$obj" &
   objs+=("$obj")

@@ -21,13 +21,10 @@ from pathlib import Path
 from wrpkg import manifest as manifest_mod
 from wrpkg import mathdx
 from wrpkg.errors import CompileError, VerifyError, WrpFormatError
+from wrpkg.reader import fatbin
 from wrpkg.reader.bundle import Bundle
 from wrpkg.reader.validity import read_json_file, read_regular
 from wrpkg.wrpformat import Direction, WrpFile, binding_infos, read_wrp
-
-# The first four bytes of a fatbin container (little-endian 0xBA55ED50); anything else
-# (a plain cubin, PTX, a CPU object) is listed as what its record says it is.
-_FATBIN_MAGIC = b"\x50\xed\x55\xba"
 
 # manifest.json / interface.json spell directions as the capture does.
 _DIRECTIONS = {"in": Direction.INPUT, "out": Direction.OUTPUT, "inout": Direction.BOTH}
@@ -36,7 +33,8 @@ _DIRECTIONS = {"in": Direction.INPUT, "out": Direction.OUTPUT, "inout": Directio
 def module_contents(data: bytes) -> list[str] | None:
     """What a fatbin holds as the pinned cuobjdump reads it ('sm_90a', 'sm_100f',
     'compute_75', suffixes exact), None when `data` is no fatbin."""
-    if not data.startswith(_FATBIN_MAGIC):
+    # Anything but a fatbin (a plain cubin, PTX, a CPU object) is listed as what its record says it is.
+    if not fatbin.is_fatbin(data):
         return None
     from wrpkg.cuda_tools import fatbin_contents
 
