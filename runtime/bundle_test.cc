@@ -25,6 +25,7 @@
 #include "runtime/internal/golden.h"
 #include "runtime/internal/json.h"
 #include "runtime/internal/load_tuning.h"
+#include "runtime/internal/particles_bundle.h"
 #include "runtime/internal/private_cache.h"
 #include "runtime/internal/sha256.h"
 #include "runtime/internal/test_util.h"
@@ -35,52 +36,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string& BundleDir() { return wrp::testing::Args().at(0); }
-const std::string& BundleTar() { return wrp::testing::Args().at(1); }
-
-std::vector<uint8_t> ReadBytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-void WriteBytes(const fs::path& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-}
-
-// A private copy of the bundle directory to damage.
-fs::path CopyBundle(const std::string& tag) {
-  fs::path dir = fs::temp_directory_path() / ("wrp_bundle_test_" + std::to_string(getpid()) + "_" + tag);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  fs::copy(BundleDir(), dir / fs::path(BundleDir()).filename(), fs::copy_options::recursive);
-  return dir / fs::path(BundleDir()).filename();
-}
-
-std::string ModulePath(const wrp::Bundle& bundle) { return bundle.manifest().modules.at(0).binary; }
-
-std::vector<uint8_t> Golden(const wrp::Bundle& bundle, const std::string& name) {
-  for (const wrp::GoldenRecord& g : bundle.manifest().golden) {
-    if (g.name == name) {
-      wrp::ByteView v = bundle.File(g.file);
-      return std::vector<uint8_t>(v.data, v.data + v.size);
-    }
-  }
-  return {};
-}
-
-void CheckReplayMatchesGolden(wrp::Graph& graph, const wrp::Bundle& bundle) {
-  graph.Launch();
-  graph.Synchronize();
-  for (const wrp::GoldenRecord& g : bundle.manifest().golden) {
-    std::vector<uint8_t> actual(graph.ParamSize(g.name));
-    graph.GetParam(g.name, actual.data(), actual.size());
-    wrp::ByteView expected = bundle.File(g.file);
-    wrp::GoldenComparison r =
-        wrp::CompareWithGolden(expected.data, expected.size, actual.data(), actual.size(), g.tolerance);
-    EXPECT_TRUE(r.match) << g.name << ": " << r.detail;
-  }
-}
+using namespace wrp::testing::particles;  // NOLINT: the bundle the tests are handed
 
 // Runs `body`, ending the test binary at once when it takes longer than `seconds`: a read blocked on a FIFO
 // cannot be cancelled, and a hung test would only show as Bazel's timeout.
@@ -100,18 +56,6 @@ void MakeFifo(const fs::path& path) {
   fs::remove(path);
   if (mkfifo(path.c_str(), 0644) != 0) throw std::runtime_error("mkfifo " + path.string() + " failed");
 }
-
-// Restores the working directory when it goes out of scope: runfiles paths are relative to it.
-class WorkingDirectory {
- public:
-  explicit WorkingDirectory(const fs::path& dir) : saved_(fs::current_path()) { fs::current_path(dir); }
-  WorkingDirectory(const WorkingDirectory&) = delete;
-  WorkingDirectory& operator=(const WorkingDirectory&) = delete;
-  ~WorkingDirectory() { fs::current_path(saved_); }
-
- private:
-  fs::path saved_;
-};
 
 }  // namespace
 
@@ -232,106 +176,6 @@ TEST(BundleTest, WarpVersionMustMatch) {
               wrp::testing::ThrowsError("captured with Warp 1.19.0", "this program links Warp 9.9.9"));
 }
 
-TEST(BundleTest, CpuReplayFromDirectoryMemoryAndTar) {
-  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
-  // A directory bundle loads from the bytes it was verified with by default.
-  wrp::Graph by_default = wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"));
-  EXPECT_EQ(by_default.load_source(), "memory");
-  CheckReplayMatchesGolden(by_default, bundle);
-
-  wrp::internal::LoadTuning reread;
-  reread.from_directory = true;
-  wrp::Graph from_dir = reread.Load(bundle, wrp::Device::Parse("cpu"));
-  EXPECT_EQ(from_dir.load_source(), "directory");
-  CheckReplayMatchesGolden(from_dir, bundle);
-
-  std::vector<uint8_t> tar = ReadBytes(BundleTar());
-  wrp::Bundle tar_bundle = wrp::Bundle::FromTar(tar.data(), tar.size(), "test tar");
-  wrp::Graph from_tar = wrp::Graph::Load(tar_bundle, wrp::Device::ForBundle(tar_bundle));
-  EXPECT_EQ(from_tar.load_source(), "memory");
-  CheckReplayMatchesGolden(from_tar, tar_bundle);
-
-  EXPECT_THAT([&] { reread.Load(tar_bundle, wrp::Device::Parse("cpu")); },
-              wrp::testing::ThrowsError("not a directory"));
-}
-
-TEST(BundleTest, ParamsFollowCaptureSaveBindingRules) {
-  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
-  wrp::Graph graph = wrp::Graph::Load(bundle, wrp::Device::Parse("cpu"));
-  EXPECT_EQ(graph.ParamSize("x"), size_t(768));
-  EXPECT_EQ(graph.ParamNames().size(), size_t(3));
-
-  std::vector<uint8_t> small(100);
-  EXPECT_THAT([&] { graph.SetParam("x", small.data(), small.size()); },
-              wrp::testing::ThrowsError("\"x\"", "100 bytes", "holds exactly 768 bytes"));
-  EXPECT_THAT([&] { graph.GetParam("e", small.data(), small.size()); },
-              wrp::testing::ThrowsError("\"e\"", "holds exactly 4 bytes"));
-  EXPECT_THAT([&] { graph.SetParam("nope", small.data(), 4); },
-              wrp::testing::ThrowsError("no parameter named \"nope\"", "e, v, x"));
-
-  // "x" is input and output: one region, so what SetParam writes GetParam reads back before any launch.
-  std::vector<float> zeros(192, 0.0f), v(192, 0.0f), out(192, 1.0f);
-  graph.SetParam("x", zeros.data(), 768);
-  graph.GetParam("x", out.data(), 768);
-  EXPECT_TRUE(out == zeros);
-  // Zero velocity and zero position: after the replay x is the pure gravity drift, not the golden values.
-  graph.SetParam("v", v.data(), 768);
-  graph.Launch();
-  graph.GetParam("x", out.data(), 768);
-  EXPECT_TRUE(out[0] == 0.0f && out[1] < 0.0f && out[2] == 0.0f);
-  std::vector<uint8_t> golden_x = Golden(bundle, "x");
-  EXPECT_TRUE(std::vector<uint8_t>(reinterpret_cast<uint8_t*>(out.data()),
-                                   reinterpret_cast<uint8_t*>(out.data()) + 768) != golden_x);
-}
-
-TEST(BundleTest, GraphsAreIndependentAndMovable) {
-  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
-  // Two loads of one bundle live together (each gets its own JIT object names); destroying one leaves the
-  // other's kernels loaded.
-  std::vector<wrp::Graph> graphs;
-  graphs.push_back(wrp::Graph::Load(bundle, wrp::Device::Parse("cpu")));
-  graphs.push_back(wrp::Graph::Load(bundle, wrp::Device::Parse("cpu")));
-  graphs.erase(graphs.begin());
-  wrp::Graph moved = std::move(graphs.back());
-  graphs.clear();
-  CheckReplayMatchesGolden(moved, bundle);
-}
-
-TEST(BundleTest, WrongDeviceKind) {
-  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
-  EXPECT_THAT([&] { wrp::Graph::Load(bundle, wrp::Device::Parse("cuda:0")); },
-              wrp::testing::ThrowsError("was captured for cpu", "cannot load on cuda:0"));
-  EXPECT_THAT([&] { wrp::Device::Parse("gpu"); }, wrp::testing::ThrowsError("unknown device \"gpu\""));
-  EXPECT_EQ(wrp::Device::Parse("cuda:3").ordinal, 3);
-}
-
-TEST(BundleTest, LoadUsesTheVerifiedBytesNotASecondRead) {
-  fs::path dir = CopyBundle("swap");
-  wrp::BundleOptions verify_all;
-  verify_all.verify_all = true;
-  wrp::Bundle verified = wrp::Bundle::OpenDirectory(dir.string(), verify_all);
-  wrp::Bundle lazy = wrp::Bundle::OpenDirectory(dir.string());
-  // Swapped after verification: a default load never sees it.
-  std::vector<uint8_t> wrp = ReadBytes(dir / "sim.wrp");
-  std::vector<uint8_t> garbage(wrp.size(), 0xAB);
-  WriteBytes(dir / "sim.wrp", garbage);
-  wrp::Graph graph = wrp::Graph::Load(verified, wrp::Device::Parse("cpu"));
-  EXPECT_EQ(graph.load_source(), "memory");
-  CheckReplayMatchesGolden(graph, verified);
-  // Swapped after open but before its first use: read then, and refused.
-  EXPECT_THAT([&] { wrp::Graph::Load(lazy, wrp::Device::Parse("cpu")); },
-              wrp::testing::ThrowsError((dir / "sim.wrp").string().c_str(), "sha256 is"));
-  // Re-reading the directory hands Warp what is there now: files not yet verified are verified first, but
-  // the ones verified earlier are not read again (which is why it is only for comparisons).
-  wrp::internal::LoadTuning reread;
-  reread.from_directory = true;
-  EXPECT_THAT([&] { reread.Load(lazy, wrp::Device::Parse("cpu")); },
-              wrp::testing::ThrowsError("sim.wrp", "sha256 is"));
-  EXPECT_THAT([&] { reread.Load(verified, wrp::Device::Parse("cpu")); },
-              wrp::testing::ThrowsError("Warp could not load"));
-  fs::remove_all(dir.parent_path());
-}
-
 // Opening reads the manifests and checks the listing and sizes, not contents: a changed file that a load
 // does not use (a golden output) fails only where it is read, and File is safe from several threads.
 TEST(BundleTest, ContentsAreCheckedWhenFirstUsed) {
@@ -374,32 +218,6 @@ TEST(BundleTest, ContentsAreCheckedWhenFirstUsed) {
   EXPECT_THAT([&] { wrp::Bundle::OpenDirectory(dir.string()); },
               wrp::testing::ThrowsError((dir / golden).string().c_str(), "(truncated)"));
   fs::remove_all(dir.parent_path());
-}
-
-TEST(BundleTest, PrivateCacheIsPerUserAndNeverTheBundleDirectory) {
-  fs::path home = fs::temp_directory_path() / ("wrp_cache_test_" + std::to_string(getpid()));
-  fs::remove_all(home);
-  setenv("WRP_CACHE_DIR", (home / "cache").c_str(), 1);
-  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
-  std::string wrp_path = wrp::MaterializeForWarp(bundle);
-  EXPECT_EQ(wrp_path, (home / "cache" / bundle.content_hash() / "sim.wrp").string());
-  EXPECT_TRUE(ReadBytes(wrp_path) == ReadBytes(fs::path(BundleDir()) / "sim.wrp"));
-  const std::string module = ModulePath(bundle);
-  EXPECT_TRUE(ReadBytes(home / "cache" / bundle.content_hash() / module) ==
-              ReadBytes(fs::path(BundleDir()) / module));
-  EXPECT_TRUE((fs::status(home / "cache").permissions() & fs::perms::all) == fs::perms::owner_all);
-  // Writing again (a second load) replaces the files in place.
-  EXPECT_EQ(wrp::MaterializeForWarp(bundle), wrp_path);
-
-  fs::permissions(home / "cache", fs::perms::group_write, fs::perm_options::add);
-  EXPECT_THAT([&] { wrp::PrivateCacheDirectory(); },
-              wrp::testing::ThrowsError("writable by group or others", "WRP_CACHE_DIR"));
-  fs::remove_all(home / "cache");
-  fs::create_directories(home / "elsewhere");
-  fs::create_directory_symlink(home / "elsewhere", home / "cache");
-  EXPECT_THAT([&] { wrp::PrivateCacheDirectory(); }, wrp::testing::ThrowsError("is a symlink"));
-  unsetenv("WRP_CACHE_DIR");
-  fs::remove_all(home);
 }
 
 // manifest.json, golden.json, the sibling <dir>.sha256 and a listed file: a FIFO in their place is refused
@@ -737,9 +555,3 @@ TEST(BundleTest, TarDirectoryEntriesLieUnderTheBundle) {
 
 // A source-only CUDA bundle is compiled at load time against warp/native: the headers must be found
 // where a test's runfiles are copied (a remote worker) as well as where they are links.
-TEST(BundleTest, WarpHeadersAreFoundForRetainedSource) {
-  std::string include_dir = wrp::WarpIncludeDirectory();
-  ASSERT_FALSE(include_dir.empty());
-  struct stat st;
-  EXPECT_EQ(stat((include_dir + "/builtin.h").c_str(), &st), 0) << include_dir;
-}

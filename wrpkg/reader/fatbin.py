@@ -117,7 +117,7 @@ def sass_image(data: bytes | memoryview, arch: str, what: str = "<fatbin>") -> m
     return None
 
 
-# ELF64 as a cubin is written: little-endian, e_machine EM_CUDA; runtime/internal/wrp_check.cc's ElfProblem, rule for rule.
+# ELF64 as a cubin is written: little-endian, e_machine EM_CUDA; runtime/internal/module_binaries.cc's ElfProblem, rule for rule.
 _ELF_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")
 _ELF_SECTION = struct.Struct("<IIQQQQIIQQ")
 _EM_CUDA = 190

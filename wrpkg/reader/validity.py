@@ -268,7 +268,7 @@ def verify_module_binaries(
     sizes inside the file), and every SASS image the manifest lists for it (what the per-device view hands
     the driver) there, uncompressed, of its recorded size and sha256, and an ELF cubin whose headers and
     sections lie inside it; a lone cubin (a single-SM capture) is that ELF itself. `where(path)` names a
-    listed file in messages; runtime/internal/wrp_check.cc's CheckModuleBinaries, rule for rule."""
+    listed file in messages; runtime/internal/module_binaries.cc's CheckModuleBinaries, rule for rule."""
     fix = rebuild_fix(manifest)
     for module in manifest.modules:
         if manifest.device != "cuda" or module.binary_kind == "ptx":

@@ -1,5 +1,5 @@
 """The bounds a .wrp is held to before Warp sees it: wrpkg/schemas/wrp_limits.json, the one table the
-C++ runtime compiles in too (runtime/internal/wrp_check.cc), so that both readers refuse at the same bound."""
+C++ runtime compiles in too (runtime/internal/wrp_cursor.cc), so that both readers refuse at the same bound."""
 
 from __future__ import annotations
 

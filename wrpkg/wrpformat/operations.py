@@ -449,7 +449,7 @@ class OpaqueOp:
 
 def _check_opaque(rec: _Cursor, op_type: OpType, fail) -> None:
     """The loader's rules for records this module keeps as bytes (apic_validate_operation_stream: sizes,
-    enums, signs, spans that would overflow at replay); runtime/internal/wrp_check.cc applies the same."""
+    enums, signs, spans that would overflow at replay); runtime/internal/wrp_operations.cc applies the same."""
     total = rec.end - rec.pos + _OP_HEADER.size
     if total < _OPAQUE_MIN_SIZE[op_type]:
         raise fail(f"{op_type.name} record of {total} bytes is shorter than {_OPAQUE_MIN_SIZE[op_type]}")
