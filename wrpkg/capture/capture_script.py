@@ -323,13 +323,13 @@ def load_modules(wp, names, device, target: str) -> None:
 
 def record_step(wp, spec, device, script: Path, target: str, recorder):
     """Captures one spec.step() under APIC and checks what it recorded."""
-    from wrpkg.capture import retarget  # noqa: PLC0415 - imports Warp
+    from wrpkg.capture import retarget_recorder  # noqa: PLC0415 - imports Warp
 
     wp.capture_begin(device=device, apic=True)
     try:
         with recorder.recording(device):
             spec.step()
-    except (retarget.RetargetError, StepRefusal):
+    except (retarget_recorder.RetargetError, StepRefusal):
         with contextlib.suppress(Exception):
             wp.capture_end(device=device)
         raise

@@ -171,7 +171,7 @@ def capture(
       mode: for a CUDA device, "gpu" (capture on the GPU), "retarget" (on the CPU, written as
         the CUDA capture; no GPU) or "auto" (the first when this machine has a CUDA GPU).
       cuda_arch: the SM a retargeted capture compiles its cubins for (default 90).
-      trace_lines: False (retarget mode) records faster but raises retarget.LinesNotTraced where
+      trace_lines: False (retarget mode) records faster but raises retarget_recorder.LinesNotTraced where
         a refusal would name the script line of an operation that is no launch (run() runs it
         again).
       relocate_uint64_mesh_ids: record a `wp.uint64` launch parameter that holds exactly a
@@ -235,7 +235,7 @@ def capture(
 def _capture_into(request: CaptureRequest, work: Path) -> CaptureResult:
     import warp as wp  # noqa: PLC0415 - only the tools that need Warp import it
 
-    from wrpkg.capture import retarget, source_paths  # noqa: PLC0415 - imports Warp
+    from wrpkg.capture import retarget, retarget_launches, retarget_recorder, source_paths  # noqa: PLC0415 - imports Warp
 
     script, stem, label, target = request.script, request.stem, request.label, request.target
     mode, device_name = request.mode, request.device
@@ -262,7 +262,9 @@ def _capture_into(request: CaptureRequest, work: Path) -> CaptureResult:
     later = [] if device.is_cpu else None
     # What build() and the step allocate is filled with a sentinel, so bytes nobody wrote are found.
     fresh = initial_state.FreshMemory(user_dirs)
-    commands = retarget.watching_launch_commands() if mode == "retarget" else contextlib.nullcontext()
+    commands = (
+        retarget_launches.watching_launch_commands() if mode == "retarget" else contextlib.nullcontext()
+    )
     branches = device_branches.DeviceBranchWatch() if mode == "retarget" else None
     asking = branches.watching() if branches else contextlib.nullcontext()
     imported_kernels: dict[str, set[str]] = {}
@@ -273,7 +275,7 @@ def _capture_into(request: CaptureRequest, work: Path) -> CaptureResult:
         )
 
     if mode == "retarget":
-        recorder = retarget.RetargetRecorder(
+        recorder = retarget_recorder.RetargetRecorder(
             user_dirs=user_dirs, target=target, trace_lines=request.trace_lines
         )
     else:
@@ -521,7 +523,7 @@ def run(args) -> int:
     if crash_watch.in_child():
         crash_watch.start_child()
     crash_watch.phase("starting Warp")
-    from wrpkg.capture import retarget  # noqa: PLC0415 - imports Warp
+    from wrpkg.capture import retarget_recorder  # noqa: PLC0415 - imports Warp
 
     try:
         result = capture(
@@ -537,7 +539,7 @@ def run(args) -> int:
             relocate_uint64_mesh_ids=not args.no_relocate_uint64_mesh_ids,
             seed_caches=args.seed_cache or (),
         )
-    except retarget.LinesNotTraced:
+    except retarget_recorder.LinesNotTraced:
         return crash_watch.RETRY_TRACED  # the watching parent runs it again, tracing
     outputs = ", ".join(sorted(result.golden))
     print(f"captured {result.wrp_path} ({result.info['device']}); golden outputs: {outputs}")
