@@ -6,8 +6,8 @@ header of one `path` record (wrpkg.reader.validity.read_tar checks the bundle in
 from __future__ import annotations
 
 from wrpkg.errors import VerifyError
-from wrpkg.manifest import plain_relpath_problem
 from wrpkg.names import decode_name, is_control, shown
+from wrpkg.strict_json import plain_relpath_problem
 
 _BLOCK = 512
 # The largest pax extended header read: one path record of a few hundred bytes is what the bundler writes.
@@ -97,7 +97,7 @@ def ustar_entries(data: bytes, origin: str) -> tuple[dict[str, bytes], list[str]
     """Regular-file entries of a ustar archive, by path, and the directory entries' paths (without
     their trailing '/'), with runtime/internal/ustar.cc's rules: ustar magic, header checksums, sizes inside
     the archive, regular files and directories only, each path once. Every path, a directory's too,
-    must be a plain relative path (manifest.plain_relpath_problem), each path once (a directory's too,
+    must be a plain relative path (strict_json.plain_relpath_problem), each path once (a directory's too,
     and none at a file's path), and a directory has no payload: an extractor would otherwise create or
     write what no check saw.
 

@@ -12,7 +12,7 @@ What is read, and how (issue 26; runtime/bundle.cc reads the same way): only reg
 opened with O_NONBLOCK (a FIFO cannot block the reader) and judged by fstat of the open
 descriptor, their size checked against the manifest, or against MAX_JSON_BYTES (16 MiB) for
 manifest.json, golden.json and `<dir>.sha256`, before a byte is read. Both manifests are JSON
-in the strict profile (manifest.strict_json_loads) and every path they name is a plain
+in the strict profile (strict_json.strict_json_loads) and every path they name is a plain
 relative path, refused before any file is read. The sibling `<dir>.sha256` is looked up
 beside the name given and beside the resolved directory (hash_file_candidates), so `DIR/.` and
 `.` inside DIR meet DIR's hash, and a symlink to a bundle meets the hash pinned beside the link.
@@ -42,7 +42,6 @@ from wrpkg.manifest import (
     GOLDEN_NAME,
     MANIFEST_NAME,
     MAX_CAPTURE_INFO_BYTES,
-    MAX_JSON_BYTES,
     UNHASHED_FILES,
     FileEntry,
     Manifest,
@@ -54,6 +53,7 @@ from wrpkg.manifest import (
 from wrpkg.names import shown
 from wrpkg.reader.fatbin import elf_problem, is_fatbin, parse_fatbin
 from wrpkg.reader.ustar import ustar_entries
+from wrpkg.strict_json import MAX_JSON_BYTES
 
 # (what, bytes, expected sha256): one piece of a listed file and the digest the manifest records.
 DigestCheck = tuple[str, bytes | bytearray | memoryview, str]
