@@ -18,7 +18,8 @@ writes, atomically (all of it or nothing):
     RAW/capture.json         provenance: Warp version, device name, SM, driver, CUDA toolkit, mode
 
 The capture-script contract is in docs/capture-script.md: the script defines
-`build(device) -> CaptureSpec`.
+`build(device) -> CaptureSpec`. This module orders the capture and writes its files; running the
+script is wrpkg/capture/capture_script.py's, the golden replays wrpkg/capture/golden_replay.py's.
 """
 
 from __future__ import annotations
