@@ -1,4 +1,4 @@
-"""wrpkg.reader.bundle and the C++ runtime give the same arch-mismatch message, word for word, for
+"""wrpkg.reader.device_fit and the C++ runtime give the same arch-mismatch message, word for word, for
 the bundles of tests/gpu (built from the recorded H200 capture) on described devices."""
 
 import os
