@@ -1,4 +1,4 @@
-"""wrpkg.reader.bundle and the C++ runtime give the same arch-mismatch message, word for word, for
+"""wrpkg.reader.device_fit and the C++ runtime give the same arch-mismatch message, word for word, for
 the bundles of tests/gpu (built from the recorded H200 capture) on described devices."""
 
 import os
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from wrpkg.reader.bundle import arch_mismatch_message, device_fit
+from wrpkg.reader.device_fit import arch_mismatch_message, device_fit
 from wrpkg.reader.validity import bundle_content_hash, read_manifest
 
 BUNDLES = [Path(p) for p in os.environ["WRP_PARITY_BUNDLES"].split()]

@@ -27,7 +27,7 @@ from wrpkg.manifest import (
     golden_to_json_bytes,
     to_json_bytes,
 )
-from wrpkg.reader.bundle import arch_mismatch_message, check_device, device_fit
+from wrpkg.reader.device_fit import arch_mismatch_message, check_device, device_fit
 from wrpkg.reader.validity import bundle_content_hash
 from wrpkg.reader.verify import verify_bundle
 

@@ -188,17 +188,17 @@ def test_both_ways_of_reading_the_wrp_name_what_differs(tmp_path, monkeypatch, t
     loading thread into a bytearray (the bundle here is small: the thresholds are lowered to
     take the other road). Both hand Warp the same patched bytes, and both name a changed chunk,
     a changed image and a truncated .wrp."""
-    import wrpkg.reader.bundle
+    import wrpkg.reader.device_view
     import wrpkg.reader.validity
 
-    monkeypatch.setattr(wrpkg.reader.bundle, "_BACKGROUND_READ_BYTES", threshold)
+    monkeypatch.setattr(wrpkg.reader.device_view, "_BACKGROUND_READ_BYTES", threshold)
     monkeypatch.setattr(wrpkg.reader.validity, "_MAPPED_READ_BYTES", threshold)
     _, view = prepare_cuda_load(BUNDLE, "cuda:0", "NVIDIA H200", 90, (13, 0))
     monkeypatch.undo()
     _, reference = prepare_cuda_load(BUNDLE, "cuda:0", "NVIDIA H200", 90, (13, 0))
     assert bytes(view.wrp) == bytes(reference.wrp) and view.modules == reference.modules
     assert bytes(view.wrp) != (BUNDLE / verify_bundle(BUNDLE).wrp).read_bytes()  # digests patched
-    monkeypatch.setattr(wrpkg.reader.bundle, "_BACKGROUND_READ_BYTES", threshold)
+    monkeypatch.setattr(wrpkg.reader.device_view, "_BACKGROUND_READ_BYTES", threshold)
     monkeypatch.setattr(wrpkg.reader.validity, "_MAPPED_READ_BYTES", threshold)
 
     manifest = verify_bundle(BUNDLE)

@@ -28,7 +28,7 @@ DEVICE = os.environ.get("WRP_CRASH_DEVICE", "cpu")
 # Capture with the stale-pointer refusal turned into a note of the address it found.
 UNCHECKED_CAPTURE = """
 import re, sys
-import wrpkg.capture.tool, wrpkg.capture.stale_pointers
+import wrpkg.capture.capture_script, wrpkg.capture.stale_pointers
 from wrpkg.errors import CaptureError
 check = wrpkg.capture.stale_pointers.check_launches
 def note_instead(*args):
@@ -36,7 +36,7 @@ def note_instead(*args):
         check(*args)
     except CaptureError as err:
         open(sys.argv[1], "w").write(re.search(r"\\(0x([0-9a-f]+)\\)", str(err)).group(1))
-wrpkg.capture.tool.check_launches = note_instead
+wrpkg.capture.capture_script.check_launches = note_instead
 from wrpkg.cli import run_tool
 sys.exit(run_tool("wrpkg.capture.tool", ["capture"], sys.argv[2:]))
 """

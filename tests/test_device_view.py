@@ -1,4 +1,4 @@
-"""wrpkg.reader.fatbin and wrpkg.reader.bundle.device_view on a multi-arch CUDA bundle built here by the real
+"""wrpkg.reader.fatbin and wrpkg.reader.device_view on a multi-arch CUDA bundle built here by the real
 pipeline (//models:sim_recorded_wrp). No GPU needed: what the view hands Warp is checked
 byte for byte; tools/bench/bench_all.sh loads it on a GPU."""
 
@@ -16,7 +16,9 @@ import pytest
 
 from wrpkg import cuda_tools
 from wrpkg.errors import BundleError, VerifyError
-from wrpkg.reader.bundle import Bundle, DeviceFit, _read_view, device_fit, device_view, prepare_cuda_load
+from wrpkg.reader.bundle import Bundle, prepare_cuda_load
+from wrpkg.reader.device_fit import DeviceFit, device_fit
+from wrpkg.reader.device_view import device_view, read_view
 from wrpkg.reader.fatbin import KIND_ELF, KIND_PTX, is_fatbin, parse_fatbin, sass_image
 from wrpkg.reader.verify import verify_bundle
 from wrpkg.wrpformat import read_wrp
@@ -132,10 +134,10 @@ def test_view_verifies_the_image_it_hands_over(bundle, tmp_path):
         (copy / module.binary).write_bytes(damaged)
         if refused:
             with pytest.raises(VerifyError, match="sm_90 image") as err:
-                _read_view(Bundle.open(copy, verify_all=False), fit).verify()
+                read_view(Bundle.open(copy, verify_all=False), fit).verify()
             assert module.binary in str(err.value)
         else:
-            _read_view(Bundle.open(copy, verify_all=False), fit).verify()
+            read_view(Bundle.open(copy, verify_all=False), fit).verify()
     # The .wrp itself is checked against its sha256.
     copy = tmp_path / "wrp" / BUNDLE.name
     shutil.copytree(BUNDLE, copy)
@@ -144,7 +146,7 @@ def test_view_verifies_the_image_it_hands_over(bundle, tmp_path):
     wrp[-1] ^= 1
     (copy / manifest.wrp).write_bytes(wrp)
     with pytest.raises(VerifyError, match="sha256"):
-        _read_view(Bundle.open(copy, verify_all=False), fit).verify()
+        read_view(Bundle.open(copy, verify_all=False), fit).verify()
 
 
 def _copy(tmp_path, name="copy"):

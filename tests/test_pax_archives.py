@@ -1,7 +1,7 @@
 """Issue 38 item 3, packing never fails after a capture succeeded: a path too long for a ustar header (Warp's
 files of a Newton module: one path component of 109-129 characters; a long bundle name) is written with a
 pax extended header holding only its `path` record (wrpkg.build.pack.write_deterministic_tar), an archive whose
-paths all fit stays the ustar bytes it was, and both readers (wrpkg.reader.validity._ustar_entries,
+paths all fit stays the ustar bytes it was, and both readers (wrpkg.reader.ustar.ustar_entries,
 runtime/internal/ustar.cc) take that one pax form and refuse every other. The hostile archives made of a real
 bundle are judged by both readers in tests/test_validity_parity.py (hostile_corpus.py: tar_pax_*); the
 record rules are run here in Python with the table runtime/internal/ustar_test.cc runs in C++."""
@@ -20,7 +20,7 @@ import pytest
 from wrpkg.build.pack import pack, write_deterministic_tar
 from wrpkg.errors import BundleError, VerifyError
 from wrpkg.files import relative_entries
-from wrpkg.reader.validity import PAX_HEADER_MAX_BYTES, _ustar_entries, pax_path_problem
+from wrpkg.reader.ustar import PAX_HEADER_MAX_BYTES, pax_path_problem, ustar_entries
 from wrpkg.reader.verify import verify_bundle, verify_tar
 
 REPO = Path(__file__).resolve().parent.parent
@@ -97,7 +97,7 @@ def test_an_archive_whose_paths_fit_is_the_old_ustar_bytes(tmp_path):
     packed = _packed(root, "b", tmp_path)
     assert packed == _tarfile_archive(root, "b", tarfile.USTAR_FORMAT)
     assert b"PaxHeader" not in packed and _pax_payloads(packed) == []
-    entries, directories = _ustar_entries(packed, "out.tar")
+    entries, directories = ustar_entries(packed, "out.tar")
     assert entries[f"b/{'p' * 153}/{'q' * 100}"] == b"3"
     assert entries["b/s/\u00e9t\u00e9/caf\u00e9"] == b"4"  # UTF-8 ustar names read as the file system's
     assert "b/golden" in directories
@@ -126,7 +126,7 @@ def test_a_path_ustar_cannot_hold_gets_a_pax_header_with_only_its_path(tmp_path)
     for m in members:
         assert m.pax_headers == {"path": m.name + ("/" if m.isdir() else "")}
         assert (m.mtime, m.uid, m.gid, m.uname, m.gname) == (0, 0, 0, "", "")
-    entries, directories = _ustar_entries(packed, "out.tar")
+    entries, directories = ustar_entries(packed, "out.tar")
     assert entries[f"{long_dir}/sim_modules/{module}"] == b"\x7fELF" * 300
     assert directories == [long_dir, f"{long_dir}/sim_modules"]
 
@@ -144,7 +144,7 @@ def test_a_long_non_ascii_path_is_utf8_in_the_pax_header(tmp_path):
     assert b"b/caf?_" + b"x" * 93 + b"0000644" in packed
     with tarfile.open(fileobj=io.BytesIO(packed)) as tar:
         assert tar.getnames() == ["b", f"b/{name}"]
-    assert _ustar_entries(packed, "out.tar")[0] == {f"b/{name}": b"1"}
+    assert ustar_entries(packed, "out.tar")[0] == {f"b/{name}": b"1"}
 
 
 @pytest.mark.parametrize(
@@ -163,7 +163,7 @@ def test_the_writer_refuses_a_long_path_no_reader_would_take(tmp_path, name, pro
 
 
 def test_the_writer_refuses_exactly_the_characters_the_readers_refuse(tmp_path):
-    """wrpkg.build.pack keeps its own copy of validity.pax_path_problem's rule: the two agree on every character
+    """wrpkg.build.pack keeps its own copy of ustar.pax_path_problem's rule: the two agree on every character
     of U+0001-U+00A0 and a few beyond (U+2028 is no control)."""
     for code in [*range(1, 0xA1), 0xE9, 0x2028, 0x1F600]:
         if chr(code) == "/":
@@ -257,32 +257,32 @@ MALFORMED = [
 @pytest.mark.parametrize("records, problem", MALFORMED, ids=[repr(r[:24]) for r, _ in MALFORMED])
 def test_python_refuses_malformed_pax_records(records, problem):
     with pytest.raises(VerifyError) as err:
-        _ustar_entries(_with_records(records), "t.tar")
+        ustar_entries(_with_records(records), "t.tar")
     assert "t.tar: pax extended header at byte 0: " in str(err.value)
     assert problem in str(err.value)
 
 
 def test_python_reads_pax_paths_as_cpp_does():
     value = "b/a=b\u20ac\U0001f600"
-    assert _ustar_entries(_with_records(_record(b"path", value.encode())), "t.tar")[0] == {
+    assert ustar_entries(_with_records(_record(b"path", value.encode())), "t.tar")[0] == {
         value: b"",
         "b/manifest.json": b"{}",
     }
     limit = _record(b"path", b"b/" + b"a" * (PAX_HEADER_MAX_BYTES - 14))
     assert len(limit) == PAX_HEADER_MAX_BYTES
-    assert len(next(iter(_ustar_entries(_with_records(limit), "t.tar")[0]))) == PAX_HEADER_MAX_BYTES - 12
+    assert len(next(iter(ustar_entries(_with_records(limit), "t.tar")[0]))) == PAX_HEADER_MAX_BYTES - 12
     over = _record(b"path", b"b/" + b"a" * 70000)
     with pytest.raises(
         VerifyError, match=f"tar header at byte 0: pax extended header of {len(over)} bytes, over"
     ):
-        _ustar_entries(_with_records(over), "t.tar")
+        ustar_entries(_with_records(over), "t.tar")
     for typeflag, following in [(b"x", "another pax header"), (b"2", "an entry of tar type b'2'")]:
         with pytest.raises(VerifyError, match=f"pax extended header at byte 0 is followed by {following}"):
-            _ustar_entries(_with_records(_record(b"path", b"b/x"), typeflag), "t.tar")
+            ustar_entries(_with_records(_record(b"path", b"b/x"), typeflag), "t.tar")
     at_end = _entry(b"b/x", b"1") + _entry(b"././@PaxHeader", _record(b"path", b"b/y"), b"x")
     for data in (at_end + bytes(1024), at_end):
         with pytest.raises(VerifyError, match="pax extended header at byte 1024 is followed by no entry"):
-            _ustar_entries(data, "t.tar")
+            ustar_entries(data, "t.tar")
     for typeflag, what in [
         (b"g", "a pax global header"),
         (b"L", "a GNU long name"),
@@ -292,12 +292,12 @@ def test_python_reads_pax_paths_as_cpp_does():
             _entry(b"././@PaxHeader", _record(b"path", b"b/x"), typeflag) + _entry(b"b/x", b"") + bytes(1024)
         )
         with pytest.raises(VerifyError, match=rf"tar type {typeflag!r} \({what}\)"):
-            _ustar_entries(data, "t.tar")
+            ustar_entries(data, "t.tar")
     # The same path from a pax header and from the ustar fields: one path twice (bytes, as C++ compares).
     twice = _entry(b"././@PaxHeader", _record(b"path", "b/\u00e9".encode()), b"x") + _entry(b"b/x", b"1")
     twice += _entry("b/\u00e9".encode(), b"2") + bytes(1024)
     with pytest.raises(VerifyError, match="appears twice"):
-        _ustar_entries(twice, "t.tar")
+        ustar_entries(twice, "t.tar")
 
 
 # --- a capture with a long module name, packed under a long bundle name, verified by both readers -----------

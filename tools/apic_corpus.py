@@ -106,11 +106,11 @@ class CorpusShim:
         stack = contextlib.ExitStack()
         recorder = None
         if self.mode == "retarget" and device.is_cpu:
-            from wrpkg.capture import retarget  # noqa: PLC0415
+            from wrpkg.capture import retarget_recorder  # noqa: PLC0415
 
             shim = self
 
-            class Recorder(retarget.RetargetRecorder):
+            class Recorder(retarget_recorder.RetargetRecorder):
                 def refuse(self, what, where, fix=None):
                     error = super().refuse(what, where, fix)
                     shim.pending_refusal = str(error)
@@ -143,7 +143,7 @@ class CorpusShim:
 
     def _keep(self, program: str, graph, recorder) -> dict:
         from wrpkg import wrpformat  # noqa: PLC0415
-        from wrpkg.capture import retarget, source_paths  # noqa: PLC0415
+        from wrpkg.capture import retarget, retarget_recorder, source_paths  # noqa: PLC0415
 
         record = {"program": program, "test": self.test}
         dest = self.out / program
@@ -167,7 +167,7 @@ class CorpusShim:
         if recorder is not None:
             try:
                 retarget.retarget(wrp, modules_dir, recorder, self.arch)
-            except retarget.RetargetError as exc:
+            except retarget_recorder.RetargetError as exc:
                 record.update(status="refused", message=str(exc))
                 return self._done(record, dest)
             except Exception as exc:  # a retarget bug: the corpus must show it, not stop

@@ -1,4 +1,5 @@
-"""manifest.json and golden.json of a bundle: the records, their canonical JSON bytes, and parsing.
+"""manifest.json and golden.json of a bundle: the records, their canonical JSON bytes, and parsing
+(in the strict JSON profile, with the field checks of wrpkg/strict_json.py).
 
 The bundle's content hash is the sha256 of manifest.json's exact bytes. manifest.json
 describes only what is deployed (the .wrp, module binaries and sources, bindings, toolchain)
@@ -16,15 +17,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import NoReturn
 
 from wrpkg.archs import split_arch
 from wrpkg.errors import VerifyError
-from wrpkg.names import name_problem, shown
+from wrpkg.names import shown
+from wrpkg.strict_json import (
+    FieldChecks,
+    edit_fix,
+    is_safe_relpath,
+    is_size,
+    json_type,
+    strict_json_loads,
+)
 
 # /3 added each binding's array layout (dtype, dtype_bytes, shape, strides, offset); /4 the
 # chunk digests (chunk_bytes, each file's chunk_sha256).
@@ -120,23 +127,19 @@ def binding_layout(record: dict) -> dict:
     return layout
 
 
-def _is_size(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**63
-
-
 def binding_layout_problem(b: BindingEntry) -> str | None:
     """What is wrong with a binding's layout, or None: the array must fit in its region."""
     if not isinstance(b.dtype, str) or not b.dtype:
         return f"dtype {b.dtype!r} is not a type name"
-    if not _is_size(b.dtype_bytes) or b.dtype_bytes == 0:
+    if not is_size(b.dtype_bytes) or b.dtype_bytes == 0:
         return f"dtype_bytes {b.dtype_bytes!r} is not a positive integer"
     for field_name in ("shape", "strides"):
         value = getattr(b, field_name)
-        if not isinstance(value, list) or not value or not all(_is_size(n) for n in value):
+        if not isinstance(value, list) or not value or not all(is_size(n) for n in value):
             return f"{field_name} {value!r} is not a non-empty list of integers >= 0"
     if len(b.shape) != len(b.strides):
         return f"shape {b.shape} and strides {b.strides} differ in length"
-    if not _is_size(b.offset):
+    if not is_size(b.offset):
         return f"offset {b.offset!r} is not an integer >= 0"
     if b.extent() > b.bytes:
         return (
@@ -309,196 +312,10 @@ def _require(cond: bool, path, what: str) -> None:
         )
 
 
-# The strict JSON profile, the same in both readers (runtime/internal/json.cc): a duplicate key, NaN or
-# Infinity, an integer outside 64 bits, nesting deeper than MAX_JSON_DEPTH or invalid UTF-8 is
-# refused, because each is read differently by different parsers (a later duplicate wins in
-# Python, NaN is no JSON at all), so two readers would otherwise see two manifests in one file.
-# Nesting counts containers: the top-level object is depth 1.
-MAX_JSON_BYTES = 16 << 20  # manifest.json and golden.json, checked before they are read
 # capture.json (provenance, outside the content hash): a capture's is a few kilobytes. With its schema
 # (capture.schema.json: no field but those wrpkg.capture writes) this bounds what can ride along in it.
 MAX_CAPTURE_INFO_BYTES = 1 << 20
 CAPTURE_INFO_SCHEMA = "rules_warp.capture/1"
-MAX_JSON_DEPTH = 64
-_INT_MIN, _INT_END = -(2**63), 2**64  # an integer must fit int64 or uint64
-_INT_MAX_DIGITS = 20  # len(str(2**64 - 1)): longer digit strings are refused before int()
-
-
-def _edit_fix(file_name: str) -> str:
-    return f"rebuild the bundle's wrp_artifact target; do not edit {file_name} by hand"
-
-
-def strict_json_loads(data: bytes | bytearray | memoryview, path, file_name: str):
-    """`data` parsed in the strict profile (above); any deviation is one VerifyError naming `path`."""
-    fix = _edit_fix(file_name)
-
-    def refuse(what: str) -> VerifyError:
-        return VerifyError(f"{path}: not valid JSON in the strict profile: {what}", fix=fix)
-
-    def unique_keys(pairs: list[tuple[str, object]]) -> dict:
-        obj = dict(pairs)
-        if len(obj) != len(pairs):
-            seen = set()
-            duplicate = next(key for key, _ in pairs if key in seen or seen.add(key))
-            raise refuse(f"duplicate key {json.dumps(duplicate)}")
-        return obj
-
-    def no_constant(name: str):
-        raise refuse(f"{name} is not a JSON number")
-
-    def int64(text: str) -> int:
-        if len(text.lstrip("-")) > _INT_MAX_DIGITS or not _INT_MIN <= int(text) < _INT_END:
-            raise refuse(f"integer {text[:24]}{'...' if len(text) > 24 else ''} does not fit in 64 bits")
-        return int(text)
-
-    def finite(text: str) -> float:
-        value = float(text)
-        if not math.isfinite(value):
-            raise refuse(f"number {text[:24]} is out of range")
-        return value
-
-    # runtime/internal/json.cc refuses a NUL byte before parsing (nlohmann would stop reading there): so here,
-    # with its message, wherever the byte is.
-    nul = (bytes(data) if isinstance(data, memoryview) else data).find(b"\0")
-    if nul >= 0:
-        raise refuse(f"a NUL byte at byte {nul}")
-    try:
-        text = str(data, "utf-8")
-    except UnicodeDecodeError as exc:
-        raise refuse(f"invalid UTF-8 at byte {exc.start}") from exc
-    try:
-        value = json.loads(
-            text,
-            object_pairs_hook=unique_keys,
-            parse_constant=no_constant,
-            parse_int=int64,
-            parse_float=finite,
-        )
-    except json.JSONDecodeError as exc:
-        raise VerifyError(f"{path}: not valid JSON ({exc})", fix=fix) from exc
-    except RecursionError as exc:
-        # The decoder recurses per container: far deeper nesting than the limit ends here.
-        raise refuse(f"nested deeper than {MAX_JSON_DEPTH} levels") from exc
-    except MemoryError as exc:
-        raise refuse("too large to parse in the memory available") from exc
-    # Only a \u escape can spell a surrogate: text without one needs no string walk.
-    _check_nesting(value, refuse, strings="\\u" in text)
-    return value
-
-
-def _check_nesting(value, refuse, *, strings: bool) -> None:
-    """Refuses nesting deeper than MAX_JSON_DEPTH and, with `strings`, strings that are no
-    Unicode text (a lone surrogate such as \\ud800, which a JSON escape can spell but UTF-8
-    cannot hold). Iterative: the depth being checked is what a recursive walk overflows on."""
-    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
-    if strings and isinstance(value, str):
-        _check_text(value, refuse)
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_JSON_DEPTH:
-            raise refuse(f"nested deeper than {MAX_JSON_DEPTH} levels")
-        if isinstance(item, dict):
-            if strings:
-                for key in item:
-                    _check_text(key, refuse)
-            item = item.values()
-        for child in item:
-            if isinstance(child, (dict, list)):
-                stack.append((child, depth + 1))
-            elif strings and isinstance(child, str):
-                _check_text(child, refuse)
-
-
-def _check_text(text: str, refuse) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise refuse(f"string {json.dumps(text)[:40]} holds a lone surrogate") from exc
-
-
-def plain_relpath_problem(value) -> str | None:
-    """Why `value` is not a plain relative path inside the bundle, or None: the rule of
-    runtime/internal/manifest.cc's CheckRelativePath (a string; not empty; no leading '/'; no empty, '.' or
-    '..' component; a name by wrpkg.names: no control character or backslash, in NFC), for every
-    path a manifest names and every tar entry. A message shows it escaped (wrpkg.names.shown)."""
-    if not isinstance(value, str):
-        return f"expected a string path, got {_json_type(value)}"
-    if _is_safe_relpath(value):
-        return None
-    return f'"{shown(value)}" is not a plain relative path inside the bundle'
-
-
-def _json_type(value) -> str:
-    """The JSON type name of a parsed value, as runtime/internal/json.cc's TypeName spells it."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
-
-
-class _Fields:
-    """Type checks of one parsed manifest before any record is built from it. Each failure is a
-    VerifyError naming the field as runtime/internal/manifest.cc names it ("modules[0].binary"), so a
-    wrong type is refused by what it is, not by the TypeError it would raise later."""
-
-    def __init__(self, path, file_name: str):
-        self.path = path
-        self.fix = _edit_fix(file_name)
-
-    def fail(self, field_name: str, what: str) -> NoReturn:
-        raise VerifyError(f'{self.path}: field "{field_name}": {what}', fix=self.fix)
-
-    def get(self, obj: dict, key: str, prefix: str):
-        if key not in obj:
-            self.fail(prefix + key, "missing")
-        return obj[key]
-
-    def expect(self, value, kind: type, field_name: str, *, nullable: bool = False):
-        ok = (value is None and nullable) or (
-            isinstance(value, kind) and not (kind is int and isinstance(value, bool))
-        )
-        if not ok:
-            wanted = {str: "string", int: "integer", list: "array", dict: "object"}[kind]
-            self.fail(
-                field_name, f"expected {wanted}{' or null' if nullable else ''}, got {_json_type(value)}"
-            )
-        return value
-
-    def string(self, obj: dict, key: str, prefix: str, *, nullable: bool = False) -> str | None:
-        return self.expect(self.get(obj, key, prefix), str, prefix + key, nullable=nullable)
-
-    def size(self, obj: dict, key: str, prefix: str) -> int:
-        value = self.get(obj, key, prefix)
-        if not _is_size(value):
-            self.fail(prefix + key, f"expected a non-negative integer, got {json.dumps(value)[:40]}")
-        return value
-
-    def sha256(self, value, field_name: str) -> str:
-        if not isinstance(value, str) or not _is_sha256_hex(value):
-            self.fail(field_name, f"expected 64 lowercase hex digits, got {json.dumps(value)[:80]}")
-        return value
-
-    def relpath(self, obj: dict, key: str, prefix: str, *, nullable: bool = False) -> str | None:
-        value = self.get(obj, key, prefix)
-        if value is None and nullable:
-            return None
-        problem = plain_relpath_problem(value)
-        if problem is not None:
-            self.fail(prefix + key, problem)
-        return value
-
-    def objects(self, obj: dict, key: str, prefix: str) -> list[tuple[dict, str]]:
-        """Each element of the array `key`, which must be an object, with its field prefix."""
-        items = self.expect(self.get(obj, key, prefix), list, prefix + key)
-        out = []
-        for i, item in enumerate(items):
-            p = f"{prefix}{key}[{i}]."
-            self.expect(item, dict, p[:-1])
-            out.append((item, p))
-        return out
 
 
 # The one declaration of both files' structure (every field, its type, nothing else), which
@@ -529,7 +346,7 @@ def _check_schema(raw: dict, path, file_name: str) -> None:
         what = exc.message[len(exc.name) :].strip()
         raise VerifyError(
             f'{path}: field "{field_name}": {what} (wrpkg/schemas/{_SCHEMA_FILES[file_name]})',
-            fix=_edit_fix(file_name),
+            fix=edit_fix(file_name),
         ) from exc
 
 
@@ -545,14 +362,10 @@ def _is_cuda_version(text: str) -> bool:
     )
 
 
-def _is_sha256_hex(text: str) -> bool:
-    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
-
-
 def _check_manifest_fields(raw: dict, path) -> None:
     """Every field of manifest.json of the type runtime/internal/manifest.cc reads, every path plain and
     relative, and every path a module names listed in "files" (so it is verified before use)."""
-    f = _Fields(path, MANIFEST_NAME)
+    f = FieldChecks(path, MANIFEST_NAME)
     f.relpath(raw, "wrp", "")
     f.string(raw, "warp_version", "")
     f.expect(f.get(raw, "format_version", ""), int, "format_version")
@@ -610,7 +423,7 @@ def _check_manifest_fields(raw: dict, path) -> None:
         size = f.size(item, "bytes", p)
         region = f.get(item, "region", p)
         if not isinstance(region, (int, str)) or isinstance(region, bool):
-            f.fail(p + "region", f"expected an integer or a string, got {_json_type(region)}")
+            f.fail(p + "region", f"expected an integer or a string, got {json_type(region)}")
         # Names of one region alias one allocation, so they must agree on its capacity.
         if region_bytes.setdefault(region, (name, size))[1] != size:
             other, other_size = region_bytes[region]
@@ -632,7 +445,7 @@ def _check_manifest_fields(raw: dict, path) -> None:
         if key in toolchain:
             f.string(toolchain, key, "toolchain.", nullable=True)
     driver = f.get(raw, "ptx_min_driver", "")
-    if not (driver is None or _is_size(driver) or (isinstance(driver, str) and _is_cuda_version(driver))):
+    if not (driver is None or is_size(driver) or (isinstance(driver, str) and _is_cuda_version(driver))):
         f.fail(
             "ptx_min_driver",
             f'expected null, a CUDA version such as "13.4", or an integer such as 13040, got '
@@ -645,7 +458,7 @@ def _check_golden_fields(raw: dict, path) -> None:
     """Every field of golden.json of the type runtime/internal/manifest.cc's ReadGolden reads, and every
     golden file a plain relative path: golden.json is outside the content hash (docs/bundles.md:
     bundle validity), so these checks, not a digest, are what stand between it and the reader."""
-    f = _Fields(path, GOLDEN_NAME)
+    f = FieldChecks(path, GOLDEN_NAME)
     f.sha256(f.get(raw, "content_hash", ""), "content_hash")
     f.string(raw, "name", "")
     f.string(raw, "label", "")
@@ -663,7 +476,7 @@ def _check_golden_fields(raw: dict, path) -> None:
 def _json_object(data: bytes, path, schema: str, file_name: str) -> dict:
     """`data` parsed (strict_json_loads) as one JSON object whose "schema" is `schema`; a
     VerifyError naming `path` otherwise (both manifests are read this way)."""
-    fix = _edit_fix(file_name)
+    fix = edit_fix(file_name)
     raw = strict_json_loads(data, path, file_name)
     kind = {MANIFEST_SCHEMA: "manifest", CAPTURE_INFO_SCHEMA: "capture record"}.get(schema, "test manifest")
     if not isinstance(raw, dict):
@@ -793,7 +606,7 @@ def attach_golden(
         f"it belongs to content hash {owner!r}, but manifest.json hashes to {content_hash}",
     )
     _require_golden(
-        isinstance(name, str) and _is_safe_relpath(name) and "/" not in name, path, f"name {name!r}"
+        isinstance(name, str) and is_safe_relpath(name) and "/" not in name, path, f"name {name!r}"
     )
     _require_golden(isinstance(label, str), path, f"label {label!r}")
     _require_golden(golden_device in (None, "cpu", "cuda"), path, f"golden_device is {golden_device!r}")
@@ -810,7 +623,7 @@ def attach_golden(
             f"golden {g.name!r}: atol and rtol must both be null or both finite numbers >= 0",
         )
         _require_golden(
-            isinstance(g.file, str) and _is_safe_relpath(g.file), path, f"golden file {g.file!r} is not safe"
+            isinstance(g.file, str) and is_safe_relpath(g.file), path, f"golden file {g.file!r} is not safe"
         )
         _require_golden(g.file not in listed, path, f"golden file '{shown(g.file)}' is listed twice")
         listed.add(g.file)
@@ -837,15 +650,3 @@ def attach_golden(
         golden_device,
     )
     return manifest
-
-
-def _is_safe_relpath(relpath: str) -> bool:
-    parts = relpath.split("/")
-    return (
-        bool(relpath)
-        and not relpath.startswith("/")
-        and "\\" not in relpath
-        and "\0" not in relpath
-        and all(p not in ("", ".", "..") for p in parts)
-        and name_problem(relpath) is None
-    )

@@ -1,5 +1,5 @@
 // The runtime's JSON reader: nlohmann/json (Debian's nlohmann-json3-dev, third_party/debian) in the
-// strict profile wrpkg/manifest.py enforces too (strict_json_loads), so that both readers see one
+// strict profile wrpkg/strict_json.py enforces too (strict_json_loads), so that both readers see one
 // document in one file or refuse it: no duplicate keys, no NaN or infinities, integers within 64 bits,
 // at most kMaxDepth nested containers, UTF-8 text without a byte-order mark. No writer: the runtime
 // only reads.
@@ -15,7 +15,7 @@ namespace json {
 
 using Value = nlohmann::json;
 
-// Containers, the top-level one included: wrpkg.manifest.MAX_JSON_DEPTH.
+// Containers, the top-level one included: wrpkg.strict_json.MAX_JSON_DEPTH.
 inline constexpr int kMaxDepth = 64;
 
 // Parses one JSON document in the strict profile. Throws wrp::Error naming `origin` (and, for a syntax

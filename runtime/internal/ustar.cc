@@ -34,7 +34,7 @@ constexpr size_t kTypeflagOffset = 156;
 constexpr size_t kMagicOffset = 257;
 constexpr size_t kPrefixOffset = 345, kPrefixSize = 155;
 
-// The largest pax extended header read (wrpkg.reader.validity.PAX_HEADER_MAX_BYTES): one path record of a few
+// The largest pax extended header read (wrpkg.reader.ustar.PAX_HEADER_MAX_BYTES): one path record of a few
 // hundred bytes is what the bundler writes; the cap bounds what the path string may allocate.
 constexpr uint64_t kPaxHeaderMaxBytes = 65536;
 
@@ -87,7 +87,7 @@ bool IsPlainRelativePath(const std::string& path) {
   return true;
 }
 
-// Bytes of the archive that are no name (a pax key) for a message (wrpkg.reader.validity._shown): printable
+// Bytes of the archive that are no name (a pax key) for a message (wrpkg.reader.ustar._shown): printable
 // ASCII as it is, any other byte as \xNN.
 std::string ShownBytes(const uint8_t* data, size_t size) {
   static const char kHex[] = "0123456789abcdef";
@@ -106,7 +106,7 @@ std::string ShownBytes(const uint8_t* data, size_t size) {
 }
 
 // The problem with a pax path's bytes, or "": the first two of NameProblem's
-// (wrpkg.reader.validity.pax_path_problem after a strict UTF-8 decoding, in the same order); a backslash or a
+// (wrpkg.reader.ustar.pax_path_problem after a strict UTF-8 decoding, in the same order); a backslash or a
 // name not in NFC is refused next, with every other rule of a path.
 std::string PaxPathProblem(const uint8_t* data, size_t size) {
   const std::string problem = NameProblem(std::string(reinterpret_cast<const char*>(data), size));
@@ -117,7 +117,7 @@ std::string PaxPathProblem(const uint8_t* data, size_t size) {
 // The path of a pax extended header's records ("<length> <key>=<value>\n", the length in decimal without a
 // leading zero, counting the whole record): exactly one "path" record and nothing else, its value without
 // NUL and passing PaxPathProblem. Sets *path and returns "", or returns the problem;
-// wrpkg.reader.validity._pax_path, check for check.
+// wrpkg.reader.ustar._pax_path, check for check.
 std::string PaxPath(const uint8_t* payload, size_t size, std::string* path) {
   bool have_path = false;
   size_t pos = 0;
@@ -158,7 +158,7 @@ std::string PaxPath(const uint8_t* payload, size_t size, std::string* path) {
   return have_path ? "" : "it holds no 'path' record";
 }
 
-// Tar types a bundle archive never holds, named in the refusal (wrpkg.reader.validity._TYPE_NAMES).
+// Tar types a bundle archive never holds, named in the refusal (wrpkg.reader.ustar._TYPE_NAMES).
 std::string TypeName(char typeflag) {
   switch (typeflag) {
     case 'g':

@@ -26,7 +26,7 @@ struct TarEntry {
 // aside). A pax extended header ('x') is read only as the bundler writes it: at most 64 KiB of well-formed
 // records ("<length> <key>=<value>\n"), exactly one of them `path` and no other key, its value strict UTF-8
 // without NUL or control characters, followed by a regular file or directory, whose path it then is (the
-// name and prefix fields are ignored). wrpkg.reader.validity._ustar_entries applies the same rules.
+// name and prefix fields are ignored). wrpkg.reader.ustar.ustar_entries applies the same rules.
 std::vector<TarEntry> ReadUstar(const void* data, size_t size, const std::string& origin,
                                 std::vector<std::string>* directories = nullptr);
 

@@ -1,5 +1,5 @@
 // Prints the C++ runtime's decision for a bundle on a described CUDA device, without a GPU,
-// so tests/test_arch_parity.py can check that wrpkg.reader.bundle says word for word the same.
+// so tests/test_arch_parity.py can check that wrpkg.reader.device_fit says word for word the same.
 //   arch_message BUNDLE_DIR SM "DEVICE NAME" DRIVER_VERSION   (e.g. 90 "NVIDIA H200" 13000)
 #include <cstdio>
 #include <cstdlib>

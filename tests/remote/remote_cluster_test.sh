@@ -148,7 +148,7 @@ fi
 if [ -e /dev/fuse ] && [ "$(id -u)" = 0 ]; then
   # As in a container without CAP_SYS_ADMIN: /dev/fuse is there, a mount is not allowed.
   without_sys_admin=$(setpriv --bounding-set=-sys_admin --inh-caps=-sys_admin python3 -c \
-    'import sys; sys.path.insert(0, sys.argv[1]); import cluster; print(cluster.fuse_staging(sys.argv[2]))' \
+    'import sys; sys.path.insert(0, sys.argv[1]); import cluster_setup; print(cluster_setup.fuse_staging(sys.argv[2]))' \
     "$root/remote" "$(ls -d "$cache"/buildbox-* | head -1)" 2>&1)
   check "where a FUSE mount is refused, staging falls back to hard links ($without_sys_admin)" \
     eval '[[ "$without_sys_admin" == "(False, "*"a FUSE mount is refused: Operation not permitted"* ]]'

@@ -32,6 +32,7 @@ except ImportError:
     pass
 t0 = time.perf_counter()
 import wrpkg.reader.bundle
+import wrpkg.reader.device_view
 times = {"import_ms": (time.perf_counter() - t0) * 1e3}
 
 def timed(module, name, key):
@@ -46,12 +47,13 @@ def timed(module, name, key):
     setattr(module, name, wrapper)
 
 L = wrpkg.reader.bundle
+V = wrpkg.reader.device_view
 timed(L, "read_manifest_and_hash", "manifest_ms")
 timed(L, "check_device", "check_device_ms")
-timed(L, "_read_view", "view_ms")
+timed(L, "read_view", "view_ms")
 timed(L, "read_listed", "wrp_read_ms")  # on the .wrp's own thread, alongside the images
-timed(L, "_device_images", "view_images_ms")
-timed(L.BackgroundWrp, "read", "wrp_wait_ms")  # the loading thread waiting for the .wrp's bytes
+timed(V, "device_images", "view_images_ms")
+timed(V.BackgroundWrp, "read", "wrp_wait_ms")  # the loading thread waiting for the .wrp's bytes
 t1 = time.perf_counter()
 _, view = L.prepare_cuda_load(sys.argv[1], "cuda:0", "NVIDIA H200", int(sys.argv[2]), (13, 0), verify=False)
 times["prepare_ms"] = (time.perf_counter() - t1) * 1e3

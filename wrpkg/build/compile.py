@@ -401,7 +401,7 @@ def _rebuild_linked(
     import warp as wp  # noqa: PLC0415 - only a compile with MathDx modules needs Warp
 
     from wrpkg.capture import kernel_cache, source_paths  # noqa: PLC0415 - imports Warp
-    from wrpkg.capture.tool import import_script  # noqa: PLC0415 - imports the script as the capture does
+    from wrpkg.capture.capture_script import import_script  # noqa: PLC0415 - imports the script as the capture does
 
     kernel_cache.use_kernel_cache(wp, work, work / "kernel_cache")
     import_script(Path(script), label)

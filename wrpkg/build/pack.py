@@ -460,7 +460,7 @@ def _ustar_header(name: bytes, prefix: bytes, mode: int, size: int, typeflag: by
 def _pax_path_header(arcname: str) -> bytes:
     """A pax extended header (type 'x') holding only the `path` record of `arcname`, padded to blocks;
     what Python's tarfile (PAX_FORMAT) writes for a long ASCII or UTF-8 name. The path must pass both
-    readers' pax rule (wrpkg.reader.validity._pax_path: strict UTF-8, no control character)."""
+    readers' pax rule (wrpkg.reader.ustar._pax_path: strict UTF-8, no control character)."""
     try:
         value = arcname.encode("utf-8")
     except UnicodeEncodeError:
@@ -469,8 +469,8 @@ def _pax_path_header(arcname: str) -> bytes:
             "and this one is not valid UTF-8",
             fix="rename the file",
         ) from None
-    # wrpkg.reader.validity.pax_path_problem's rule (not imported: the pack tool's Bazel target does not depend on
-    # wrpkg.reader.validity); tests/test_pax_archives.py holds the two to it.
+    # wrpkg.reader.ustar.pax_path_problem's rule (not imported: the pack tool's Bazel target does not depend on
+    # wrpkg.reader.ustar); tests/test_pax_archives.py holds the two to it.
     if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in arcname):
         raise BundleError(
             f"{arcname!r}: cannot be stored in a pax header: its path holds a control character",
@@ -495,7 +495,7 @@ def write_deterministic_tar(bundle_dir: Path, arc_root: str, tar_path: Path) -> 
     a pax extended header holding only its `path` record (_pax_path_header), and the entry's own name
     field holds the path cut to 100 bytes, non-ASCII characters as '?' (what tarfile's PAX_FORMAT writes
     there); an archive whose paths all fit has no pax header, as before. Both readers
-    (wrpkg.reader.validity._ustar_entries, runtime/internal/ustar.cc) accept exactly this.
+    (wrpkg.reader.ustar.ustar_entries, runtime/internal/ustar.cc) accept exactly this.
     """
     entries: list[tuple[str, Path | None]] = [(arc_root, None)]
     for rel, is_dir in relative_entries(bundle_dir):

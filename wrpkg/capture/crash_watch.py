@@ -27,7 +27,7 @@ PROGRESS = "WRPKG_CAPTURE_PROGRESS"
 _START = time.monotonic()
 # A retarget capture traces the script's lines only when asked (the trace slows every Python call of
 # the step about twofold): a child whose refusal needs a line it did not trace exits with RETRY_TRACED,
-# and run_watched runs it again with this set (wrpkg.capture.retarget.LinesNotTraced).
+# and run_watched runs it again with this set (wrpkg.capture.retarget_recorder.LinesNotTraced).
 _TRACE_LINES = "WRPKG_TRACE_SCRIPT_LINES"
 RETRY_TRACED = 75
 # The watched child's crash report, open for the life of the process: faulthandler writes to

@@ -50,7 +50,7 @@ def kernel_caveats(kernel, block_dim: int) -> list[str]:
 
 
 def launch_caveats(calls) -> list[dict]:
-    """The caveats of a retargeted step's launches (wrpkg.capture.retarget.LaunchCall), one record per
+    """The caveats of a retargeted step's launches (wrpkg.capture.retarget_recorder.LaunchCall), one record per
     kernel and block_dim, in launch order.
 
     Args:
@@ -73,7 +73,7 @@ def launch_caveats(calls) -> list[dict]:
     return [record for record in found.values() if record["reasons"]]
 
 
-# warp.utils operations whose CPU result rounds differently from CUB's (wrpkg.capture.retarget.BUILTIN_ARRAY_OPS).
+# warp.utils operations whose CPU result rounds differently from CUB's (wrpkg.capture.retarget_recorder.BUILTIN_ARRAY_OPS).
 _FLOAT_SUMS = {
     "array_sum": "a reduction",
     "array_inner": "a reduction",
@@ -82,7 +82,7 @@ _FLOAT_SUMS = {
 
 
 def operation_caveats(builtin_calls) -> list[dict]:
-    """The caveats of a retargeted step's warp.utils operations (wrpkg.capture.retarget.BuiltinCall), one
+    """The caveats of a retargeted step's warp.utils operations (wrpkg.capture.retarget_recorder.BuiltinCall), one
     record per operation and line: floating-point reductions and scans.
 
     Returns:

@@ -3,7 +3,7 @@
 Every capture keeps each launch parameter's packed bytes, as APIC stores them, for the
 stale-pointer check (`wrpkg.capture.stale_pointers`), and refuses what the saved graph would not
 replay (`wrpkg.capture.step_guard`: nested graphs, host read-backs, host memory in a CUDA capture). The retarget mode's recorder
-(`wrpkg.capture.retarget.RetargetRecorder`) extends this one with hooks on the launch API; a
+(`wrpkg.capture.retarget_recorder.RetargetRecorder`) extends this one with hooks on the launch API; a
 capture runs one recorder, so Warp is patched and restored in one place.
 
 It reads APICapture's private launch packing (pinned with the Warp version, like
@@ -42,7 +42,7 @@ from wrpkg.capture.step_guard import StepGuard, StepRefusal
 from wrpkg.errors import CaptureError
 
 # (user_dirs, code filename) -> whether the file is the capture script's. A retarget capture asks
-# on every Python call its step makes (wrpkg.capture.retarget's line tracer) and every launch: realpath's
+# on every Python call its step makes (wrpkg.capture.retarget_recorder's line tracer) and every launch: realpath's
 # system calls, there, made the step's Python run 40 times slower.
 _USER_FILE: dict[tuple[tuple[str, ...], str], bool] = {}
 

@@ -19,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from wrpkg import manifest as manifest_mod
-from wrpkg import mathdx
+from wrpkg import mathdx, strict_json
 from wrpkg.errors import CompileError, VerifyError, WrpFormatError
 from wrpkg.reader import fatbin
 from wrpkg.reader.bundle import Bundle
@@ -73,7 +73,7 @@ def _recorded_bindings(wrp_path: Path, bundle: Bundle | None = None) -> tuple[di
         if not sidecar.is_file():
             continue
         try:
-            doc = manifest_mod.strict_json_loads(read_json_file(sidecar, name, ""), sidecar, name)
+            doc = strict_json.strict_json_loads(read_json_file(sidecar, name, ""), sidecar, name)
             recorded = {b["name"]: dict(b) for b in doc["bindings"]}
             for b in recorded.values():
                 b["direction"] = _DIRECTIONS[b["direction"]]
@@ -118,7 +118,7 @@ def _uint64_mesh_ids_as_handles(wrp_path: Path) -> list[dict]:
     if not info.is_file():
         return []
     try:
-        doc = manifest_mod.strict_json_loads(read_json_file(info, info.name, ""), info, info.name)
+        doc = strict_json.strict_json_loads(read_json_file(info, info.name, ""), info, info.name)
         return [
             {
                 "kernel": str(r["kernel"]),

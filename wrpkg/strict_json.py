@@ -1,0 +1,220 @@
+"""The strict JSON profile a bundle's manifest.json, golden.json and capture.json are read in, the
+same in both readers (runtime/internal/json.cc), and the field checks wrpkg.manifest builds its
+records on: each refusal a VerifyError naming the file and the field as the C++ reader names it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import NoReturn
+
+from wrpkg.errors import VerifyError
+from wrpkg.names import name_problem, shown
+
+# The strict JSON profile, the same in both readers (runtime/internal/json.cc): a duplicate key, NaN or
+# Infinity, an integer outside 64 bits, nesting deeper than MAX_JSON_DEPTH or invalid UTF-8 is
+# refused, because each is read differently by different parsers (a later duplicate wins in
+# Python, NaN is no JSON at all), so two readers would otherwise see two manifests in one file.
+# Nesting counts containers: the top-level object is depth 1.
+MAX_JSON_BYTES = 16 << 20  # manifest.json and golden.json, checked before they are read
+MAX_JSON_DEPTH = 64
+_INT_MIN, _INT_END = -(2**63), 2**64  # an integer must fit int64 or uint64
+_INT_MAX_DIGITS = 20  # len(str(2**64 - 1)): longer digit strings are refused before int()
+
+
+def edit_fix(file_name: str) -> str:
+    return f"rebuild the bundle's wrp_artifact target; do not edit {file_name} by hand"
+
+
+def strict_json_loads(data: bytes | bytearray | memoryview, path, file_name: str):
+    """`data` parsed in the strict profile (above); any deviation is one VerifyError naming `path`."""
+    fix = edit_fix(file_name)
+
+    def refuse(what: str) -> VerifyError:
+        return VerifyError(f"{path}: not valid JSON in the strict profile: {what}", fix=fix)
+
+    def unique_keys(pairs: list[tuple[str, object]]) -> dict:
+        obj = dict(pairs)
+        if len(obj) != len(pairs):
+            seen = set()
+            duplicate = next(key for key, _ in pairs if key in seen or seen.add(key))
+            raise refuse(f"duplicate key {json.dumps(duplicate)}")
+        return obj
+
+    def no_constant(name: str):
+        raise refuse(f"{name} is not a JSON number")
+
+    def int64(text: str) -> int:
+        if len(text.lstrip("-")) > _INT_MAX_DIGITS or not _INT_MIN <= int(text) < _INT_END:
+            raise refuse(f"integer {text[:24]}{'...' if len(text) > 24 else ''} does not fit in 64 bits")
+        return int(text)
+
+    def finite(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise refuse(f"number {text[:24]} is out of range")
+        return value
+
+    # runtime/internal/json.cc refuses a NUL byte before parsing (nlohmann would stop reading there): so here,
+    # with its message, wherever the byte is.
+    nul = (bytes(data) if isinstance(data, memoryview) else data).find(b"\0")
+    if nul >= 0:
+        raise refuse(f"a NUL byte at byte {nul}")
+    try:
+        text = str(data, "utf-8")
+    except UnicodeDecodeError as exc:
+        raise refuse(f"invalid UTF-8 at byte {exc.start}") from exc
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=unique_keys,
+            parse_constant=no_constant,
+            parse_int=int64,
+            parse_float=finite,
+        )
+    except json.JSONDecodeError as exc:
+        raise VerifyError(f"{path}: not valid JSON ({exc})", fix=fix) from exc
+    except RecursionError as exc:
+        # The decoder recurses per container: far deeper nesting than the limit ends here.
+        raise refuse(f"nested deeper than {MAX_JSON_DEPTH} levels") from exc
+    except MemoryError as exc:
+        raise refuse("too large to parse in the memory available") from exc
+    # Only a \u escape can spell a surrogate: text without one needs no string walk.
+    _check_nesting(value, refuse, strings="\\u" in text)
+    return value
+
+
+def _check_nesting(value, refuse, *, strings: bool) -> None:
+    """Refuses nesting deeper than MAX_JSON_DEPTH and, with `strings`, strings that are no
+    Unicode text (a lone surrogate such as \\ud800, which a JSON escape can spell but UTF-8
+    cannot hold). Iterative: the depth being checked is what a recursive walk overflows on."""
+    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
+    if strings and isinstance(value, str):
+        _check_text(value, refuse)
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise refuse(f"nested deeper than {MAX_JSON_DEPTH} levels")
+        if isinstance(item, dict):
+            if strings:
+                for key in item:
+                    _check_text(key, refuse)
+            item = item.values()
+        for child in item:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+            elif strings and isinstance(child, str):
+                _check_text(child, refuse)
+
+
+def _check_text(text: str, refuse) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise refuse(f"string {json.dumps(text)[:40]} holds a lone surrogate") from exc
+
+
+def plain_relpath_problem(value) -> str | None:
+    """Why `value` is not a plain relative path inside the bundle, or None: the rule of
+    runtime/internal/manifest.cc's CheckRelativePath (a string; not empty; no leading '/'; no empty, '.' or
+    '..' component; a name by wrpkg.names: no control character or backslash, in NFC), for every
+    path a manifest names and every tar entry. A message shows it escaped (wrpkg.names.shown)."""
+    if not isinstance(value, str):
+        return f"expected a string path, got {json_type(value)}"
+    if is_safe_relpath(value):
+        return None
+    return f'"{shown(value)}" is not a plain relative path inside the bundle'
+
+
+def json_type(value) -> str:
+    """The JSON type name of a parsed value, as runtime/internal/json.cc's TypeName spells it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+
+
+class FieldChecks:
+    """Type checks of one parsed manifest before any record is built from it. Each failure is a
+    VerifyError naming the field as runtime/internal/manifest.cc names it ("modules[0].binary"), so a
+    wrong type is refused by what it is, not by the TypeError it would raise later."""
+
+    def __init__(self, path, file_name: str):
+        self.path = path
+        self.fix = edit_fix(file_name)
+
+    def fail(self, field_name: str, what: str) -> NoReturn:
+        raise VerifyError(f'{self.path}: field "{field_name}": {what}', fix=self.fix)
+
+    def get(self, obj: dict, key: str, prefix: str):
+        if key not in obj:
+            self.fail(prefix + key, "missing")
+        return obj[key]
+
+    def expect(self, value, kind: type, field_name: str, *, nullable: bool = False):
+        ok = (value is None and nullable) or (
+            isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+        )
+        if not ok:
+            wanted = {str: "string", int: "integer", list: "array", dict: "object"}[kind]
+            self.fail(
+                field_name, f"expected {wanted}{' or null' if nullable else ''}, got {json_type(value)}"
+            )
+        return value
+
+    def string(self, obj: dict, key: str, prefix: str, *, nullable: bool = False) -> str | None:
+        return self.expect(self.get(obj, key, prefix), str, prefix + key, nullable=nullable)
+
+    def size(self, obj: dict, key: str, prefix: str) -> int:
+        value = self.get(obj, key, prefix)
+        if not is_size(value):
+            self.fail(prefix + key, f"expected a non-negative integer, got {json.dumps(value)[:40]}")
+        return value
+
+    def sha256(self, value, field_name: str) -> str:
+        if not isinstance(value, str) or not is_sha256_hex(value):
+            self.fail(field_name, f"expected 64 lowercase hex digits, got {json.dumps(value)[:80]}")
+        return value
+
+    def relpath(self, obj: dict, key: str, prefix: str, *, nullable: bool = False) -> str | None:
+        value = self.get(obj, key, prefix)
+        if value is None and nullable:
+            return None
+        problem = plain_relpath_problem(value)
+        if problem is not None:
+            self.fail(prefix + key, problem)
+        return value
+
+    def objects(self, obj: dict, key: str, prefix: str) -> list[tuple[dict, str]]:
+        """Each element of the array `key`, which must be an object, with its field prefix."""
+        items = self.expect(self.get(obj, key, prefix), list, prefix + key)
+        out = []
+        for i, item in enumerate(items):
+            p = f"{prefix}{key}[{i}]."
+            self.expect(item, dict, p[:-1])
+            out.append((item, p))
+        return out
+
+
+def is_size(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**63
+
+
+def is_sha256_hex(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+
+
+def is_safe_relpath(relpath: str) -> bool:
+    parts = relpath.split("/")
+    return (
+        bool(relpath)
+        and not relpath.startswith("/")
+        and "\\" not in relpath
+        and "\0" not in relpath
+        and all(p not in ("", ".", "..") for p in parts)
+        and name_problem(relpath) is None
+    )
