@@ -41,6 +41,7 @@ from wrpkg.capture import (
     call_sites,
     crash_watch,
     device_branches,
+    device_model,
     golden_caveats,
     initial_state,
     kernel_cache,
@@ -185,6 +186,9 @@ def import_script(script: Path, target: str):
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
+    except device_model.DeviceModelRefusal:
+        sys.modules.pop(module_name, None)
+        raise
     except Exception as exc:  # the user's code: any exception is a capture failure
         sys.modules.pop(module_name, None)
         raise CaptureError(
@@ -375,6 +379,7 @@ def capture(
     trace_lines: bool = True,
     relocate_uint64_mesh_ids: bool = True,
     seed_caches: list[str | os.PathLike] = (),
+    device_model_name: str | None = None,
 ) -> CaptureResult:
     """Runs the capture script and writes the raw capture directory (see the module doc).
 
@@ -398,6 +403,9 @@ def capture(
         (`--no-relocate-uint64-mesh-ids`).
       seed_caches: kernel caches made by `wrpkg.capture.kernel_cache` (read only) that the capture's own
         cache starts from, so it compiles only what they lack; no effect on what it writes.
+      device_model_name: for a retargeted capture, the GPU that code outside Warp and wrpkg is told
+        it runs on (wrpkg.capture.device_model.MODELS; None: "h200"), or "none": the CPU's answers,
+        the lines that asked recorded (wrpkg.capture.device_branches). Ignored for a GPU capture.
 
     Returns:
       A CaptureResult: the paths written and the interface and provenance recorded.
@@ -422,6 +430,7 @@ def capture(
             fix='use mode "gpu" (the default) for a CPU capture',
         )
 
+    model = device_model.resolve(device_model_name, target)  # an unknown name is refused before anything runs
     _check_replaceable(out_dir, target)
     with atomic.staged(
         out_dir,
@@ -443,6 +452,7 @@ def capture(
             trace_lines,
             relocate_uint64_mesh_ids,
             seed_caches,
+            model,
         )
         atomic.publish_dir(tmp_dir, out_dir)
     result.out_dir = out_dir
@@ -464,6 +474,7 @@ def _capture_into(
     trace_lines,
     relocate_uint64_mesh_ids=True,
     seed_caches=(),
+    target_device=None,
 ) -> CaptureResult:
     import warp as wp  # noqa: PLC0415 - only the tools that need Warp import it
 
@@ -491,12 +502,18 @@ def _capture_into(
     # What build() and the step allocate is filled with a sentinel, so bytes nobody wrote are found.
     fresh = initial_state.FreshMemory(user_dirs)
     commands = retarget.watching_launch_commands() if mode == "retarget" else contextlib.nullcontext()
-    branches = device_branches.DeviceBranchWatch() if mode == "retarget" else None
-    asking = branches.watching() if branches else contextlib.nullcontext()
+    # A retargeted capture answers device queries as its target GPU (wrpkg.capture.device_model), or,
+    # with no model, records the lines that asked (wrpkg.capture.device_branches).
+    model = device_model.DeviceModel(target_device, target) if mode == "retarget" and target_device else None
+    branches = device_branches.DeviceBranchWatch() if mode == "retarget" and model is None else None
+    watcher = model or branches
+    asking = watcher.watching() if watcher else contextlib.nullcontext()
     imported_kernels: dict[str, set[str]] = {}
     meshes = mesh_builds.MeshBuildWatch()  # how build() made each wp.Mesh, for its record
     with fresh.installed(), commands, asking, meshes.installed():
         spec, bindings, paths = _build_spec(wp, script, device, target, build_watch, later, imported_kernels)
+    if model is not None:
+        model.check()  # a refusal that build()'s code caught
 
     if mode == "retarget":
         recorder = retarget.RetargetRecorder(user_dirs=user_dirs, target=target, trace_lines=trace_lines)
@@ -508,8 +525,10 @@ def _capture_into(
     crash_watch.phase(f"step() under capture on {device.alias}")
     try:
         try:
-            with fresh.installed(), branches.watching() if branches else contextlib.nullcontext():
+            with fresh.installed(), watcher.watching() if watcher else contextlib.nullcontext():
                 graph = _record_step(wp, spec, device, script, target, recorder)
+            if model is not None:
+                model.check()  # a refusal that the step's code caught
         except CaptureError:
             if branches is not None and branches.records():
                 print(device_branches.refusal_note(target, branches.records()), file=sys.stderr)
@@ -627,7 +646,11 @@ def _capture_into(
                 "GPU run",
                 file=sys.stderr,
             )
-        if branches.sites:
+        info["device_model"] = model.name if model is not None else device_model.NONE
+        if model is not None and model.answers:
+            info["device_model_answers"] = model.records()
+            print(device_model.note(target, model), file=sys.stderr)
+        if branches is not None and branches.sites:
             info["cpu_device_branches"] = branches.records()
             print(device_branches.note(target, info["cpu_device_branches"]), file=sys.stderr)
     else:
@@ -687,6 +710,8 @@ def _build_spec(wp, script: Path, device, target: str, build_watch=None, later=N
     try:
         with build_watch.watching() if build_watch else contextlib.nullcontext():
             spec = module.build(device.alias)
+    except device_model.DeviceModelRefusal:
+        raise
     except Exception as exc:  # the user's code
         raise CaptureError(
             f"{target}: build({device.alias!r}) raised {type(exc).__name__}:\n{_script_traceback(exc, script)}",
@@ -739,7 +764,7 @@ def _record_step(wp, spec, device, script: Path, target: str, recorder):
     try:
         with recorder.recording(device):
             spec.step()
-    except (retarget.RetargetError, StepRefusal):
+    except (retarget.RetargetError, StepRefusal, device_model.DeviceModelRefusal):
         with contextlib.suppress(Exception):
             wp.capture_end(device=device)
         raise
@@ -926,6 +951,14 @@ def configure_parser(parser) -> None:
         help="SM of a retargeted capture's module binaries (default: 90)",
     )
     parser.add_argument(
+        "--device-model",
+        default=None,
+        metavar="NAME|none",
+        help="for --mode retarget: the GPU that code outside Warp and wrpkg is told it runs on ("
+        + ", ".join(device_model.MODELS)
+        + f"; default {device_model.DEFAULT_MODEL}), or none: the CPU's answers (the lines that asked are recorded)",
+    )
+    parser.add_argument(
         "--no-relocate-uint64-mesh-ids",
         action="store_true",
         help="refuse a wp.uint64 kernel parameter that holds a live wp.Mesh id, as Warp's APIC would save it "
@@ -965,6 +998,7 @@ def run(args) -> int:
             trace_lines=crash_watch.trace_lines(),
             relocate_uint64_mesh_ids=not args.no_relocate_uint64_mesh_ids,
             seed_caches=args.seed_cache or (),
+            device_model_name=args.device_model,
         )
     except retarget.LinesNotTraced:
         return crash_watch.RETRY_TRACED  # the watching parent runs it again, tracing
