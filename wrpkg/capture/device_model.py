@@ -293,7 +293,9 @@ class DeviceModel:
 
         try:
             for name, answer in _property_answers(self.model).items():
-                install_class(device_class, name, modelled_property(name, device_class.__dict__[name], answer))
+                install_class(
+                    device_class, name, modelled_property(name, device_class.__dict__[name], answer)
+                )
             for name, reason in _REFUSED_PROPERTIES.items():
                 install_class(device_class, name, refused_property(name, device_class.__dict__[name], reason))
             for name, answer in _instance_answers(self.model).items():
@@ -330,7 +332,10 @@ class DeviceModel:
 
     def records(self) -> list[dict]:
         """capture.json `device_model_answers`: each question, its answer and the line that asked."""
-        return [{"asked": asked, "answer": answer, "where": where} for (asked, where), answer in self.answers.items()]
+        return [
+            {"asked": asked, "answer": answer, "where": where}
+            for (asked, where), answer in self.answers.items()
+        ]
 
 
 _MISSING = object()
