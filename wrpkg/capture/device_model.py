@@ -144,14 +144,22 @@ class DeviceModel:
     # The first refusal, raised again by check() if the code that asked caught it.
     refused: DeviceModelRefusal | None = None
     _skipped: tuple[str, ...] = (_WRPKG_DIR,)
+    _decided: dict = field(default_factory=dict)  # file name -> outside Warp and wrpkg
 
     @property
     def name(self) -> str:
         return self.model.key
 
     def _outside(self, frame) -> bool:
+        """Whether `frame` runs code outside Warp and wrpkg (its file; "<string>" and the like: code
+        Warp or a library made with exec(), not asked about). Decided once per file: Warp's launch
+        path reads the device's attributes many times per launch."""
         filename = frame.f_code.co_filename
-        return not (filename.startswith("<") or os.path.abspath(filename).startswith(self._skipped))
+        outside = self._decided.get(filename)
+        if outside is None:
+            outside = not (filename.startswith("<") or os.path.abspath(filename).startswith(self._skipped))
+            self._decided[filename] = outside
+        return outside
 
     def _answer(self, frame, asked: str, answer):
         key = (asked, call_sites.describe_location((frame.f_code.co_filename, frame.f_lineno)))
@@ -183,6 +191,7 @@ class DeviceModel:
 
         device_class = ctx.Device
         self._skipped = (os.path.dirname(os.path.abspath(warp.__file__)) + os.sep, _WRPKG_DIR)
+        self._decided.clear()
         model = self
         # A library that imported a modelled function while a model was active (`from warp import
         # is_conditional_graph_supported`) keeps the wrapper: it asks whichever model is active now.
