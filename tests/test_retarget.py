@@ -439,6 +439,9 @@ def test_warp_and_wrpkg_still_see_the_cpu_under_the_model():
             wp.get_device("cuda:0")
         with pytest.raises(device_model.DeviceModelRefusal, match="wp.Stream"):
             wp.Stream(cpu)
+        with pytest.raises(device_model.DeviceModelRefusal, match="CUDA memory pool"):
+            wp.get_mempool_used_mem_current(cpu)
+        wp.set_mempool_enabled(cpu, True)  # already enabled, as the model says: nothing to do
     with pytest.raises(device_model.DeviceModelRefusal, match="Device.context"):
         model.check()  # the first refusal, for code that caught it
     assert user_code(cpu) == real

@@ -316,6 +316,21 @@ class DeviceModel:
             modelled_function("is_conditional_graph_supported", lambda frame: True)
             modelled_function("is_mempool_supported", device_answer(True))
             modelled_function("is_mempool_enabled", device_answer(True))
+            # Enabling the pool the model says is enabled: nothing to do (the CPU allocates as before).
+            modelled_function(
+                "set_mempool_enabled",
+                lambda frame, device=None, enable=True, *a, **k: (
+                    bool(enable) if on_cpu(device) else _ASK_WARP
+                ),
+            )
+            pool = "the state of its CUDA memory pool (wp.{}): it exists only on a GPU, and changes as the program runs"
+            for name in (
+                "get_mempool_release_threshold",
+                "set_mempool_release_threshold",
+                "get_mempool_used_mem_current",
+                "get_mempool_used_mem_high",
+            ):
+                refused_function(name, pool.format(name), lambda device=None, *a, **k: on_cpu(device))
             no_device = "a CUDA device object: the capture runs on the CPU, where Warp has none"
             refused_function("get_cuda_device", no_device, lambda *a, **k: True)
             refused_function("get_cuda_devices", no_device, lambda *a, **k: True)
