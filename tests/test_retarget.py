@@ -100,6 +100,8 @@ def test_each_model_answers_its_own_sm_count_and_warps_global_queries(tmp_path, 
     """The model's SM count reaches the launch (max_blocks taken from Device.sm_count), and Warp's global
     queries (wp.is_conditional_graph_supported, wp.is_mempool_enabled) answer as on the GPU; each
     answer recorded once, at its line."""
+    from wrpkg.capture import device_model  # noqa: PLC0415
+
     script = PROGRAMS / "device_branch.py"
     out = tmp_path / "raw"
     proc = retarget(
@@ -108,6 +110,7 @@ def test_each_model_answers_its_own_sm_count_and_warps_global_queries(tmp_path, 
     assert proc.returncode == 0, proc.stderr
     info = json.loads((out / "capture.json").read_text())
     assert info["device_model"] == model
+    assert info["sm"] == device_model.MODELS[model].arch  # without --cuda-arch, the cubins are the model's SM
     assert [(a["asked"], a["answer"]) for a in info["device_model_answers"]] == [
         ("Device.is_cpu", False),
         ("Device.sm_count", sm_count),

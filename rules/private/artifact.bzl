@@ -94,7 +94,8 @@ _ATTRS.update({
               "wp.is_conditional_graph_supported, ...), so they take the branch a capture on that GPU takes; " +
               "each answer is recorded in capture.json (device_model_answers), and what a CPU run cannot give " +
               "(a CUDA stream or context) is refused. \"none\": they see the CPU and run its branch, the lines " +
-              "that asked recorded (cpu_device_branches). Ignored by a GPU capture. See docs/retarget.md.",
+              "that asked recorded (cpu_device_branches). Ignored by a GPU capture. Set `cuda_arch` to the model's " +
+              "SM (l40s: 89, a100-sxm4-80gb: 80) for the capture such a GPU makes. See docs/retarget.md.",
     ),
     "kernel_cache": attr.label(
         providers = [WrpKernelCacheInfo],

@@ -13,7 +13,7 @@ retarget (retarget.py) handles Warp's own device branches.
 
 What cannot be answered honestly on the CPU is refused (DeviceModelRefusal, a CaptureError):
 a CUDA stream or context, a CUDA device object, the device's free memory, its UUID or PCI bus
-id, a new stream or event. The refusal is raised where the code asked, and again after build()
+id, its memory pool's state, a new stream or event. The refusal is raised where the code asked, and again after build()
 or the step if the code caught it (`check()`).
 
 Every answer is recorded (capture.json `device_model`, `device_model_answers`: what was asked,

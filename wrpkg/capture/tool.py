@@ -394,7 +394,8 @@ def capture(
       cache_dir: Warp's kernel cache; default: a fresh one inside the capture's work directory.
       mode: for a CUDA device, "gpu" (capture on the GPU), "retarget" (on the CPU, written as
         the CUDA capture; no GPU) or "auto" (the first when this machine has a CUDA GPU).
-      cuda_arch: the SM a retargeted capture compiles its cubins for (default 90).
+      cuda_arch: the SM a retargeted capture compiles its cubins for (default: the device model's
+        SM; 90 without a model).
       trace_lines: False (retarget mode) records faster but raises retarget.LinesNotTraced where
         a refusal would name the script line of an operation that is no launch (run() runs it
         again).
@@ -602,7 +603,15 @@ def _capture_into(
 
     golden_device = "cuda" if device.is_cuda else "cpu"
     if mode == "retarget":
-        arch = cuda_arch or retarget.DEFAULT_CUDA_ARCH
+        # Without --cuda-arch, the device model's SM (sm_90 without a model).
+        arch = cuda_arch or (model.model.arch if model is not None else retarget.DEFAULT_CUDA_ARCH)
+        if model is not None and arch != model.model.arch:
+            print(
+                f"note: {target}: the code was told it runs on the {model.name} device model "
+                f"(sm_{model.model.arch}), and the capture's cubins are compiled for sm_{arch} (cuda_arch): "
+                "set cuda_arch to the model's SM for the capture such a GPU makes",
+                file=sys.stderr,
+            )
         crash_watch.phase(f"retargeting to sm_{arch}")
         retarget.retarget(saved, modules_dir, recorder, arch)
         meshes.apply(saved, target, for_gpu=True)
@@ -948,7 +957,7 @@ def configure_parser(parser) -> None:
         "--cuda-arch",
         type=int,
         default=None,
-        help="SM of a retargeted capture's module binaries (default: 90)",
+        help="SM of a retargeted capture's module binaries (default: the device model's, 90 without one)",
     )
     parser.add_argument(
         "--device-model",
