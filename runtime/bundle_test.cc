@@ -178,6 +178,14 @@ TEST(BundleTest, WarpVersionMustMatch) {
 
 // Opening reads the manifests and checks the listing and sizes, not contents: a changed file that a load
 // does not use (a golden output) fails only where it is read, and File is safe from several threads.
+TEST(BundleTest, WrongDeviceKind) {
+  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
+  EXPECT_THAT([&] { wrp::Graph::Load(bundle, wrp::Device::Parse("cuda:0")); },
+              wrp::testing::ThrowsError("was captured for cpu", "cannot load on cuda:0"));
+  EXPECT_THAT([&] { wrp::Device::Parse("gpu"); }, wrp::testing::ThrowsError("unknown device \"gpu\""));
+  EXPECT_EQ(wrp::Device::Parse("cuda:3").ordinal, 3);
+}
+
 TEST(BundleTest, ContentsAreCheckedWhenFirstUsed) {
   fs::path dir = CopyBundle("lazy");
   const wrp::Bundle clean = wrp::Bundle::OpenDirectory(dir.string());

@@ -85,14 +85,6 @@ TEST(GraphTest, GraphsAreIndependentAndMovable) {
   CheckReplayMatchesGolden(moved, bundle);
 }
 
-TEST(GraphTest, WrongDeviceKind) {
-  wrp::Bundle bundle = wrp::Bundle::OpenDirectory(BundleDir());
-  EXPECT_THAT([&] { wrp::Graph::Load(bundle, wrp::Device::Parse("cuda:0")); },
-              wrp::testing::ThrowsError("was captured for cpu", "cannot load on cuda:0"));
-  EXPECT_THAT([&] { wrp::Device::Parse("gpu"); }, wrp::testing::ThrowsError("unknown device \"gpu\""));
-  EXPECT_EQ(wrp::Device::Parse("cuda:3").ordinal, 3);
-}
-
 TEST(GraphTest, LoadUsesTheVerifiedBytesNotASecondRead) {
   fs::path dir = CopyBundle("swap");
   wrp::BundleOptions verify_all;

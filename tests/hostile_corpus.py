@@ -936,7 +936,10 @@ def _parity_cases() -> list[Verdict]:
             initial_state_from_build_kernels=[{"kernel": "k", "where": "a.py:3", "arrays": ["x"], "other_arrays": 1}],
             cpu_golden_caveats=[{"kernel": "k", "block_dim": 64, "where": "a.py:9", "reasons": ["atomics"]},
                                 {"operation": "array_sum", "where": "a.py:10", "reasons": ["a reduction"]}],
-            cpu_device_branches=["a.py:4"], mathdx_linked_modules=["m"], zeroed_unwritten_bytes=64,
+            cpu_device_branches=["a.py:4"], device_model="h200",
+            device_model_answers=[{"asked": "Device.is_cpu", "answer": False, "where": "a.py:5"},
+                                  {"asked": "Device.sm_count", "answer": 132, "where": "a.py:6"}],
+            mathdx_linked_modules=["m"], zeroed_unwritten_bytes=64,
             step_reads_unwritten=["an array"],
             uint64_mesh_ids_as_handles=[{"kernel": "k", "parameter": "p", "meshes": ["wp.Mesh"], "launches": 2}])),
             True),
@@ -950,6 +953,9 @@ def _parity_cases() -> list[Verdict]:
             b'{"schema": "rules_warp.capture/1", "schema": "rules_warp.capture/1"}'), False, "capture.json"),
         Verdict("capture_json_a_directory", lambda b: ((b / "capture.json").unlink(), (b / "capture.json").mkdir()),
                 False, "capture.json"),
+        Verdict("capture_json_device_model_answer_unknown_field", capture_edit(set_field(
+            "device_model_answers", value=[{"asked": "Device.arch", "answer": 90, "where": "a.py:1", "blob": "x"}])),
+            False, "capture.json"),
         Verdict("capture_json_caveat_unknown_field", capture_edit(set_field(
             "cpu_golden_caveats", value=[{"kernel": "k", "where": "a.py:1", "reasons": [], "blob": "x"}])),
             False, "capture.json"),

@@ -21,13 +21,22 @@ PROGRAMS = REPO / "tests" / "programs_retarget"
 RECORDED_SIM = REPO / "models" / "recorded" / "sim_cuda_sm90"
 
 
-def retarget(script: Path, out_dir: Path, *, device="cuda", mode="retarget", hide_gpus=False, env_extra=None):
+def retarget(
+    script: Path,
+    out_dir: Path,
+    *,
+    device="cuda",
+    mode="retarget",
+    hide_gpus=False,
+    env_extra=None,
+    extra_args=(),
+):
     env = dict(os.environ, **(env_extra or {}))
     if hide_gpus:
         env["CUDA_VISIBLE_DEVICES"] = ""
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     cmd = [sys.executable, "-m", "wrpkg.capture", "--script", str(script), "--device", device]
-    cmd += ["--mode", mode, "--out-dir", str(out_dir), "--stem", script.stem, "--label", "//t:x"]
+    cmd += ["--mode", mode, "--out-dir", str(out_dir), "--stem", script.stem, "--label", "//t:x", *extra_args]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
 
 
@@ -39,19 +48,116 @@ def test_sim_retarget_is_the_h200_capture(tmp_path):
     assert compare_captures(out, RECORDED_SIM, "sim") == []
     interface = (out / "interface.json").read_text()
     assert '"golden_device": "cpu"' in interface and '"device": "cuda"' in interface
-    assert "cpu_device_branches" not in json.loads((out / "capture.json").read_text())
+    info = json.loads((out / "capture.json").read_text())
+    # models/sim.py asks nothing about its device: the model (h200, the default) answered nothing.
+    assert info["device_model"] == "h200"
+    assert "cpu_device_branches" not in info and "device_model_answers" not in info
 
 
-def test_a_branch_on_the_device_is_named(tmp_path):
-    """A retargeted capture runs the script's CPU branch: the line that asked which device it runs
-    on is named (capture.json cpu_device_branches, and a note saying a GPU capture may differ);
-    models/sim.py asks nothing (test_sim_retarget_is_the_h200_capture)."""
+def _line(script: Path, marker: str) -> int:
+    return next(i for i, text in enumerate(script.read_text().splitlines(), 1) if marker in text)
+
+
+def test_a_branch_on_the_device_takes_the_target_gpus_branch(tmp_path):
+    """With the device model (h200, the default: wrpkg/capture/device_model.py), the script's line that
+    asks whether it runs on the CPU is told it does not, so the capture launches with the CUDA branch's
+    block_dim (128) as a GPU capture does; the answer and the line are recorded (capture.json
+    device_model_answers, and a note). On a GPU, test_retarget_gpu.py holds this capture
+    byte-identical to the native one."""
     script = PROGRAMS / "device_branch.py"
-    line = next(i for i, text in enumerate(script.read_text().splitlines(), 1) if "# asks here" in text)
     out = tmp_path / "raw"
     proc = retarget(script, out)
     assert proc.returncode == 0, proc.stderr
     info = json.loads((out / "capture.json").read_text())
+    assert info["device_model"] == "h200" and "cpu_device_branches" not in info
+    assert info["device_model_answers"] == [
+        {
+            "asked": "Device.is_cpu",
+            "answer": False,
+            "where": f"tests/programs_retarget/device_branch.py:{_line(script, '# asks here')} "
+            "(block_dim = 1 if wp.get_device(device).is_cpu else 128  # asks here)",
+        }
+    ]
+    assert "answered as the h200 device model (NVIDIA H200, sm_90, 132 SMs)" in proc.stderr
+    (launch,) = wrpformat.read_wrp(out / "device_branch.wrp").operations.ops
+    assert launch.block_dim == 128  # the CUDA branch's
+    # The step asks too: told it runs on CUDA, it skips the CPU branch's host read-back.
+    proc = retarget(script, tmp_path / "readback", env_extra={"WRP_TEST_BRANCH": "readback"})
+    assert proc.returncode == 0, proc.stderr
+    asked = json.loads((tmp_path / "readback" / "capture.json").read_text())["device_model_answers"]
+    assert [(a["asked"], a["answer"], a["where"].split(" ")[0]) for a in asked] == [
+        ("Device.is_cpu", False, f"tests/programs_retarget/device_branch.py:{_line(script, '# asks here')}"),
+        (
+            "Device.is_cpu",
+            False,
+            f"tests/programs_retarget/device_branch.py:{_line(script, 'x.device.is_cpu')}",
+        ),
+    ]
+
+
+@pytest.mark.parametrize(("model", "sm_count"), [("h200", 132), ("h100-pcie", 114), ("a100-sxm4-80gb", 108)])
+def test_each_model_answers_its_own_sm_count_and_warps_global_queries(tmp_path, model, sm_count):
+    """The model's SM count reaches the launch (max_blocks taken from Device.sm_count), and Warp's global
+    queries (wp.is_conditional_graph_supported, wp.is_mempool_enabled) answer as on the GPU; each
+    answer recorded once, at its line."""
+    from wrpkg.capture import device_model  # noqa: PLC0415
+
+    script = PROGRAMS / "device_branch.py"
+    out = tmp_path / "raw"
+    proc = retarget(
+        script, out, env_extra={"WRP_TEST_BRANCH": "queries"}, extra_args=["--device-model", model]
+    )
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads((out / "capture.json").read_text())
+    assert info["device_model"] == model
+    assert info["sm"] == device_model.MODELS[model].arch  # without --cuda-arch, the cubins are the model's SM
+    assert [(a["asked"], a["answer"]) for a in info["device_model_answers"]] == [
+        ("Device.is_cpu", False),
+        ("Device.sm_count", sm_count),
+        ("wp.is_conditional_graph_supported()", True),
+        ("wp.is_mempool_enabled()", True),
+    ]
+    (launch,) = wrpformat.read_wrp(out / "device_branch.wrp").operations.ops
+    assert (launch.block_dim, launch.max_blocks) == (128, sm_count)
+
+
+@pytest.mark.parametrize("branch", ["stream", "caught_stream"])
+def test_a_cuda_stream_asked_on_the_model_branch_is_refused(tmp_path, branch):
+    """Told it runs on CUDA, the script asks the device for its CUDA stream, which a run on the CPU
+    cannot give: refused with the line, the reason and the fix, and nothing written; also when the
+    script catches the refusal and goes on."""
+    script = PROGRAMS / "device_branch.py"
+    out = tmp_path / "raw"
+    proc = retarget(script, out, env_extra={"WRP_TEST_BRANCH": branch})
+    assert proc.returncode == 1, proc.stderr
+    error = proc.stderr.partition("error: ")[2]
+    assert f"device_branch.py:{_line(script, '# asks for the stream')}" in error
+    assert "its current CUDA stream (Device.stream)" in error and "h200 device model" in error
+    assert 'capture_mode = "gpu"' in error and "--device-model none" in error
+    assert "Traceback" not in proc.stderr
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_an_unknown_device_model_is_refused_naming_the_known_ones(tmp_path):
+    out = tmp_path / "raw"
+    proc = retarget(PROGRAMS / "device_branch.py", out, extra_args=["--device-model", "h300"])
+    assert proc.returncode == 1, proc.stderr
+    assert "unknown device model 'h300'" in proc.stderr
+    assert "h200, h100-sxm, h100-pcie, l40s, a100-sxm4-80gb, none" in proc.stderr
+    assert not out.exists()
+
+
+def test_a_branch_on_the_device_is_named_without_a_model(tmp_path):
+    """With --device-model none, a retargeted capture runs the script's CPU branch: the line that asked
+    which device it runs on is named (capture.json cpu_device_branches, and a note saying a GPU capture
+    may differ); models/sim.py asks nothing (test_sim_retarget_is_the_h200_capture)."""
+    script = PROGRAMS / "device_branch.py"
+    line = _line(script, "# asks here")
+    out = tmp_path / "raw"
+    proc = retarget(script, out, extra_args=["--device-model", "none"])
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads((out / "capture.json").read_text())
+    assert info["device_model"] == "none" and "device_model_answers" not in info
     assert info["cpu_device_branches"] == [
         f"tests/programs_retarget/device_branch.py:{line} "
         "(block_dim = 1 if wp.get_device(device).is_cpu else 128  # asks here)"
@@ -62,11 +168,14 @@ def test_a_branch_on_the_device_is_named(tmp_path):
 
 
 def test_a_refusal_on_the_cpu_branch_names_the_lines_that_asked_for_the_device(tmp_path):
-    """A retargeted step refused for what its CPU branch does (a host read-back) says which lines chose
-    by device, and that a GPU capture takes the other branch; the refusal itself is unchanged."""
+    """Without a device model, a retargeted step refused for what its CPU branch does (a host read-back)
+    says which lines chose by device, and that a GPU capture takes the other branch; the refusal itself
+    is unchanged."""
     script = PROGRAMS / "device_branch.py"
     out = tmp_path / "raw"
-    proc = retarget(script, out, env_extra={"WRP_TEST_BRANCH": "readback"})
+    proc = retarget(
+        script, out, env_extra={"WRP_TEST_BRANCH": "readback"}, extra_args=["--device-model", "none"]
+    )
     assert proc.returncode == 1, proc.stderr
     note, _, error = proc.stderr.partition("error: ")
     assert "reads an array's values on the host" in error
@@ -288,3 +397,75 @@ def test_warps_builtin_array_operations_are_kept_as_recorded(tmp_path, op):
     assert [(c["operation"], f"builtin_ops.py:{line}" in c["where"]) for c in caveats] == (
         [(op, True)] if floats else []
     ), caveats
+
+
+def _code_in(folder: str, source: str):
+    """`source` compiled as if it were a file in `folder`: its frames are that folder's code."""
+    namespace = {}
+    exec(compile(source, os.path.join(folder, "_device_model_probe.py"), "exec"), namespace)  # noqa: S102
+    return namespace["probe"]
+
+
+def test_warp_and_wrpkg_still_see_the_cpu_under_the_model():
+    """In process: under the model, code outside Warp and wrpkg is told the CPU device is the target
+    GPU, while Warp's own code (its functions, and code whose file lies in Warp's folder) and wrpkg's
+    see the CPU; once the model's watch ends, everyone sees the CPU again, also through a modelled
+    function a library bound while the watch was on."""
+    import warp as wp  # noqa: PLC0415
+
+    from wrpkg import warp_internals  # noqa: PLC0415
+    from wrpkg.capture import device_model  # noqa: PLC0415
+
+    wp.init()
+    cpu = wp.get_device("cpu")
+    probe = "def probe(device):\n    return (device.is_cuda, device.is_cpu, device.arch, device.sm_count, device.name)\n"
+    warp_code = _code_in(os.path.dirname(os.path.abspath(wp.__file__)), probe)
+    wrpkg_code = _code_in(os.path.dirname(os.path.abspath(device_model.__file__)), probe)
+    user_code = _code_in(str(PROGRAMS), probe)
+    real = warp_code(cpu)
+    assert real[:4] == (False, True, 0, 0)
+    model = device_model.DeviceModel(device_model.MODELS["h100-pcie"], "//t:x")
+    with model.watching():
+        assert user_code(cpu) == (True, False, 90, 114, "NVIDIA H100 PCIe")
+        assert cpu.total_memory == 81559 << 20 and cpu.is_mempool_enabled
+        assert warp_code(cpu) == real and wrpkg_code(cpu) == real
+        # Warp's own functions read the device in Warp's frames.
+        assert warp_internals.context().is_mempool_enabled(cpu) is False
+        assert wp.is_mempool_enabled(cpu) is True  # asked from here: the model's answer
+        assert cpu.get_allocator() is cpu.default_allocator  # Warp's is_cuda branch inside: the CPU's
+        assert wp.get_cuda_device_count() == 1 and wp.is_conditional_graph_supported()
+        bound = wp.is_conditional_graph_supported
+        # A CUDA device, a stream: refused, naming this line.
+        with pytest.raises(device_model.DeviceModelRefusal, match=r"test_retarget\.py:\d+ .*Device\.context"):
+            _ = cpu.context
+        with pytest.raises(device_model.DeviceModelRefusal, match="a CUDA device object"):
+            wp.get_device("cuda:0")
+        with pytest.raises(device_model.DeviceModelRefusal, match="wp.Stream"):
+            wp.Stream(cpu)
+        with pytest.raises(device_model.DeviceModelRefusal, match="CUDA memory pool"):
+            wp.get_mempool_used_mem_current(cpu)
+        wp.set_mempool_enabled(cpu, True)  # already enabled, as the model says: nothing to do
+    with pytest.raises(device_model.DeviceModelRefusal, match="Device.context"):
+        model.check()  # the first refusal, for code that caught it
+    assert user_code(cpu) == real
+    assert bound() == warp_internals.context().is_conditional_graph_supported()
+    assert wp.get_cuda_device_count() == 0
+    asked = {(a["asked"], a["answer"]) for a in model.records()}
+    assert ("Device.sm_count", 114) in asked and ("wp.get_cuda_device_count()", 1) in asked
+    assert all("test_retarget.py:" in a["where"] for a in model.records() if a["asked"].startswith("wp."))
+
+
+def test_every_model_is_a_real_gpu():
+    from wrpkg.capture import device_model  # noqa: PLC0415
+
+    assert device_model.DEFAULT_MODEL == "h200"
+    assert {k: (m.arch, m.sm_count) for k, m in device_model.MODELS.items()} == {
+        "h200": (90, 132),
+        "h100-sxm": (90, 132),
+        "h100-pcie": (90, 114),
+        "l40s": (89, 142),
+        "a100-sxm4-80gb": (80, 108),
+    }
+    assert (
+        device_model.MODELS["h200"].total_memory > 140e9 and device_model.MODELS["l40s"].total_memory > 45e9
+    )

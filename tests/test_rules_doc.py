@@ -46,8 +46,36 @@ def test_every_public_rule_is_documented():
     for setting in ("--//rules:archs", "--//rules:capture_mode"):
         assert f"### {setting}\n" in text, setting
     # Every attribute of wrp_artifact's rule, as rules/private/artifact.bzl declares it.
-    for attribute in ("archs", "capture", "capture_mode", "device", "keep_source", "ptx", "recorded_capture"):
+    for attribute in (
+        "archs",
+        "capture",
+        "capture_mode",
+        "device",
+        "device_model",
+        "keep_source",
+        "ptx",
+        "recorded_capture",
+    ):
         assert f"| `{attribute}` |" in text, attribute
+
+
+def test_device_model_values_are_the_capture_tools_models():
+    """wrp_artifact's device_model accepts exactly the names `wrpkg capture --device-model` knows (Bazel
+    refuses another, listing these), with the tool's default."""
+    import ast  # noqa: PLC0415
+
+    from wrpkg.capture import device_model  # noqa: PLC0415
+
+    tree = ast.parse((ROOT / "rules/private/artifact.bzl").read_text(encoding="utf-8"))
+    (attr,) = [
+        node.values[i]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Dict)
+        for i, key in enumerate(node.keys)
+        if isinstance(key, ast.Constant) and key.value == "device_model"
+    ]
+    keywords = {k.arg: ast.literal_eval(k.value) for k in attr.keywords if k.arg in ("default", "values")}
+    assert keywords == {"default": device_model.DEFAULT_MODEL, "values": list(device_model.CHOICES)}
 
 
 def _tree(tmp_path: Path) -> Path:

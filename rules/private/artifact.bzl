@@ -85,6 +85,18 @@ _ATTRS.update({
         values = ["cuda", "cpu"],
         doc = "Where the capture runs. cuda needs a GPU runner (--config=gpu); cpu runs anywhere.",
     ),
+    "device_model": attr.string(
+        default = "h200",
+        # wrpkg/capture/device_model.py's MODELS and "none" (tests/test_retarget.py holds them equal).
+        values = ["h200", "h100-sxm", "h100-pcie", "l40s", "a100-sxm4-80gb", "none"],
+        doc = "For a retargeted capture: the GPU that the capture script and the libraries it calls are told " +
+              "they run on (Device.is_cuda, arch, sm_count, total_memory, mempools, " +
+              "wp.is_conditional_graph_supported, ...), so they take the branch a capture on that GPU takes; " +
+              "each answer is recorded in capture.json (device_model_answers), and what a CPU run cannot give " +
+              "(a CUDA stream or context) is refused. \"none\": they see the CPU and run its branch, the lines " +
+              "that asked recorded (cpu_device_branches). Ignored by a GPU capture. Set `cuda_arch` to the model's " +
+              "SM (l40s: 89, a100-sxm4-80gb: 80) for the capture such a GPU makes. See docs/retarget.md.",
+    ),
     "kernel_cache": attr.label(
         providers = [WrpKernelCacheInfo],
         doc = "A wrp_kernel_cache whose compiled kernels the capture starts from (it compiles only what " +

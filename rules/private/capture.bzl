@@ -70,6 +70,10 @@ def declare_capture(ctx, stem):
     on_gpu = mode == "gpu"
     options = (["--mode", mode] if mode else []) + (["--cuda-arch", str(ctx.attr.cuda_arch)] if mode == "retarget" else [])
 
+    # A retargeted capture answers device queries as its device_model (wrpkg/capture/device_model.py).
+    if mode == "retarget":
+        options += ["--device-model", ctx.attr.device_model]
+
     # A wp.uint64 parameter holding a live wp.Mesh id: recorded as a wp.handle, or refused.
     if not ctx.attr.relocate_uint64_mesh_ids:
         options.append("--no-relocate-uint64-mesh-ids")

@@ -1,9 +1,16 @@
 """A script that branches on its device, as Newton's narrow phase does (block_dim 1 on the CPU, 128
-on CUDA): retargeted, it runs the CPU branch, so its CUDA capture launches with block_dim 1 where a
-GPU capture launches with 128. The capture names the line that asked (capture.json
-cpu_device_branches and a note). WRP_TEST_BRANCH=readback: the step's CPU branch reads a value back
-to the host, as Newton's implicit MPM solver does where a GPU loops with wp.capture_while; the
-refusal comes with a note naming the line that asked."""
+on CUDA). Retargeted with a device model (the default, h200: wrpkg/capture/device_model.py), the line
+that asks is told it runs on CUDA, so the capture launches with 128 as a GPU capture does, and the
+answer is recorded (capture.json device_model_answers). With --device-model none it runs the CPU
+branch (block_dim 1) and the capture names the line that asked (capture.json cpu_device_branches and
+a note).
+
+WRP_TEST_BRANCH=readback: the step's CPU branch reads a value back to the host, as Newton's implicit
+MPM solver does where a GPU loops with wp.capture_while; with --device-model none the refusal comes
+with a note naming the line that asked. WRP_TEST_BRANCH=queries: the step's launch also takes
+max_blocks from the SM count and asks Warp whether conditional graphs and memory pools are there.
+WRP_TEST_BRANCH=stream (caught_stream): the CUDA branch asks for the device's stream, which a run on
+the CPU cannot give: refused (also when the script catches the refusal)."""
 
 import os
 
@@ -13,6 +20,7 @@ import warp as wp
 from wrpkg.capture import CaptureSpec
 
 N = 256
+BRANCH = os.environ.get("WRP_TEST_BRANCH")
 
 
 @wp.kernel
@@ -24,10 +32,20 @@ def scale(x: wp.array(dtype=float)):
 def build(device):
     x = wp.array(np.arange(N, dtype=np.float32), dtype=float, device=device)
     block_dim = 1 if wp.get_device(device).is_cpu else 128  # asks here
+    max_blocks = 0
+    if BRANCH == "queries":
+        max_blocks = wp.get_device(device).sm_count  # asks the SM count
+        assert wp.is_conditional_graph_supported() and wp.is_mempool_enabled(device)
+    if BRANCH in ("stream", "caught_stream") and wp.get_device(device).is_cuda:
+        try:
+            print(wp.get_device(device).stream)  # asks for the stream
+        except Exception:  # noqa: BLE001
+            if BRANCH == "stream":
+                raise
 
     def step():
-        wp.launch(scale, dim=N, inputs=[x], block_dim=block_dim, device=device)
-        if os.environ.get("WRP_TEST_BRANCH") == "readback" and x.device.is_cpu:
+        wp.launch(scale, dim=N, inputs=[x], block_dim=block_dim, max_blocks=max_blocks, device=device)
+        if BRANCH == "readback" and x.device.is_cpu:
             print(float(x.numpy().max()))  # read back on the CPU branch only
 
     return CaptureSpec(inputs={"x": x}, outputs={"x": x}, step=step)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from wrpkg import warp_internals
-from wrpkg.capture import call_sites
+from wrpkg.capture import call_sites, device_model
 from wrpkg.capture.stale_pointers import check_launches
 from wrpkg.capture.step_guard import StepRefusal
 from wrpkg.errors import CaptureError
@@ -129,6 +129,9 @@ def import_script(script: Path, target: str):
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
+    except device_model.DeviceModelRefusal:
+        sys.modules.pop(module_name, None)
+        raise
     except Exception as exc:  # the user's code: any exception is a capture failure
         sys.modules.pop(module_name, None)
         raise CaptureError(
@@ -277,6 +280,8 @@ def build_spec(wp, script: Path, device, target: str, build_watch=None, later=No
     try:
         with build_watch.watching() if build_watch else contextlib.nullcontext():
             spec = module.build(device.alias)
+    except device_model.DeviceModelRefusal:
+        raise
     except Exception as exc:  # the user's code
         raise CaptureError(
             f"{target}: build({device.alias!r}) raised {type(exc).__name__}:\n{_script_traceback(exc, script)}",
@@ -329,7 +334,7 @@ def record_step(wp, spec, device, script: Path, target: str, recorder):
     try:
         with recorder.recording(device):
             spec.step()
-    except (retarget_recorder.RetargetError, StepRefusal):
+    except (retarget_recorder.RetargetError, StepRefusal, device_model.DeviceModelRefusal):
         with contextlib.suppress(Exception):
             wp.capture_end(device=device)
         raise

@@ -8,6 +8,9 @@ a valid CUDA program that runs the CPU branch's choices, not the program a GPU c
 rule of the op stream can tell. So every place outside Warp and wrpkg that reads `Device.is_cpu`
 or `Device.is_cuda` of the capture's CPU device while the script runs is recorded (capture.json
 `cpu_device_branches`, and a note naming the lines): where it matters, capture on a GPU.
+
+This is the capture without a device model (`--device-model none`, `device_model = "none"`); by
+default a retargeted capture answers such questions as its target GPU instead (device_model.py).
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from wrpkg.capture import (
     capture_script,
     crash_watch,
     device_branches,
+    device_model,
     golden_caveats,
     golden_replay,
     initial_state,
@@ -88,6 +89,8 @@ class CaptureRequest:
     trace_lines: bool
     relocate_uint64_mesh_ids: bool
     seed_caches: tuple[str | os.PathLike, ...]
+    # The GPU a retargeted capture's code is told it runs on (wrpkg.capture.device_model), or None.
+    target_device: device_model.TargetDevice | None = None
 
 
 def _target_name(label: str | None, script: Path) -> str:
@@ -157,6 +160,7 @@ def capture(
     trace_lines: bool = True,
     relocate_uint64_mesh_ids: bool = True,
     seed_caches: list[str | os.PathLike] = (),
+    device_model_name: str | None = None,
 ) -> CaptureResult:
     """Runs the capture script and writes the raw capture directory (see the module doc).
 
@@ -171,7 +175,8 @@ def capture(
       cache_dir: Warp's kernel cache; default: a fresh one inside the capture's work directory.
       mode: for a CUDA device, "gpu" (capture on the GPU), "retarget" (on the CPU, written as
         the CUDA capture; no GPU) or "auto" (the first when this machine has a CUDA GPU).
-      cuda_arch: the SM a retargeted capture compiles its cubins for (default 90).
+      cuda_arch: the SM a retargeted capture compiles its cubins for (default: the device model's
+        SM; 90 without a model).
       trace_lines: False (retarget mode) records faster but raises retarget_recorder.LinesNotTraced where
         a refusal would name the script line of an operation that is no launch (run() runs it
         again).
@@ -180,6 +185,9 @@ def capture(
         (`--no-relocate-uint64-mesh-ids`).
       seed_caches: kernel caches made by `wrpkg.capture.kernel_cache` (read only) that the capture's own
         cache starts from, so it compiles only what they lack; no effect on what it writes.
+      device_model_name: for a retargeted capture, the GPU that code outside Warp and wrpkg is told
+        it runs on (wrpkg.capture.device_model.MODELS; None: "h200"), or "none": the CPU's answers,
+        the lines that asked recorded (wrpkg.capture.device_branches). Ignored for a GPU capture.
 
     Returns:
       A CaptureResult: the paths written and the interface and provenance recorded.
@@ -216,6 +224,8 @@ def capture(
         trace_lines=trace_lines,
         relocate_uint64_mesh_ids=relocate_uint64_mesh_ids,
         seed_caches=tuple(seed_caches),
+        # An unknown name is refused before anything runs.
+        target_device=device_model.resolve(device_model_name, target),
     )
     _check_replaceable(out_dir, target)
     with atomic.staged(
@@ -266,14 +276,21 @@ def _capture_into(request: CaptureRequest, work: Path) -> CaptureResult:
     commands = (
         retarget_launches.watching_launch_commands() if mode == "retarget" else contextlib.nullcontext()
     )
-    branches = device_branches.DeviceBranchWatch() if mode == "retarget" else None
-    asking = branches.watching() if branches else contextlib.nullcontext()
+    # A retargeted capture answers device queries as its target GPU (wrpkg.capture.device_model), or,
+    # with no model, records the lines that asked (wrpkg.capture.device_branches).
+    target_device = request.target_device
+    model = device_model.DeviceModel(target_device, target) if mode == "retarget" and target_device else None
+    branches = device_branches.DeviceBranchWatch() if mode == "retarget" and model is None else None
+    watcher = model or branches
+    asking = watcher.watching() if watcher else contextlib.nullcontext()
     imported_kernels: dict[str, set[str]] = {}
     meshes = mesh_builds.MeshBuildWatch()  # how build() made each wp.Mesh, for its record
     with fresh.installed(), commands, asking, meshes.installed():
         spec, bindings, paths = capture_script.build_spec(
             wp, script, device, target, build_watch, later, imported_kernels
         )
+    if model is not None:
+        model.check()  # a refusal that build()'s code caught
 
     if mode == "retarget":
         recorder = retarget_recorder.RetargetRecorder(
@@ -287,8 +304,10 @@ def _capture_into(request: CaptureRequest, work: Path) -> CaptureResult:
     crash_watch.phase(f"step() under capture on {device.alias}")
     try:
         try:
-            with fresh.installed(), branches.watching() if branches else contextlib.nullcontext():
+            with fresh.installed(), watcher.watching() if watcher else contextlib.nullcontext():
                 graph = capture_script.record_step(wp, spec, device, script, target, recorder)
+            if model is not None:
+                model.check()  # a refusal that the step's code caught
         except CaptureError:
             if branches is not None and branches.records():
                 print(device_branches.refusal_note(target, branches.records()), file=sys.stderr)
@@ -365,7 +384,15 @@ def _capture_into(request: CaptureRequest, work: Path) -> CaptureResult:
 
     golden_device = "cuda" if device.is_cuda else "cpu"
     if mode == "retarget":
-        arch = request.cuda_arch or retarget.DEFAULT_CUDA_ARCH
+        # Without --cuda-arch, the device model's SM (sm_90 without a model).
+        arch = request.cuda_arch or (model.model.arch if model is not None else retarget.DEFAULT_CUDA_ARCH)
+        if model is not None and arch != model.model.arch:
+            print(
+                f"note: {target}: the code was told it runs on the {model.name} device model "
+                f"(sm_{model.model.arch}), and the capture's cubins are compiled for sm_{arch} (cuda_arch): "
+                "set cuda_arch to the model's SM for the capture such a GPU makes",
+                file=sys.stderr,
+            )
         crash_watch.phase(f"retargeting to sm_{arch}")
         retarget.retarget(saved, modules_dir, recorder, arch)
         meshes.apply(saved, target, for_gpu=True)
@@ -409,7 +436,11 @@ def _capture_into(request: CaptureRequest, work: Path) -> CaptureResult:
                 "GPU run",
                 file=sys.stderr,
             )
-        if branches.sites:
+        info["device_model"] = model.name if model is not None else device_model.NONE
+        if model is not None and model.answers:
+            info["device_model_answers"] = model.records()
+            print(device_model.note(target, model), file=sys.stderr)
+        if branches is not None and branches.sites:
             info["cpu_device_branches"] = branches.records()
             print(device_branches.note(target, info["cpu_device_branches"]), file=sys.stderr)
     else:
@@ -497,7 +528,15 @@ def configure_parser(parser) -> None:
         "--cuda-arch",
         type=int,
         default=None,
-        help="SM of a retargeted capture's module binaries (default: 90)",
+        help="SM of a retargeted capture's module binaries (default: the device model's, 90 without one)",
+    )
+    parser.add_argument(
+        "--device-model",
+        default=None,
+        metavar="NAME|none",
+        help="for --mode retarget: the GPU that code outside Warp and wrpkg is told it runs on ("
+        + ", ".join(device_model.MODELS)
+        + f"; default {device_model.DEFAULT_MODEL}), or none: the CPU's answers (the lines that asked are recorded)",
     )
     parser.add_argument(
         "--no-relocate-uint64-mesh-ids",
@@ -539,6 +578,7 @@ def run(args) -> int:
             trace_lines=crash_watch.trace_lines(),
             relocate_uint64_mesh_ids=not args.no_relocate_uint64_mesh_ids,
             seed_caches=args.seed_cache or (),
+            device_model_name=args.device_model,
         )
     except retarget_recorder.LinesNotTraced:
         return crash_watch.RETRY_TRACED  # the watching parent runs it again, tracing

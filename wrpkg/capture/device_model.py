@@ -1,0 +1,384 @@
+"""The target GPU a retargeted capture's script and libraries are told they run on.
+
+A retargeted capture runs build() and the step on Warp's CPU device. Code that branches on the
+device (`if device.is_cuda:`, `block_dim = 1 if device.is_cpu else 128`, a block count from
+`device.sm_count`, `wp.is_conditional_graph_supported()`) would take its CPU branch there, and
+the bundle would not be the program a GPU capture saves (device_branches.py records such lines
+when no model is used). With a device model, every question of that kind asked by code outside
+Warp and wrpkg (decided by the calling frame's file, as device_branches.py does) about the CPU
+device, or of Warp's global device queries, gets the answer the target GPU gives: `is_cuda`
+True, `is_cpu` False, its `arch`, `sm_count`, memory, name, memory pools, conditional graphs.
+Warp's own code and wrpkg keep seeing the real CPU device: they run the script on it, and the
+retarget (retarget.py) handles Warp's own device branches.
+
+What cannot be answered honestly on the CPU is refused (DeviceModelRefusal, a CaptureError):
+a CUDA stream or context, a CUDA device object, the device's free memory, its UUID or PCI bus
+id, its memory pool's state, a new stream or event. The refusal is raised where the code asked, and again after build()
+or the step if the code caught it (`check()`).
+
+Every answer is recorded (capture.json `device_model`, `device_model_answers`: what was asked,
+the answer and the line that asked, each once). Not modelled: the device's `ordinal`, `alias`
+and `str()` (Warp's own identity of the CPU device), and comparisons such as `device == "cuda"`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import sys
+from dataclasses import dataclass, field
+
+from wrpkg import warp_internals
+from wrpkg.capture import call_sites
+from wrpkg.errors import CaptureError
+
+_WRPKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+_MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class TargetDevice:
+    """What a CUDA GPU answers to Warp's device queries (`warp.Device`, CUDA 12/13 drivers)."""
+
+    key: str  # the model's name: --device-model, wrp_artifact's device_model
+    name: str  # Device.name: the name CUDA reports (nvidia-smi's)
+    arch: int  # Device.arch: 10 * major + minor
+    sm_count: int  # Device.sm_count
+    total_memory: int  # Device.total_memory, bytes (nvidia-smi's memory.total)
+    max_shared_memory_per_block: int  # opt-in shared memory per block, bytes
+
+
+# The models a retargeted capture can be told it runs on: the SKUs' published SM counts and
+# compute capabilities, the name and total memory nvidia-smi reports for them, and the opt-in
+# shared memory per block of their arch (sm_80: 163 KiB, sm_89: 99 KiB, sm_90: 227 KiB).
+MODELS: dict[str, TargetDevice] = {
+    m.key: m
+    for m in (
+        TargetDevice("h200", "NVIDIA H200", 90, 132, 143771 * _MIB, 232448),
+        TargetDevice("h100-sxm", "NVIDIA H100 80GB HBM3", 90, 132, 81559 * _MIB, 232448),
+        TargetDevice("h100-pcie", "NVIDIA H100 PCIe", 90, 114, 81559 * _MIB, 232448),
+        TargetDevice("l40s", "NVIDIA L40S", 89, 142, 46068 * _MIB, 101376),
+        TargetDevice("a100-sxm4-80gb", "NVIDIA A100-SXM4-80GB", 80, 108, 81920 * _MIB, 166912),
+    )
+}
+DEFAULT_MODEL = "h200"
+NONE = "none"  # no model: the script runs the CPU branch, which device_branches.py records
+CHOICES = (*MODELS, NONE)
+
+_GPU_FIX = 'capture on a GPU runner (capture_mode = "gpu", bazel build --config=gpu)'
+_NONE_FIX = 'or run the CPU branch instead (device_model = "none", wrpkg capture --device-model none)'
+
+
+class DeviceModelRefusal(CaptureError):
+    """Code on a device-model branch asked for something a run on the CPU cannot give."""
+
+
+def resolve(name: str | None, target: str) -> TargetDevice | None:
+    """The model named `name` (None: the default), or None for "none"; an unknown name is refused
+    listing the known ones."""
+    name = DEFAULT_MODEL if name is None else name
+    if name == NONE:
+        return None
+    if name not in MODELS:
+        raise CaptureError(
+            f"{target}: unknown device model {name!r}",
+            fix=f"use one of {', '.join(CHOICES)}",
+        )
+    return MODELS[name]
+
+
+# Device attributes answered from the model: Warp sets each on the CPU device's instance
+# (Device.__init__); the model puts a data descriptor on the class, which instance lookup
+# prefers, reading the instance's own value for Warp's code and for CUDA devices.
+def _instance_answers(model: TargetDevice) -> dict:
+    return {
+        "name": model.name,
+        "arch": model.arch,
+        "sm_count": model.sm_count,
+        "max_shared_memory_per_block": model.max_shared_memory_per_block,
+        "is_uva": True,
+        "is_primary": True,
+        "is_mempool_supported": True,
+        "is_mempool_enabled": True,  # warp.config.enable_mempools_at_init's default
+        "is_ipc_supported": True,
+        "is_cubin_supported": True,
+        "is_managed_memory_supported": True,
+        "is_concurrent_managed_access_supported": True,
+    }
+
+
+# Device properties answered from the model (Warp computes these on each read).
+def _property_answers(model: TargetDevice) -> dict:
+    return {
+        "is_cpu": False,
+        "is_cuda": True,
+        "total_memory": model.total_memory,
+        "has_context": True,
+        "has_stream": True,
+    }
+
+
+# What a run on the CPU cannot answer as the GPU would: the refusal's reason.
+_REFUSED_PROPERTIES = {
+    "stream": "its current CUDA stream (Device.stream): the CPU has no CUDA stream to hand out",
+    "context": "its CUDA context (Device.context): a CUDA context pointer exists only on a GPU",
+    "free_memory": "its free memory (Device.free_memory): that depends on what a GPU holds when the program runs",
+}
+_REFUSED_INSTANCE = {
+    "uuid": "its UUID (Device.uuid): it names one physical GPU",
+    "pci_bus_id": "its PCI bus id (Device.pci_bus_id): it names one physical GPU",
+}
+
+
+@dataclass
+class DeviceModel:
+    """While `watching()` is active, answers questions about the CPU device asked from outside
+    Warp and wrpkg as `model` would, and records them."""
+
+    model: TargetDevice
+    target: str
+    # (what was asked, "file:line (code)") -> the answer, in the order first asked.
+    answers: dict[tuple[str, str], object] = field(default_factory=dict)
+    # The first refusal, raised again by check() if the code that asked caught it.
+    refused: DeviceModelRefusal | None = None
+    _skipped: tuple[str, ...] = (_WRPKG_DIR,)
+    _decided: dict = field(default_factory=dict)  # file name -> outside Warp and wrpkg
+
+    @property
+    def name(self) -> str:
+        return self.model.key
+
+    def _outside(self, frame) -> bool:
+        """Whether `frame` runs code outside Warp and wrpkg (its file; "<string>" and the like: code
+        Warp or a library made with exec(), not asked about). Decided once per file: Warp's launch
+        path reads the device's attributes many times per launch."""
+        filename = frame.f_code.co_filename
+        outside = self._decided.get(filename)
+        if outside is None:
+            outside = not (filename.startswith("<") or os.path.abspath(filename).startswith(self._skipped))
+            self._decided[filename] = outside
+        return outside
+
+    def _answer(self, frame, asked: str, answer):
+        key = (asked, call_sites.describe_location((frame.f_code.co_filename, frame.f_lineno)))
+        self.answers.setdefault(key, answer)
+        return answer
+
+    def _refuse(self, frame, asked: str, reason: str):
+        where = call_sites.describe_location((frame.f_code.co_filename, frame.f_lineno))
+        error = DeviceModelRefusal(
+            f"{self.target}: {where} asked the CPU device of this retargeted capture for {reason}. "
+            f"The capture answers device queries as the {self.name} device model ({self.model.name}, "
+            f"sm_{self.model.arch}), so this code takes its CUDA branch, and {asked} cannot be given honestly "
+            "by a run on the CPU",
+            fix=f"{_GPU_FIX}, {_NONE_FIX}",
+        )
+        if self.refused is None:
+            self.refused = error
+        raise error
+
+    def check(self) -> None:
+        """Raises the first refusal again, if the code that asked caught it."""
+        if self.refused is not None:
+            raise self.refused
+
+    @contextlib.contextmanager
+    def watching(self):
+        ctx = warp_internals.context()
+        import warp  # noqa: PLC0415 - Warp is imported lazily
+
+        device_class = ctx.Device
+        self._skipped = (os.path.dirname(os.path.abspath(warp.__file__)) + os.sep, _WRPKG_DIR)
+        self._decided.clear()
+        model = self
+        # A library that imported a modelled function while a model was active (`from warp import
+        # is_conditional_graph_supported`) keeps the wrapper: it asks whichever model is active now.
+        active = _ACTIVE
+        saved_class = {}
+        saved_warp = {}
+
+        def install_class(cls, name, value):
+            saved_class.setdefault((cls, name), cls.__dict__.get(name, _MISSING))
+            setattr(cls, name, value)
+
+        def modelled_property(name, original, answer):
+            def get(device):
+                if device.ordinal < 0:
+                    frame = sys._getframe(1)
+                    if model._outside(frame):
+                        return model._answer(frame, f"Device.{name}", answer)
+                return original.fget(device)
+
+            return property(get, original.fset, doc=original.__doc__)
+
+        def refused_property(name, original, reason):
+            def get(device):
+                if device.ordinal < 0:
+                    frame = sys._getframe(1)
+                    if model._outside(frame):
+                        model._refuse(frame, f"Device.{name}", reason)
+                return original.fget(device)
+
+            return property(get, original.fset, doc=original.__doc__)
+
+        def instance_property(name, answer, reason=None):
+            def get(device):
+                if device.ordinal < 0:
+                    frame = sys._getframe(1)
+                    if model._outside(frame):
+                        if reason is not None:
+                            model._refuse(frame, f"Device.{name}", reason)
+                        return model._answer(frame, f"Device.{name}", answer)
+                try:
+                    return device.__dict__[name]
+                except KeyError:
+                    raise AttributeError(name) from None
+
+            def set_(device, value):
+                device.__dict__[name] = value
+
+            return property(get, set_)
+
+        def modelled_function(name, answer_for):
+            """warp.NAME called from outside Warp and wrpkg: answer_for(frame, *args) gives the
+            model's answer, or _ASK_WARP to call Warp's function."""
+            original = getattr(warp, name)
+
+            @functools.wraps(original)
+            def wrapper(*args, **kwargs):
+                current = active[0]
+                frame = sys._getframe(1)
+                if current is not None and current._outside(frame):
+                    answer = answer_for(frame, *args, **kwargs)
+                    if answer is not _ASK_WARP:
+                        return current._answer(frame, f"wp.{name}()", answer)
+                return original(*args, **kwargs)
+
+            saved_warp[name] = original
+            setattr(warp, name, wrapper)
+
+        def on_cpu(device) -> bool:
+            try:
+                return ctx.runtime.get_device(device).ordinal < 0
+            except Exception:  # noqa: BLE001 - Warp's own call says what is wrong with the argument
+                return False
+
+        def device_answer(answer):
+            def answer_for(frame, device=None, *args, **kwargs):
+                return answer if on_cpu(device) else _ASK_WARP
+
+            return answer_for
+
+        def refused_function(name, reason, applies):
+            original = getattr(warp, name)
+
+            @functools.wraps(original)
+            def wrapper(*args, **kwargs):
+                current = active[0]
+                frame = sys._getframe(1)
+                if current is not None and current._outside(frame) and applies(*args, **kwargs):
+                    current._refuse(frame, f"wp.{name}()", reason)
+                return original(*args, **kwargs)
+
+            saved_warp[name] = original
+            setattr(warp, name, wrapper)
+
+        def refused_init(cls, reason):
+            original = cls.__init__
+
+            @functools.wraps(original)
+            def init(obj, device=None, *args, **kwargs):
+                frame = sys._getframe(1)
+                if model._outside(frame) and on_cpu(device):
+                    model._refuse(frame, f"wp.{cls.__name__}()", reason)
+                return original(obj, device, *args, **kwargs)
+
+            install_class(cls, "__init__", init)
+
+        def cuda_ident(ident=None, *args, **kwargs) -> bool:
+            return isinstance(ident, str) and ident.startswith("cuda")
+
+        try:
+            for name, answer in _property_answers(self.model).items():
+                install_class(
+                    device_class, name, modelled_property(name, device_class.__dict__[name], answer)
+                )
+            for name, reason in _REFUSED_PROPERTIES.items():
+                install_class(device_class, name, refused_property(name, device_class.__dict__[name], reason))
+            for name, answer in _instance_answers(self.model).items():
+                install_class(device_class, name, instance_property(name, answer))
+            for name, reason in _REFUSED_INSTANCE.items():
+                install_class(device_class, name, instance_property(name, None, reason))
+            modelled_function("is_cuda_available", lambda frame: True)
+            modelled_function("get_cuda_device_count", lambda frame: 1)
+            modelled_function("is_conditional_graph_supported", lambda frame: True)
+            modelled_function("is_mempool_supported", device_answer(True))
+            modelled_function("is_mempool_enabled", device_answer(True))
+            # Enabling the pool the model says is enabled: nothing to do (the CPU allocates as before).
+            modelled_function(
+                "set_mempool_enabled",
+                lambda frame, device=None, enable=True, *a, **k: (
+                    bool(enable) if on_cpu(device) else _ASK_WARP
+                ),
+            )
+            pool = "the state of its CUDA memory pool (wp.{}): it exists only on a GPU, and changes as the program runs"
+            for name in (
+                "get_mempool_release_threshold",
+                "set_mempool_release_threshold",
+                "get_mempool_used_mem_current",
+                "get_mempool_used_mem_high",
+            ):
+                refused_function(name, pool.format(name), lambda device=None, *a, **k: on_cpu(device))
+            no_device = "a CUDA device object: the capture runs on the CPU, where Warp has none"
+            refused_function("get_cuda_device", no_device, lambda *a, **k: True)
+            refused_function("get_cuda_devices", no_device, lambda *a, **k: True)
+            refused_function("get_device", no_device, cuda_ident)
+            refused_function(
+                "get_stream",
+                "its current CUDA stream (wp.get_stream): the CPU has no CUDA stream to hand out",
+                lambda device=None, *a, **k: on_cpu(device),
+            )
+            refused_init(ctx.Stream, "a new CUDA stream (wp.Stream): the CPU has no CUDA streams")
+            refused_init(ctx.Event, "a new CUDA event (wp.Event): the CPU has no CUDA events")
+            active[0] = self
+            yield self
+        finally:
+            active[0] = None
+            for (cls, name), original in saved_class.items():
+                if original is _MISSING:
+                    delattr(cls, name)
+                else:
+                    setattr(cls, name, original)
+            for name, original in saved_warp.items():
+                setattr(warp, name, original)
+
+    def records(self) -> list[dict]:
+        """capture.json `device_model_answers`: each question, its answer and the line that asked."""
+        return [
+            {"asked": asked, "answer": answer, "where": where}
+            for (asked, where), answer in self.answers.items()
+        ]
+
+
+_MISSING = object()
+_ASK_WARP = object()
+_ACTIVE: list[DeviceModel | None] = [None]  # the model whose watching() is active
+
+
+def note(target: str, model: DeviceModel) -> str:
+    """The capture log's note on the questions answered from the model."""
+    records = model.records()
+    shown = [f"  {r['where']}: {r['asked']} -> {r['answer']!r}" for r in records[:8]]
+    if len(records) > 8:
+        shown.append(f"  ... and {len(records) - 8} more (capture.json device_model_answers)")
+    return "\n".join(
+        [
+            f"note: {target}: this retargeted capture ran on the CPU, and code asked which device it runs on: "
+            f"it was answered as the {model.name} device model ({model.model.name}, sm_{model.model.arch}, "
+            f"{model.model.sm_count} SMs), so it took the branch a GPU capture takes (--device-model none: "
+            "the CPU's answers)",
+            *shown,
+        ]
+    )
