@@ -75,7 +75,7 @@ def test_a_host_copy_of_nvrtc_in_the_process_is_refused(monkeypatch):
         pinning, "_mapped_libraries", lambda prefix: {wheel_dir / "libnvrtc.so.13", host_copy}
     )
     with pytest.raises(CompileError, match="/usr/local/cuda/lib64/libnvrtc.so.13"):
-        pinning._refuse_foreign_copies("nvrtc", wheel_dir)
+        pinning.refuse_foreign_copies("nvrtc", wheel_dir)
 
 
 def test_parse_arch():

@@ -45,7 +45,7 @@ T Get(const uint8_t* data, uint64_t at) {
 bool IsUtf8(const uint8_t* p, uint64_t n);
 
 // Bounds-checked reads over one section of the .wrp; every refusal names the file, the section, the absolute
-// byte offset and the rule (wrpkg/wrpformat/cursor.py's _Cursor).
+// byte offset and the rule (wrpkg/wrpformat/cursor.py's Cursor).
 class Cursor {
  public:
   // `prefix` ("operation 7: ") starts every rule this cursor refuses: one record's cursor names its

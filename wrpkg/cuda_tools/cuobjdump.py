@@ -11,19 +11,19 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from wrpkg.cuda_tools.pinning import _CUOBJDUMP_DIST, _INSTALL_FIX, _dist_files, _distribution
+from wrpkg.cuda_tools.pinning import CUOBJDUMP_DIST, INSTALL_FIX, dist_files, pinned_distribution
 from wrpkg.errors import CompileError
 
 
 @functools.cache
 def cuobjdump_path() -> Path:
     """The cuobjdump executable of the pinned nvidia-cuda-cuobjdump wheel."""
-    dist = _distribution(*_CUOBJDUMP_DIST)
-    candidates = [p for p in _dist_files(dist, r"^cuobjdump$") if p.parent.name == "bin"]
+    dist = pinned_distribution(*CUOBJDUMP_DIST)
+    candidates = [p for p in dist_files(dist, r"^cuobjdump$") if p.parent.name == "bin"]
     if len(candidates) != 1 or not os.access(candidates[0], os.X_OK):
         raise CompileError(
-            f"{_CUOBJDUMP_DIST[0]} does not hold one executable bin/cuobjdump (found {candidates})",
-            fix=_INSTALL_FIX,
+            f"{CUOBJDUMP_DIST[0]} does not hold one executable bin/cuobjdump (found {candidates})",
+            fix=INSTALL_FIX,
         )
     return candidates[0]
 
@@ -52,7 +52,7 @@ def fatbin_entries(data: bytes) -> list[FatbinEntry]:
                 env={"PATH": os.defpath, "LC_ALL": "C"},
             )
         except (OSError, subprocess.TimeoutExpired) as err:
-            raise CompileError(f"cuobjdump could not run: {err}", fix=_INSTALL_FIX) from None
+            raise CompileError(f"cuobjdump could not run: {err}", fix=INSTALL_FIX) from None
     if done.returncode != 0:
         raise CompileError(f"cuobjdump rejected the fatbin ({len(data)} bytes): {done.stderr.strip()}")
     return _parse_cuobjdump(done.stdout)

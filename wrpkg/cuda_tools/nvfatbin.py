@@ -5,19 +5,19 @@ from __future__ import annotations
 import functools
 
 from wrpkg.archs import Arch, parse_arch
-from wrpkg.cuda_tools.pinning import _INSTALL_FIX, _load_pinned
+from wrpkg.cuda_tools.pinning import INSTALL_FIX, load_pinned
 from wrpkg.errors import CompileError
 
 
 @functools.cache
-def _nvfatbin():
-    library = _load_pinned("nvfatbin")
+def load_nvfatbin():
+    library = load_pinned("nvfatbin")
     from cuda.bindings import nvfatbin
 
     api = nvfatbin.version()
     if ".".join(map(str, api)) != ".".join(library.version.split(".")[:2]):
         raise CompileError(
-            f"{library.path} reports nvFatbin {api}, expected {library.version}", fix=_INSTALL_FIX
+            f"{library.path} reports nvFatbin {api}, expected {library.version}", fix=INSTALL_FIX
         )
     return nvfatbin
 
@@ -55,7 +55,7 @@ def pack_fatbin(
     if not entries and ptx_entry is None:
         raise CompileError(f"module {module}: nothing to pack into a fatbin")
 
-    nvfatbin = _nvfatbin()
+    nvfatbin = load_nvfatbin()
     try:
         handle = nvfatbin.create([], 0)
     except nvfatbin.nvFatbinError as err:

@@ -11,11 +11,11 @@ from pathlib import Path
 from wrpkg import WARP_VERSION
 from wrpkg.archs import SUPPORTED_SMS, Arch, parse_arch
 from wrpkg.cuda_tools.pinning import (
-    _INSTALL_FIX,
-    _load_pinned,
-    _refuse_foreign_copies,
+    INSTALL_FIX,
+    load_pinned,
     nvrtc_cuda_version,
     pinned_nvrtc_version,
+    refuse_foreign_copies,
 )
 from wrpkg.errors import CompileError
 from wrpkg.recipe import CompileRecipe
@@ -23,17 +23,15 @@ from wrpkg.recipe import CompileRecipe
 
 @functools.cache
 def _nvrtc():
-    library = _load_pinned("nvrtc")
+    library = load_pinned("nvrtc")
     from cuda.bindings import nvrtc
 
     api = _check(nvrtc, nvrtc.nvrtcVersion(), "nvrtcVersion")
     if ".".join(map(str, api)) != ".".join(library.version.split(".")[:2]):
-        raise CompileError(
-            f"{library.path} reports NVRTC {api}, expected {library.version}", fix=_INSTALL_FIX
-        )
+        raise CompileError(f"{library.path} reports NVRTC {api}, expected {library.version}", fix=INSTALL_FIX)
     # The bindings load through cuda-pathfinder's cache, i.e. the file checked above; make
     # sure no other copy came along with them.
-    _refuse_foreign_copies("nvrtc", library.path.parent)
+    refuse_foreign_copies("nvrtc", library.path.parent)
     return nvrtc
 
 
@@ -65,7 +63,7 @@ def nvrtc_versions() -> dict:
         )
     return {
         "toolchain": version,
-        "nvrtc": _load_pinned("nvrtc").version,
+        "nvrtc": load_pinned("nvrtc").version,
         "nvrtc_api": f"{nvrtc_api[0]}.{nvrtc_api[1]}",
         "supported_sms": supported,
     }
@@ -169,7 +167,7 @@ def compile_module(
 @functools.cache
 def _verify_builtins_once() -> None:
     """libnvrtc dlopens libnvrtc-builtins at its first compile: it must come from the wheel too."""
-    _refuse_foreign_copies("nvrtc", _load_pinned("nvrtc").path.parent)
+    refuse_foreign_copies("nvrtc", load_pinned("nvrtc").path.parent)
 
 
 def ptx_isa_version(ptx: bytes) -> str | None:

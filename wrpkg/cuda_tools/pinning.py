@@ -25,22 +25,22 @@ _PINNED_LIBS = {
     "nvrtc": (_NVRTC_DIST, None, True),
     "nvfatbin": ("nvidia-nvfatbin", DEFAULT_TOOLCHAIN, False),
 }
-_CUOBJDUMP_DIST = ("nvidia-cuda-cuobjdump", DEFAULT_TOOLCHAIN)
-_INSTALL_FIX = "install the pinned wheels (toolchains/python/requirements.lock) into this Python environment"
+CUOBJDUMP_DIST = ("nvidia-cuda-cuobjdump", DEFAULT_TOOLCHAIN)
+INSTALL_FIX = "install the pinned wheels (toolchains/python/requirements.lock) into this Python environment"
 
 
-def _distribution(name: str, version: str) -> importlib.metadata.Distribution:
+def pinned_distribution(name: str, version: str) -> importlib.metadata.Distribution:
     try:
         dist = importlib.metadata.distribution(name)
     except importlib.metadata.PackageNotFoundError:
         raise CompileError(
-            f"the pinned CUDA wheel {name}=={version} is not installed", fix=_INSTALL_FIX
+            f"the pinned CUDA wheel {name}=={version} is not installed", fix=INSTALL_FIX
         ) from None
     if dist.version != version:
         raise CompileError(
             f"{name} {dist.version} is installed, but rules_warp pins {version} "
             "(cubins differ between NVRTC patch releases)",
-            fix=_INSTALL_FIX,
+            fix=INSTALL_FIX,
         )
     return dist
 
@@ -53,7 +53,7 @@ def pinned_nvrtc_version() -> str:
     try:
         version = importlib.metadata.version(_NVRTC_DIST)
     except importlib.metadata.PackageNotFoundError:
-        raise CompileError(f"the CUDA wheel {_NVRTC_DIST} is not installed", fix=_INSTALL_FIX) from None
+        raise CompileError(f"the CUDA wheel {_NVRTC_DIST} is not installed", fix=INSTALL_FIX) from None
     if version not in SUPPORTED_SMS:
         raise CompileError(
             f"{_NVRTC_DIST} {version} is installed, but rules_warp pins only NVRTC "
@@ -71,7 +71,7 @@ def nvrtc_cuda_version() -> int:
     return cuda_version_number(pinned_nvrtc_version())
 
 
-def _dist_files(dist: importlib.metadata.Distribution, pattern: str) -> list[Path]:
+def dist_files(dist: importlib.metadata.Distribution, pattern: str) -> list[Path]:
     return [
         Path(os.path.realpath(dist.locate_file(f))) for f in dist.files or () if re.search(pattern, f.name)
     ]
@@ -98,7 +98,7 @@ def _embedded_build_string(path: Path, version: str) -> bool:
         return data.find(needle) >= 0
 
 
-def _refuse_foreign_copies(name: str, wheel_dir: Path) -> None:
+def refuse_foreign_copies(name: str, wheel_dir: Path) -> None:
     strangers = {p for p in _mapped_libraries(name) if p.parent != wheel_dir}
     if strangers:
         raise CompileError(
@@ -117,17 +117,17 @@ class PinnedLibrary:
 
 
 @functools.cache
-def _load_pinned(name: str) -> PinnedLibrary:
+def load_pinned(name: str) -> PinnedLibrary:
     dist_name, version, has_build_string = _PINNED_LIBS[name]
     version = version or pinned_nvrtc_version()
-    dist = _distribution(dist_name, version)
-    wheel_files = set(_dist_files(dist, rf"^lib{name}\.so"))
+    dist = pinned_distribution(dist_name, version)
+    wheel_files = set(dist_files(dist, rf"^lib{name}\.so"))
     if not wheel_files:
-        raise CompileError(f"{dist_name} {version} holds no lib{name}.so", fix=_INSTALL_FIX)
+        raise CompileError(f"{dist_name} {version} holds no lib{name}.so", fix=INSTALL_FIX)
     try:
         from cuda import pathfinder
     except ImportError:
-        raise CompileError("cuda-pathfinder is not installed", fix=_INSTALL_FIX) from None
+        raise CompileError("cuda-pathfinder is not installed", fix=INSTALL_FIX) from None
     try:
         loaded = pathfinder.load_nvidia_dynamic_lib(name)
     except (
@@ -137,7 +137,7 @@ def _load_pinned(name: str) -> PinnedLibrary:
         RuntimeError,
         OSError,
     ) as err:
-        raise CompileError(f"cuda-pathfinder could not load lib{name}: {err}", fix=_INSTALL_FIX) from None
+        raise CompileError(f"cuda-pathfinder could not load lib{name}: {err}", fix=INSTALL_FIX) from None
     loaded_path = Path(os.path.realpath(loaded.abs_path))
     if loaded_path not in wheel_files:
         raise CompileError(
@@ -146,7 +146,7 @@ def _load_pinned(name: str) -> PinnedLibrary:
             fix="run in a process that has not loaded another CUDA toolkit; unset CUDA_HOME/LD_PRELOAD",
         )
     # Anything else named lib<name>* in the process would be a second copy (host CUDA).
-    _refuse_foreign_copies(name, loaded_path.parent)
+    refuse_foreign_copies(name, loaded_path.parent)
     if has_build_string and not _embedded_build_string(loaded_path, version):
-        raise CompileError(f"{loaded_path} does not carry the build string V{version}", fix=_INSTALL_FIX)
+        raise CompileError(f"{loaded_path} does not carry the build string V{version}", fix=INSTALL_FIX)
     return PinnedLibrary(name, dist_name, version, loaded_path)

@@ -5,17 +5,17 @@ from __future__ import annotations
 import functools
 
 from wrpkg.cuda_tools.cuobjdump import cuobjdump_path
-from wrpkg.cuda_tools.nvfatbin import _nvfatbin
+from wrpkg.cuda_tools.nvfatbin import load_nvfatbin
 from wrpkg.cuda_tools.nvrtc import nvrtc_versions
-from wrpkg.cuda_tools.pinning import _CUOBJDUMP_DIST, _load_pinned
+from wrpkg.cuda_tools.pinning import CUOBJDUMP_DIST, load_pinned
 
 
 @functools.cache
 def toolchain_library_paths() -> dict[str, str]:
     """Absolute paths of the files in use (machine-specific: keep out of build outputs)."""
     return {
-        "nvrtc": str(_load_pinned("nvrtc").path),
-        "nvfatbin": str(_load_pinned("nvfatbin").path),
+        "nvrtc": str(load_pinned("nvrtc").path),
+        "nvfatbin": str(load_pinned("nvfatbin").path),
         "cuobjdump": str(cuobjdump_path()),
     }
 
@@ -23,11 +23,11 @@ def toolchain_library_paths() -> dict[str, str]:
 @functools.cache
 def toolchain_versions() -> dict:
     """Versions of the whole pinned toolchain (NVRTC, nvFatbin, cuobjdump), for manifests (no paths)."""
-    nvfatbin = _nvfatbin()
+    nvfatbin = load_nvfatbin()
     nvfatbin_api = nvfatbin.version()
     return {
         **nvrtc_versions(),
-        "nvfatbin": _load_pinned("nvfatbin").version,
+        "nvfatbin": load_pinned("nvfatbin").version,
         "nvfatbin_api": f"{nvfatbin_api[0]}.{nvfatbin_api[1]}",
-        "cuobjdump": _CUOBJDUMP_DIST[1],
+        "cuobjdump": CUOBJDUMP_DIST[1],
     }

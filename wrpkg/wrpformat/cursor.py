@@ -7,7 +7,7 @@ import struct
 from wrpkg.errors import WrpFormatError
 
 
-class _Cursor:
+class Cursor:
     """Bounds-checked reads over one section; errors name the absolute file offset."""
 
     __slots__ = ("data", "pos", "end", "path", "section")

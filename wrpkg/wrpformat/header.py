@@ -6,7 +6,7 @@ import struct
 from dataclasses import dataclass
 
 from wrpkg import WARP_VERSION
-from wrpkg.wrpformat.cursor import _Cursor
+from wrpkg.wrpformat.cursor import Cursor
 from wrpkg.wrpformat.enums import (
     FORMAT_VERSION,
     HEADER_SIZE,
@@ -31,7 +31,7 @@ class FileHeader:
     reserved: bytes = b"\0" * 32
 
     @classmethod
-    def read(cls, cur: _Cursor) -> FileHeader:
+    def read(cls, cur: Cursor) -> FileHeader:
         """The header at the start of the file, with the checks Warp's loader makes on it
         (the section table must fit in the file: `cur` spans the whole file)."""
         size = cur.end
@@ -101,6 +101,6 @@ class SectionEntry:
 
 
 _HEADER = struct.Struct("<4sIIIQB3sI32s")
-_SECTION = struct.Struct("<IIQQQ")
+SECTION = struct.Struct("<IIQQQ")
 
-assert _HEADER.size == HEADER_SIZE and _SECTION.size == SECTION_ENTRY_SIZE
+assert _HEADER.size == HEADER_SIZE and SECTION.size == SECTION_ENTRY_SIZE

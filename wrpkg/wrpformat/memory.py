@@ -6,7 +6,7 @@ import struct
 from dataclasses import dataclass, field
 
 from wrpkg.errors import WrpFormatError
-from wrpkg.wrpformat.cursor import _Cursor
+from wrpkg.wrpformat.cursor import Cursor
 from wrpkg.wrpformat.limits import MAX_REGION_BYTES, MAX_TOTAL_REGION_BYTES, REGION_RECORD_SIZE
 
 _REGION = struct.Struct("<IIQB7s")
@@ -22,7 +22,7 @@ class MemoryRegion:
     pad: bytes = b"\0" * 7
 
     @classmethod
-    def read(cls, cur: _Cursor, i: int, seen: set[int]) -> MemoryRegion:
+    def read(cls, cur: Cursor, i: int, seen: set[int]) -> MemoryRegion:
         """Region record `i` and its initial data; `seen` holds the ids read before it."""
         at = cur.pos
         region_id, element_size, size, has_data, pad = cur.unpack(_REGION, f"memory region record {i}")
@@ -73,7 +73,7 @@ class MemorySection:
         return None
 
 
-def _parse_memory(cur: _Cursor) -> MemorySection:
+def parse_memory(cur: Cursor) -> MemorySection:
     if cur.remaining() < 4:
         raise cur.fail("memory section is shorter than its 4-byte region count")
     count = cur.count("memory region", _REGION.size)
@@ -96,7 +96,7 @@ def _parse_memory(cur: _Cursor) -> MemorySection:
     return section
 
 
-def _write_memory(memory: MemorySection) -> bytes:
+def write_memory(memory: MemorySection) -> bytes:
     out = bytearray(struct.pack("<I", len(memory.regions)))
     for region in memory.regions:
         out += region.write()

@@ -10,7 +10,7 @@ from wrpkg import WARP_VERSION
 from wrpkg.archs import SUFFIX_MIN_SM
 from wrpkg.errors import WrpFormatError
 from wrpkg.recipe import CompileRecipe
-from wrpkg.wrpformat.cursor import _Cursor
+from wrpkg.wrpformat.cursor import Cursor
 from wrpkg.wrpformat.enums import (
     FORMAT_VERSION,
     INT32_MAX,
@@ -22,7 +22,7 @@ from wrpkg.wrpformat.header import FileHeader
 
 
 def _string(value: str) -> bytes:
-    """A u32 length followed by the UTF-8 bytes (the reader's _Cursor.string)."""
+    """A u32 length followed by the UTF-8 bytes (the reader's Cursor.string)."""
     raw = value.encode("utf-8")
     return struct.pack("<I", len(raw)) + raw
 
@@ -46,7 +46,7 @@ class ModuleRecord:
         return CompileRecipe.from_bytes(self.compile_recipe)
 
     @classmethod
-    def read(cls, cur: _Cursor, i: int) -> ModuleRecord:
+    def read(cls, cur: Cursor, i: int) -> ModuleRecord:
         """Module record `i`; refuses unknown enum values (validate_module checks the rest)."""
         at = cur.pos
         module_hash = cur.string(f"module {i} hash")
@@ -101,7 +101,7 @@ class KernelRecord:
     block_dim: int
 
     @classmethod
-    def read(cls, cur: _Cursor, i: int) -> KernelRecord:
+    def read(cls, cur: Cursor, i: int) -> KernelRecord:
         return cls(
             key=cur.string(f"kernel {i} key"),
             module_hash=cur.string(f"kernel {i} module hash"),
@@ -126,7 +126,7 @@ class BindingRecord:
     region_id: int
 
     @classmethod
-    def read(cls, cur: _Cursor, i: int) -> BindingRecord:
+    def read(cls, cur: Cursor, i: int) -> BindingRecord:
         return cls(cur.string(f"binding {i} name"), cur.u32(f"binding {i} region id"))
 
     def write(self) -> bytes:
@@ -150,7 +150,7 @@ class MeshRecord:
     original_ptr: int  # the captured mesh handle; relocations refer to it
 
     @classmethod
-    def read(cls, cur: _Cursor, i: int) -> MeshRecord:
+    def read(cls, cur: Cursor, i: int) -> MeshRecord:
         return cls(*cur.unpack(_MESH, f"mesh record {i}"))
 
     def write(self) -> bytes:
@@ -180,7 +180,7 @@ class PtrLocation:
     count: int
 
     @classmethod
-    def read(cls, cur: _Cursor, i: int) -> PtrLocation:
+    def read(cls, cur: Cursor, i: int) -> PtrLocation:
         return cls(*cur.unpack(_PTR_LOC, f"pointer location {i}"))
 
     def write(self) -> bytes:
@@ -207,7 +207,7 @@ _MIN_KERNEL = 4 * 4 + 3 * 4
 _MIN_BINDING = 4 + 4
 
 
-def _parse_metadata(cur: _Cursor, header: FileHeader) -> Metadata:
+def parse_metadata(cur: Cursor, header: FileHeader) -> Metadata:
     version = cur.u32("metadata version")
     if version != FORMAT_VERSION:
         raise cur.fail(
@@ -339,7 +339,7 @@ def is_plain_basename(name: str) -> bool:
     return bool(name) and name not in (".", "..") and not any(c in name for c in "/\\:")
 
 
-def _write_metadata(meta: Metadata) -> bytes:
+def write_metadata(meta: Metadata) -> bytes:
     out = bytearray()
     out += struct.pack("<I", meta.format_version)
     out += _string(meta.producer_version)

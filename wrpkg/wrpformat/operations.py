@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 
 from wrpkg.errors import WrpFormatError
-from wrpkg.wrpformat.cursor import _Cursor
+from wrpkg.wrpformat.cursor import Cursor
 from wrpkg.wrpformat.enums import MAX_BRANCH_DEPTH, OpType, RelocKind, ScalarType
 from wrpkg.wrpformat.limits import (
     EXACT_RECORD_BYTES,
@@ -32,7 +32,7 @@ class _OpReader:
 
     __slots__ = ("cur", "type", "index", "start")
 
-    def __init__(self, cur: _Cursor, op_type: int, index: int, start: int):
+    def __init__(self, cur: Cursor, op_type: int, index: int, start: int):
         self.cur = cur
         self.type = op_type
         self.index = index
@@ -392,13 +392,13 @@ class Conditional:
         if op.type == OpType.WHILE and b_size != 0:
             raise fail("capture_while record has a non-empty second branch")
         a_end = rec.pos + a_size
-        branch_a = _parse_stream(rec, a_end, a_count)
-        branch_b = _parse_stream(rec, a_end + b_size, b_count)
+        branch_a = parse_stream(rec, a_end, a_count)
+        branch_b = parse_stream(rec, a_end + b_size, b_count)
         return cls(OpType(op.type), cond_region_id, cond_offset, branch_a, branch_b, pad, op.tail())
 
     def write(self) -> bytes:
-        a = _write_stream_body(self.branch_a)
-        b = _write_stream_body(self.branch_b)
+        a = write_stream_body(self.branch_a)
+        b = write_stream_body(self.branch_b)
         counts = (len(a), len(self.branch_a.ops), len(b), len(self.branch_b.ops))
         return _COND.pack(self.cond_region_id, self.pad, self.cond_offset, *counts) + a + b + self.tail
 
@@ -447,7 +447,7 @@ class OpaqueOp:
         return self.payload
 
 
-def _check_opaque(rec: _Cursor, op_type: OpType, fail) -> None:
+def _check_opaque(rec: Cursor, op_type: OpType, fail) -> None:
     """The loader's rules for records this module keeps as bytes (apic_validate_operation_stream: sizes,
     enums, signs, spans that would overflow at replay); runtime/internal/wrp_operations.cc applies the same."""
     total = rec.end - rec.pos + _OP_HEADER.size
@@ -571,7 +571,7 @@ def op_type_name(op_type: int) -> str:
         return f"op_{op_type}"
 
 
-def _parse_stream(cur: _Cursor, end: int, op_count: int) -> OpStream:
+def parse_stream(cur: Cursor, end: int, op_count: int) -> OpStream:
     """The stream's records, parsed; its nesting was checked first (check_branch_depth), so the
     recursion through conditional records is bounded."""
     if op_count * _OP_HEADER.size > end - cur.pos:
@@ -590,7 +590,7 @@ def _parse_stream(cur: _Cursor, end: int, op_count: int) -> OpStream:
                 f"operation {i} declares size {total_size}, which overruns its stream or is too small"
             )
         op_end = op_start + total_size
-        rec = _Cursor(cur.data, op_start + _OP_HEADER.size, op_end, cur.path, cur.section)
+        rec = Cursor(cur.data, op_start + _OP_HEADER.size, op_end, cur.path, cur.section)
         stream.ops.append(_parse_op(rec, op_type, i, op_start))
         cur.pos = op_end
     stream.trailing = bytes(cur.data[cur.pos : end])
@@ -598,7 +598,7 @@ def _parse_stream(cur: _Cursor, end: int, op_count: int) -> OpStream:
     return stream
 
 
-def check_branch_depth(cur: _Cursor, end: int, op_count: int) -> None:
+def check_branch_depth(cur: Cursor, end: int, op_count: int) -> None:
     """Conditional nesting past the table's depth (Warp's own loader takes up to 1024 levels), refused at
     the first branch past it. Every read of a .wrp runs this first: a full parse then recurses a bounded
     depth, and a load that leaves the rest of the stream to Warp's validator still refuses what verify
@@ -632,7 +632,7 @@ def check_branch_depth(cur: _Cursor, end: int, op_count: int) -> None:
 _NAMES_AN_OP = re.compile(r"operation \d+: ")
 
 
-def _parse_op(rec: _Cursor, op_type: int, index: int, op_start: int):
+def _parse_op(rec: Cursor, op_type: int, index: int, op_start: int):
     op = _OpReader(rec, op_type, index, op_start)
     read = _READERS.get(op_type)
     if read is None:
@@ -655,5 +655,5 @@ def _write_op(op) -> bytes:
     return _OP_HEADER.pack(int(op.op_type), _OP_HEADER.size + len(body)) + body
 
 
-def _write_stream_body(stream: OpStream) -> bytes:
+def write_stream_body(stream: OpStream) -> bytes:
     return b"".join(_write_op(op) for op in stream.ops) + stream.trailing

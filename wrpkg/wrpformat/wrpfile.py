@@ -11,23 +11,23 @@ from pathlib import Path
 from wrpkg import atomic
 from wrpkg.errors import WrpFormatError
 from wrpkg.wrpformat import limits
-from wrpkg.wrpformat.cursor import _Cursor
+from wrpkg.wrpformat.cursor import Cursor
 from wrpkg.wrpformat.enums import (
     HEADER_SIZE,
     SECTION_ENTRY_SIZE,
     DeviceType,
     SectionType,
 )
-from wrpkg.wrpformat.header import _SECTION, FileHeader, SectionEntry
-from wrpkg.wrpformat.memory import MemorySection, _parse_memory, _write_memory
-from wrpkg.wrpformat.metadata import Metadata, _parse_metadata, _write_metadata
+from wrpkg.wrpformat.header import SECTION, FileHeader, SectionEntry
+from wrpkg.wrpformat.memory import MemorySection, parse_memory, write_memory
+from wrpkg.wrpformat.metadata import Metadata, parse_metadata, write_metadata
 from wrpkg.wrpformat.operations import (
     OpStream,
-    _parse_stream,
-    _write_stream_body,
     check_branch_depth,
     iter_ops,
     op_type_name,
+    parse_stream,
+    write_stream_body,
 )
 
 
@@ -103,17 +103,17 @@ def read_wrp(path_or_bytes, *, path: str | os.PathLike | None = None, operations
 
 def _parse(data: memoryview, path: str | None, with_operations: bool = True) -> WrpFile:
     size = len(data)
-    header = FileHeader.read(_Cursor(data, 0, size, path, "header"))
+    header = FileHeader.read(Cursor(data, 0, size, path, "header"))
     num_sections, table_offset = header.num_sections, header.section_table_offset
 
     entries: list[SectionEntry] = []
     layout: list = []
     section_flags: dict = {}
     found: dict[int, SectionEntry] = {}
-    table = _Cursor(data, table_offset, size, path, "section table")
+    table = Cursor(data, table_offset, size, path, "section table")
     for i in range(num_sections):
         entry_offset = table.pos
-        entry = SectionEntry(*table.unpack(_SECTION, f"section entry {i}"))
+        entry = SectionEntry(*table.unpack(SECTION, f"section entry {i}"))
         entries.append(entry)
         if entry.offset > size or entry.size > size - entry.offset:
             raise table.fail(
@@ -147,21 +147,21 @@ def _parse(data: memoryview, path: str | None, with_operations: bool = True) -> 
     # Warp validates the operation stream first, then metadata, then memory; the order
     # only decides which error a file with several faults reports.
     ops_entry = found[SectionType.OPERATIONS]
-    ops_cur = _Cursor(data, ops_entry.offset, ops_entry.offset + ops_entry.size, path, "OPERATIONS")
+    ops_cur = Cursor(data, ops_entry.offset, ops_entry.offset + ops_entry.size, path, "OPERATIONS")
     if ops_entry.size < 4:
         raise ops_cur.fail("operations section is shorter than its 4-byte op count")
     op_count = ops_cur.u32("operation count")
     # Without operations (a load), Warp validates the rest of the stream; its nesting limit is laxer.
     check_branch_depth(ops_cur, ops_cur.end, op_count)
-    operations = _parse_stream(ops_cur, ops_cur.end, op_count) if with_operations else []
+    operations = parse_stream(ops_cur, ops_cur.end, op_count) if with_operations else []
 
     meta_entry = found[SectionType.METADATA]
-    metadata = _parse_metadata(
-        _Cursor(data, meta_entry.offset, meta_entry.offset + meta_entry.size, path, "METADATA"), header
+    metadata = parse_metadata(
+        Cursor(data, meta_entry.offset, meta_entry.offset + meta_entry.size, path, "METADATA"), header
     )
 
     mem_entry = found[SectionType.MEMORY]
-    memory = _parse_memory(_Cursor(data, mem_entry.offset, mem_entry.offset + mem_entry.size, path, "MEMORY"))
+    memory = parse_memory(Cursor(data, mem_entry.offset, mem_entry.offset + mem_entry.size, path, "MEMORY"))
 
     wrp = WrpFile(
         header=header,
@@ -253,16 +253,16 @@ def _write(wrp: WrpFile) -> bytes:
         if isinstance(slot, RawSection):
             payloads.append((slot.type, slot.flags, slot.data))
         elif slot == SectionType.METADATA:
-            payloads.append((slot, wrp.section_flags.get(slot, 0), _write_metadata(wrp.metadata)))
+            payloads.append((slot, wrp.section_flags.get(slot, 0), write_metadata(wrp.metadata)))
         elif slot == SectionType.MEMORY:
-            payloads.append((slot, wrp.section_flags.get(slot, 0), _write_memory(wrp.memory)))
+            payloads.append((slot, wrp.section_flags.get(slot, 0), write_memory(wrp.memory)))
         elif slot == SectionType.OPERATIONS:
-            ops = struct.pack("<I", len(wrp.operations.ops)) + _write_stream_body(wrp.operations)
+            ops = struct.pack("<I", len(wrp.operations.ops)) + write_stream_body(wrp.operations)
             payloads.append((slot, wrp.section_flags.get(slot, 0), ops))
     out = bytearray(wrp.header.write(len(payloads)))
     offset = HEADER_SIZE + SECTION_ENTRY_SIZE * len(payloads)
     for section_type, flags, data in payloads:
-        out += _SECTION.pack(int(section_type), flags, offset, len(data), len(data))
+        out += SECTION.pack(int(section_type), flags, offset, len(data), len(data))
         offset += len(data)
     for _, _, data in payloads:
         out += data
