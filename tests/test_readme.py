@@ -104,6 +104,9 @@ ELSEWHERE = {
     "run by hand (the venv rule's --no-index --find-links branch)",
     "tools/gpu/runner_pack.sh": "builds the runner root filesystem (root, mmdebstrap, minutes of xz): run by hand; "
     "//tests:wheelhouse_pack_test checks its wheel packing",
+    "tools/gpu/native_vs_retarget.py": "needs a CUDA GPU: run by hand on the GPU machine (no Bazel), natively "
+    "capturing and retargeting each Newton model; //tests:retarget_gpu_test holds the same check for the small "
+    "programs under --config=gpu",
     "tools/gpu/runner_unpack.sh": "on the GPU machine, piece by piece: run by hand (toolchains/containers/README.md)",
     "tools/gpu/enter_runner.sh": "needs root and an unpacked runner root filesystem: run by hand "
     "(toolchains/containers/README.md)",
