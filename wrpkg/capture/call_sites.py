@@ -14,7 +14,8 @@ import os
 import sys
 from dataclasses import dataclass
 
-_WRPKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# The package root, not this module's folder: wrpkg's frames anywhere (warp_internals.py, reader/) are its own.
+_WRPKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _INSTALLED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
 
 
@@ -22,6 +23,12 @@ def _warp_dir() -> str:
     import warp  # noqa: PLC0415 - Warp is imported lazily
 
     return os.path.dirname(os.path.abspath(warp.__file__)) + os.sep
+
+
+def own_dirs() -> tuple[str, str]:
+    """Warp's and wrpkg's folders: code there is neither the user's nor a library's (the capture
+    handles Warp's own device branches and operations itself)."""
+    return (_warp_dir(), _WRPKG_DIR)
 
 
 def is_installed(filename: str, user_dirs: tuple[str, ...] = ()) -> bool:

@@ -16,14 +16,11 @@ default a retargeted capture answers such questions as its target GPU instead (d
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from dataclasses import dataclass, field
 
 from wrpkg import warp_internals
 from wrpkg.capture import call_sites
-
-_WRPKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 @dataclass
@@ -36,7 +33,7 @@ class DeviceBranchWatch:
     sites: dict[tuple[str, int], str] = field(default_factory=dict)
     # Folders whose frames are not asked about: Warp's (it branches on the device for itself,
     # which the retarget handles) and wrpkg's.
-    _skipped: tuple[str, ...] = (_WRPKG_DIR,)
+    _skipped: tuple[str, ...] = ()
 
     def _note(self, frame) -> None:
         filename = frame.f_code.co_filename
@@ -50,7 +47,7 @@ class DeviceBranchWatch:
     def watching(self):
         device_class = warp_internals.context().Device
         originals = {name: device_class.__dict__[name] for name in ("is_cpu", "is_cuda")}
-        self._skipped = (os.path.dirname(os.path.abspath(sys.modules["warp"].__file__)) + os.sep, _WRPKG_DIR)
+        self._skipped = call_sites.own_dirs()
         watch = self
 
         def watched(original):

@@ -33,8 +33,6 @@ from wrpkg import warp_internals
 from wrpkg.capture import call_sites
 from wrpkg.errors import CaptureError
 
-_WRPKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
 _MIB = 1 << 20
 
 
@@ -143,7 +141,7 @@ class DeviceModel:
     answers: dict[tuple[str, str], object] = field(default_factory=dict)
     # The first refusal, raised again by check() if the code that asked caught it.
     refused: DeviceModelRefusal | None = None
-    _skipped: tuple[str, ...] = (_WRPKG_DIR,)
+    _skipped: tuple[str, ...] = ()
     _decided: dict = field(default_factory=dict)  # file name -> outside Warp and wrpkg
 
     @property
@@ -190,7 +188,7 @@ class DeviceModel:
         import warp  # noqa: PLC0415 - Warp is imported lazily
 
         device_class = ctx.Device
-        self._skipped = (os.path.dirname(os.path.abspath(warp.__file__)) + os.sep, _WRPKG_DIR)
+        self._skipped = call_sites.own_dirs()
         self._decided.clear()
         model = self
         # A library that imported a modelled function while a model was active (`from warp import
