@@ -121,6 +121,30 @@ def test_each_model_answers_its_own_sm_count_and_warps_global_queries(tmp_path, 
     assert (launch.block_dim, launch.max_blocks) == (128, sm_count)
 
 
+def test_an_occupancy_query_is_answered_by_the_cpu_and_named(tmp_path):
+    """wp.get_suggested_block_size needs the kernel compiled for the GPU and the GPU: the CPU's (1, 1)
+    reaches the launch, and the capture says so (device_model_answers and the note), rather than
+    passing it off as the model's."""
+    from wrpkg.capture import device_model  # noqa: PLC0415
+
+    script = PROGRAMS / "device_branch.py"
+    out = tmp_path / "raw"
+    proc = retarget(script, out, env_extra={"WRP_TEST_BRANCH": "occupancy"})
+    assert proc.returncode == 0, proc.stderr
+    asked = json.loads((out / "capture.json").read_text())["device_model_answers"]
+    assert [(a["asked"], a["answer"], a["where"].split(" ")[0]) for a in asked] == [
+        ("Device.is_cpu", False, f"tests/programs_retarget/device_branch.py:{_line(script, '# asks here')}"),
+        (
+            "wp.get_suggested_block_size()",
+            f"(1, 1) {device_model.CPU_ANSWER}",
+            f"tests/programs_retarget/device_branch.py:{_line(script, '# occupancy')}",
+        ),
+    ]
+    assert "wp.get_suggested_block_size() was answered by the CPU, (1, 1)" in proc.stderr
+    (launch,) = wrpformat.read_wrp(out / "device_branch.wrp").operations.ops
+    assert launch.max_blocks == 1
+
+
 @pytest.mark.parametrize("branch", ["stream", "caught_stream"])
 def test_a_cuda_stream_asked_on_the_model_branch_is_refused(tmp_path, branch):
     """Told it runs on CUDA, the script asks the device for its CUDA stream, which a run on the CPU

@@ -5,10 +5,14 @@ fixed program of each pattern captures. A native crash ends with a message, not 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 from test_capture import PROGRAMS, assert_no_output, assert_refused, run_capture
+from wrp_testing import run_python
 
 LABEL = "//tests:refused_wrp"
 
@@ -236,3 +240,35 @@ def test_a_mesh_created_in_the_step_is_refused_naming_the_line(tmp_path, capture
     assert_refused(
         proc, out, LABEL, "step() creates a wp.Mesh", "(made = wp.Mesh(", "create the wp.Mesh in build()"
     )
+
+
+def test_the_watching_parent_imports_neither_warp_nor_numpy(tmp_path):
+    """The parent only waits for the watched child: its own imports of Warp and NumPy cost every
+    capture a second start-up. `-X importtime` is the parent's alone (a child does not inherit it)."""
+    out = tmp_path / "raw"
+    args = ["--script", str(PROGRAMS / "crash_in_step.py"), "--device", "cpu", "--out-dir", str(out)]
+    proc = run_python("-X", "importtime", "-m", "wrpkg.capture", *args, "--stem", "sim", "--label", LABEL)
+    assert "died of SIGSEGV during step() under capture on cpu" in proc.stderr
+    imported = [
+        line.rsplit("|", 1)[-1].strip()
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:")
+    ]
+    assert "wrpkg.capture.crash_watch" in imported
+    assert not [name for name in imported if name.split(".")[0] in ("warp", "numpy")], imported
+
+
+def test_the_capture_runs_under_a_fixed_hash_seed(tmp_path):
+    """Warp's code generation walks sets of names: a capture from the command line runs the script under
+    the hash seed the Bazel action sets (0), whatever the caller's, so its modules are the same bytes."""
+    expected = subprocess.run(
+        [sys.executable, "-c", "print(hash('wrpkg hash seed probe'))"],
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    for seed in ("random", "1"):
+        proc = run_capture(PROGRAMS / "hash_seed.py", tmp_path / seed, env_extra={"PYTHONHASHSEED": seed})
+        assert proc.returncode == 1
+        assert f"hash seed probe: {expected}" in proc.stderr, proc.stderr

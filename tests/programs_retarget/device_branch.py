@@ -9,6 +9,7 @@ WRP_TEST_BRANCH=readback: the step's CPU branch reads a value back to the host, 
 MPM solver does where a GPU loops with wp.capture_while; with --device-model none the refusal comes
 with a note naming the line that asked. WRP_TEST_BRANCH=queries: the step's launch also takes
 max_blocks from the SM count and asks Warp whether conditional graphs and memory pools are there.
+WRP_TEST_BRANCH=occupancy: max_blocks from wp.get_suggested_block_size, which only a GPU can answer.
 WRP_TEST_BRANCH=stream (caught_stream): the CUDA branch asks for the device's stream, which a run on
 the CPU cannot give: refused (also when the script catches the refusal)."""
 
@@ -36,6 +37,9 @@ def build(device):
     if BRANCH == "queries":
         max_blocks = wp.get_device(device).sm_count  # asks the SM count
         assert wp.is_conditional_graph_supported() and wp.is_mempool_enabled(device)
+    if BRANCH == "occupancy":
+        block_size, min_grid_size = wp.get_suggested_block_size(scale, device)  # occupancy
+        max_blocks = block_size * min_grid_size
     if BRANCH in ("stream", "caught_stream") and wp.get_device(device).is_cuda:
         try:
             print(wp.get_device(device).stream)  # asks for the stream

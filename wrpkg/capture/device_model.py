@@ -16,6 +16,10 @@ a CUDA stream or context, a CUDA device object, the device's free memory, its UU
 id, its memory pool's state, a new stream or event. The refusal is raised where the code asked, and again after build()
 or the step if the code caught it (`check()`).
 
+A GPU's occupancy (`wp.get_suggested_block_size`) needs the kernel compiled for that GPU and
+the GPU itself: it is left to Warp, which answers for the CPU device (1, 1), and recorded as such,
+so that a launch width computed from it (MuJoCo Warp's collision kernels) is named as the CPU's.
+
 Every answer is recorded (capture.json `device_model`, `device_model_answers`: what was asked,
 the answer and the line that asked, each once). Not modelled: the device's `ordinal`, `alias`
 and `str()` (Warp's own identity of the CPU device), and comparisons such as `device == "cuda"`.
@@ -257,6 +261,23 @@ class DeviceModel:
             saved_warp[name] = original
             setattr(warp, name, wrapper)
 
+        def cpu_answered(name):
+            """warp.NAME answered by Warp for the CPU device, and recorded as the CPU's answer."""
+            original = getattr(warp, name)
+
+            @functools.wraps(original)
+            def wrapper(*args, **kwargs):
+                result = original(*args, **kwargs)
+                current = active[0]
+                frame = sys._getframe(1)
+                device = kwargs.get("device", args[1] if len(args) > 1 else None)
+                if current is not None and current._outside(frame) and on_cpu(device):
+                    current._answer(frame, f"wp.{name}()", f"{tuple(result)} {CPU_ANSWER}")
+                return result
+
+            saved_warp[name] = original
+            setattr(warp, name, wrapper)
+
         def on_cpu(device) -> bool:
             try:
                 return ctx.runtime.get_device(device).ordinal < 0
@@ -338,6 +359,7 @@ class DeviceModel:
                 "its current CUDA stream (wp.get_stream): the CPU has no CUDA stream to hand out",
                 lambda device=None, *a, **k: on_cpu(device),
             )
+            cpu_answered("get_suggested_block_size")
             refused_init(ctx.Stream, "a new CUDA stream (wp.Stream): the CPU has no CUDA streams")
             refused_init(ctx.Event, "a new CUDA event (wp.Event): the CPU has no CUDA events")
             active[0] = self
@@ -362,6 +384,8 @@ class DeviceModel:
 
 _MISSING = object()
 _ASK_WARP = object()
+# How an answer the CPU gave in the model's place is marked (device_model_answers, the note).
+CPU_ANSWER = "(the CPU's: a GPU's occupancy needs the GPU)"
 _ACTIVE: list[DeviceModel | None] = [None]  # the model whose watching() is active
 
 
@@ -371,6 +395,12 @@ def note(target: str, model: DeviceModel) -> str:
     shown = [f"  {r['where']}: {r['asked']} -> {r['answer']!r}" for r in records[:8]]
     if len(records) > 8:
         shown.append(f"  ... and {len(records) - 8} more (capture.json device_model_answers)")
+    if any(CPU_ANSWER in str(r["answer"]) for r in records):
+        shown.append(
+            "  wp.get_suggested_block_size() was answered by the CPU, (1, 1): launch widths computed from it are "
+            "the CPU's, which this bundle replays and its goldens hold; a GPU capture launches the widths its "
+            "occupancy gives (the same results where the kernel strides over its work, as MuJoCo Warp's do)"
+        )
     return "\n".join(
         [
             f"note: {target}: this retargeted capture ran on the CPU, and code asked which device it runs on: "

@@ -93,10 +93,6 @@ class CaptureRequest:
     target_device: device_model.TargetDevice | None = None
 
 
-def _target_name(label: str | None, script: Path) -> str:
-    return f"{label} (capture script {script})" if label else f"capture script {script}"
-
-
 def _versions(wp, device) -> dict:
     runtime = warp_internals.context().runtime
 
@@ -197,7 +193,7 @@ def capture(
     """
     script = Path(script)
     out_dir = Path(out_dir)
-    target = _target_name(label, script)
+    target = crash_watch.target_name(label, script)
     if not script.is_file():
         raise CaptureError(f"{target}: capture script not found")
     if not stem or "/" in stem or stem.startswith("."):
@@ -558,7 +554,10 @@ def run(args) -> int:
     if not crash_watch.in_child() and not args.in_process:
         # The capture itself runs in a watched child: a native crash becomes a message.
         return crash_watch.run_watched(
-            "wrpkg.capture", _argv(args), _target_name(args.label, Path(args.script)), Path(args.out_dir)
+            "wrpkg.capture",
+            _argv(args),
+            crash_watch.target_name(args.label, Path(args.script)),
+            Path(args.out_dir),
         )
     if crash_watch.in_child():
         crash_watch.start_child()
