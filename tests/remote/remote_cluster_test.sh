@@ -2,7 +2,8 @@
 # The reference cluster for real (remote/README.md): up on loopback with two CPU workers,
 # then, from clean Bazel output bases that share nothing with this build but the source tree:
 #   - TLS and tokens: calls without a valid token, or without TLS, are refused; every port
-#     listens on loopback; a blob that does not match its digest is refused
+#     listens on loopback; a blob that does not match its digest is refused; only the worker
+#     token writes the action cache and opens bot sessions; the workers' cache is theirs alone
 #   - `bazel build --config=remote` of a CPU and a retargeted CUDA model: every spawn that is
 #     not internal ran remote, in the runner image (not the host), with the content hashes
 #     of this (local) build; a C++ replay test passes on a worker (its runfiles are copied)
@@ -86,6 +87,9 @@ image_root=$cache/images/$image_root
 "$venv_python" "$probe" "$state" auth >"$work/auth.log" 2>&1
 check "TLS and tokens: $(grep -c PASS "$work/auth.log") checks ($(tr '\n' ';' <"$work/auth.log"))" \
   test "$(grep -c FAIL "$work/auth.log")" = 0 -a "$(grep -c PASS "$work/auth.log")" -gt 3
+"$venv_python" "$probe" "$state" client-token >"$work/client_token.log" 2>&1
+check "only workers write results: $(grep -c '^PASS' "$work/client_token.log") checks ($(cut -c7- "$work/client_token.log" | tr '\n' ';'))" \
+  test "$(grep -c '^FAIL' "$work/client_token.log")" = 0 -a "$(grep -c '^PASS' "$work/client_token.log")" = 4
 "$venv_python" "$probe" "$state" listen >"$work/listen.log" 2>&1
 check "every port on loopback ($(grep -c PASS "$work/listen.log") ports)" \
   test "$(grep -c FAIL "$work/listen.log")" = 0 -a "$(grep -c PASS "$work/listen.log")" -ge 4
@@ -98,7 +102,7 @@ check "the queue page's token reads the queue and nothing else" \
 "$venv_python" "$probe" "$state" queue-page >"$work/queue_page.log" 2>&1
 check "the queue page answers its token over TLS, and refuses none or another" \
   test "$(grep -c FAIL "$work/queue_page.log")" = 0 -a "$(grep -c PASS "$work/queue_page.log")" = 3
-cat "$work"/{auth,listen,corrupt,queue_token,queue_page}.log | grep FAIL
+cat "$work"/{auth,client_token,listen,corrupt,queue_token,queue_page}.log | grep '^FAIL'
 
 # The spawns of an execution log: remote ones, and any other that is not Bazel-internal.
 spawns() { # EXEC_JSON -> "remote=N cache_hit=N other=N" and the other ones' mnemonics
@@ -152,6 +156,20 @@ if [ -e /dev/fuse ] && [ "$(id -u)" = 0 ]; then
     "$root/remote" "$(ls -d "$cache"/buildbox-* | head -1)" 2>&1)
   check "where a FUSE mount is refused, staging falls back to hard links ($without_sys_admin)" \
     eval '[[ "$without_sys_admin" == "(False, "*"a FUSE mount is refused: Operation not permitted"* ]]'
+fi
+# The workers' caches hold every action's inputs and outputs: their user's alone. Every folder
+# 0700; no file another user could read, but casd's objects (0444 by casd's design, so that a
+# hard-linked input stays read-only), which lie in those folders.
+loose=$(find "$state/workers" \( -type d -perm /077 \) -o \( ! -type d -perm /077 \
+  ! \( -type f -perm 0444 -path "$state/workers/casd/cas/objects/*" \) \) -printf '%m %P\n' 2>&1)
+objects=$(find "$state/workers/casd/cas/objects" -type f 2>/dev/null | wc -l)
+check "the workers' cache is for their user alone: no folder or file others may read ($objects casd objects; ${loose:-none loose})" \
+  test -z "$loose" -a "$objects" -gt 0
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+  blob=$(find "$state/workers/casd/cas/objects" -type f | head -1)
+  check "another user (nobody) can neither list the workers' folder nor read a casd object" \
+    eval '! setpriv --reuid=nobody --regid=nogroup --clear-groups ls "$state/workers" >/dev/null 2>&1 &&
+      ! setpriv --reuid=nobody --regid=nogroup --clear-groups cat "$blob" >/dev/null 2>&1'
 fi
 probe_out=$(bazel_in ob1 info --config=remote bazel-bin 2>/dev/null)/tests/remote/image_probe.txt
 expected_probe=$(cat "$image_root/etc/os-release"; echo '--- gcc:'; ls "$image_root/usr/lib/gcc/x86_64-linux-gnu"
