@@ -454,7 +454,8 @@ def up(args: argparse.Namespace) -> None:
     start_redis(state, config["redis_port"])
     run([os.path.join(os.path.dirname(python), "bgd"), "migrate", "apply", connection], "bgd migrate apply")
     bgd_config = write_server_config(state, config, image_id)
-    start(state, "bgd", [os.path.join(os.path.dirname(python), "bgd"), "server", "start", bgd_config])
+    # bgd_verified.py is `bgd` whose disk storage checks each blob it serves against its digest.
+    start(state, "bgd", [python, os.path.join(HERE, "bgd_verified.py"), "server", "start", bgd_config])
     wait_port(config["port"], "BuildGrid", state, "bgd")
 
     server = (
@@ -532,6 +533,7 @@ def up(args: argparse.Namespace) -> None:
                 f"--image-id={image_id}",
                 f"--rootfs={rootfs}",
                 f"--casd-socket={socket_path}",
+                f"--casd-cache={state.path('workers', 'casd')}",
                 f"--buildbox-run={os.path.join(tools, 'buildbox-run')}",
                 f"--work-dir={os.path.join(home, 'tmp')}",
                 *[f"--gpu-device={node}" for node in gpu_nodes],

@@ -13,6 +13,9 @@
 #   - BuildGrid restarted mid-action: the build passes with the action's real output, or fails
 #     saying so; never a wrong output
 #   - a job for the gpu pool, which no worker serves: refused within a minute, naming the pool
+#   - an input blob corrupted on the server's disk and in the workers' casd cache: a build that
+#     reads it is right or refused naming the blob, and the next one is right (bgd_verified.py,
+#     worker.py's check_local_inputs)
 #   - the queue page (remote/queue_page.py): TLS and its own token, which BuildGrid lets read
 #     and nothing else; it lists the action of a build in flight with its pool and worker
 #     remote_cluster_test.sh WORKSPACE SIM_CPU_SHA256 SIM_CUDA_SHA256 CLUSTER_PROBE
@@ -285,6 +288,40 @@ took=$(($(date +%s) - start))
 check "a job for the unserved gpu pool fails (rc $rc) in ${took} s, naming the pool" \
   eval 'test "$rc" != 0 -a "$took" -lt 60 && grep -q "Pool.*gpu" "$work/gpu_pool.log"'
 grep -m1 -o "Could not find property set for.*" "$work/gpu_pool.log" | cut -c1-200
+
+# A corrupted blob: one input's copies on the server's disk and in the workers' casd cache get
+# other bytes of the same size (a bad sector does not change a file's length). An action that
+# reads it, run from a clean output base, must get the right digest or be refused naming the
+# blob, never a wrong digest; the next build, with no hand step between, must be right.
+start=$(date +%s)
+blob=$(sha256sum <"$root/tests/remote/fault_input.txt" | cut -c1-64)
+copies=("$state/cas/cas/objects/${blob:0:2}/${blob:2}" "$state/workers/casd/cas/objects/${blob:0:2}/${blob:2}")
+bazel_in ob2 build --config=remote --symlink_prefix=/ "${venvs[@]}" //tests/remote:fault_seed >"$work/fault_seed.log" 2>&1
+check "the fault test's input is in the server's CAS and the workers' cache" test -f "${copies[0]}" -a -f "${copies[1]}"
+for copy in "${copies[@]}"; do
+  printf 'X' | dd of="$copy" bs=1 seek=0 conv=notrunc status=none 2>/dev/null
+done
+fault_build() { # OUTPUT_BASE -> its rc; LOG: $work/OUTPUT_BASE.log
+  bazel_in "$1" build --config=remote --symlink_prefix=/ //tests/remote:fault_check >"$work/$1.log" 2>&1
+}
+fault_output() { cat "$(bazel_in "$1" info --config=remote bazel-bin 2>/dev/null)/tests/remote/fault_check.txt" 2>/dev/null; }
+fault_build ob3
+rc=$?
+got=$(fault_output ob3)
+if [ "$rc" = 0 ]; then
+  check "a corrupted input on the server and the worker: the build is right (digest ${got:0:16})" test "$got" = "$blob"
+else
+  check "a corrupted input on the server and the worker: the build is refused (rc $rc), naming the blob, with no output" \
+    eval 'grep -q "blob $blob" "$work/ob3.log" && test -z "$got"'
+  grep -m1 -o "Not Found: .*" "$work/ob3.log" | cut -c1-300
+fi
+fault_build ob4
+rc=$?
+got=$(fault_output ob4)
+whole=$(for copy in "${copies[@]}"; do [ ! -e "$copy" ] || sha256sum <"$copy" | cut -c1-64; done | sort -u)
+check "and the next build, from another clean output base, is right (rc $rc, digest ${got:0:16}), every copy whole again" \
+  test "$rc" = 0 -a "$got" = "$blob" -a "$whole" = "$blob"
+echo "the corrupted blob: $(grep -c "$blob" "$state/logs/bgd.log") server log lines, $(cat "$state"/logs/worker-*.log | grep -c "blob $blob") worker log lines; $(($(date +%s) - start)) s"
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
