@@ -51,6 +51,9 @@ from cluster_setup import (
     server_venv,
 )
 
+# What the workers' casd and the workers create is theirs alone (up() says why).
+WORKER_UMASK = 0o077
+
 # --- Processes ----------------------------------------------------------------------------
 
 
@@ -65,7 +68,7 @@ def pid_of(state: State, name: str) -> int | None:
         return None
 
 
-def start(state: State, name: str, argv: list[str], env: dict | None = None) -> None:
+def start(state: State, name: str, argv: list[str], env: dict | None = None, umask: int = -1) -> None:
     if pid_of(state, name):
         return
     with open(state.path("logs", f"{name}.log"), "ab") as out:
@@ -76,6 +79,7 @@ def start(state: State, name: str, argv: list[str], env: dict | None = None) -> 
             stderr=subprocess.STDOUT,
             start_new_session=True,
             env={**os.environ, **(env or {})},
+            umask=umask,
         )
     with open(state.path("run", f"{name}.pid"), "w") as f:
         f.write(str(process.pid))
@@ -363,6 +367,9 @@ def write_bazelrc(state: State, config: dict, image_id: str, proxy_port: int) ->
         # connections (about 100 calls each) and more retries (backoff capped at 5 s) ride it out.
         "build:remote --remote_max_connections=4",
         "build:remote --remote_retries=10",
+        # Only workers write the action cache (bgd-acl.yml): the client token may not call
+        # UpdateActionResult, so Bazel must not try with what it ran itself (tests tagged local).
+        "build:remote --remote_upload_local_results=false",
         # The image the workers run: named in every action's platform, so part of its key.
         f"build:remote --repo_env=WRP_RUNNER_IMAGE_ID={image_id}",
     ]
@@ -447,7 +454,8 @@ def up(args: argparse.Namespace) -> None:
     start_redis(state, config["redis_port"])
     run([os.path.join(os.path.dirname(python), "bgd"), "migrate", "apply", connection], "bgd migrate apply")
     bgd_config = write_server_config(state, config, image_id)
-    start(state, "bgd", [os.path.join(os.path.dirname(python), "bgd"), "server", "start", bgd_config])
+    # bgd_verified.py is `bgd` whose disk storage checks each blob it serves against its digest.
+    start(state, "bgd", [python, os.path.join(HERE, "bgd_verified.py"), "server", "start", bgd_config])
     wait_port(config["port"], "BuildGrid", state, "bgd")
 
     server = (
@@ -463,8 +471,13 @@ def up(args: argparse.Namespace) -> None:
     # the venvs' 20,000 blobs once per worker (23-27 s each on the H200 machine). Workers that
     # start together still all wait for the one fetch (remote/README.md, "On the GPU machine").
     socket_path = state.path("workers", "casd.sock")
+    # The workers' casd cache and lease folders hold the inputs of every action (sources
+    # included) and its outputs: for the workers' user alone. casd makes its objects 0444 on
+    # purpose (a hard-linked input must not be writable), so the folders above them are 0700,
+    # and casd and the workers create everything else under a umask of 077.
+    os.makedirs(state.path("workers"), exist_ok=True)
+    os.chmod(state.path("workers"), 0o700)
     if not pid_of(state, "casd-host"):
-        os.makedirs(state.path("workers"), exist_ok=True)
         if os.path.exists(socket_path):
             os.unlink(socket_path)
         start(
@@ -481,6 +494,7 @@ def up(args: argparse.Namespace) -> None:
                 state.path("workers", "casd"),
             ],
             env=casd_env,
+            umask=WORKER_UMASK,
         )
     deadline = time.monotonic() + 30
     while not os.path.exists(socket_path):
@@ -493,7 +507,8 @@ def up(args: argparse.Namespace) -> None:
     workers += [(f"gpu{i}", "gpu", [gpus[i]]) for i in range(gpu_workers)]
     for name, pool, devices in workers:
         home = state.path("workers", name)
-        os.makedirs(os.path.join(home, "tmp"), exist_ok=True)
+        os.makedirs(os.path.join(home, "tmp"), mode=0o700, exist_ok=True)
+        os.chmod(home, 0o700)
         gpu_nodes, driver = [], []
         if devices:
             driver = driver_libraries()
@@ -518,12 +533,14 @@ def up(args: argparse.Namespace) -> None:
                 f"--image-id={image_id}",
                 f"--rootfs={rootfs}",
                 f"--casd-socket={socket_path}",
+                f"--casd-cache={state.path('workers', 'casd')}",
                 f"--buildbox-run={os.path.join(tools, 'buildbox-run')}",
                 f"--work-dir={os.path.join(home, 'tmp')}",
                 *[f"--gpu-device={node}" for node in gpu_nodes],
                 *[f"--driver-lib={lib}" for lib in driver],
             ],
             env={"PYTHONUNBUFFERED": "1"},
+            umask=WORKER_UMASK,
         )
     rc = write_bazelrc(state, config, image_id, start_client_proxy(state, config, server))
     start_queue_page(state, config, python, server, args.queue_page)

@@ -4,7 +4,7 @@ buildbox-casd), runs the command under bubblewrap in the runner image's root fil
 and uploads the outputs. This loop only leases, adapts and reports.
 
     worker.py --server HOST:PORT --ca CA.pem --token TOKEN_FILE --name NAME \
-        --pool default --image-id sha256:... --rootfs DIR --casd-socket PATH \
+        --pool default --image-id sha256:... --rootfs DIR --casd-socket PATH --casd-cache DIR \
         --buildbox-run PATH [--gpu-device /dev/nvidia0 ...] [--driver-lib HOST_PATH:NAME ...]
 
 Two adaptations buildbox-run needs from what Bazel 4.2 sends: the Command lists its
@@ -31,6 +31,7 @@ import uuid
 import grpc
 from buildgrid._protos.build.bazel.remote.execution.v2 import remote_execution_pb2 as re_pb2
 from buildgrid._protos.build.bazel.remote.execution.v2 import remote_execution_pb2_grpc as re_grpc
+from buildgrid._protos.google.bytestream import bytestream_pb2, bytestream_pb2_grpc
 from buildgrid._protos.google.devtools.remoteworkers.v1test2 import bots_pb2, bots_pb2_grpc, worker_pb2
 from buildgrid._protos.google.rpc import code_pb2, status_pb2
 
@@ -50,7 +51,21 @@ def _digest(data: bytes) -> re_pb2.Digest:
 
 
 class LeaseRefused(Exception):
-    """A lease this worker cannot run; reported as FAILED_PRECONDITION with the reason."""
+    """A lease this worker cannot run; reported with the reason, as FAILED_PRECONDITION unless
+    another code says more (NOT_FOUND: an input to upload again)."""
+
+    def __init__(self, message: str, code: int = code_pb2.FAILED_PRECONDITION) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _matches(f, digest: re_pb2.Digest) -> bool:
+    hasher = hashlib.sha256()
+    size = 0
+    while chunk := f.read(1 << 20):
+        hasher.update(chunk)
+        size += len(chunk)
+    return size == digest.size_bytes and hasher.hexdigest() == digest.hash
 
 
 class Worker:
@@ -63,10 +78,15 @@ class Worker:
         channel = grpc.secure_channel(args.server, credentials)
         self.bots = bots_pb2_grpc.BotsStub(channel)
         self.cas = re_grpc.ContentAddressableStorageStub(channel)
+        self.bytestream = bytestream_pb2_grpc.ByteStreamStub(channel)
         self.done = threading.Event()
         self.running: dict[str, tuple[threading.Thread, dict]] = {}
         self.stopping = False
         self.links = image_links(args.rootfs)
+        # Blobs of casd's cache read back and found whole, and the input trees' Directory
+        # messages (check_local_inputs).
+        self.verified: set[str] = set()
+        self.directories: dict[str, re_pb2.Directory] = {}
 
     def properties(self) -> list[worker_pb2.Device.Property]:
         values = {"Pool": self.args.pool, "container-image": "docker://" + self.args.image_id}
@@ -166,7 +186,7 @@ class Worker:
                 flush=True,
             )
         except LeaseRefused as refused:
-            outcome["status"] = status_pb2.Status(code=code_pb2.FAILED_PRECONDITION, message=str(refused))
+            outcome["status"] = status_pb2.Status(code=refused.code, message=str(refused))
             print(f"worker {self.args.name}: lease {lease.id} refused: {refused}", flush=True)
         except Exception as error:  # noqa: BLE001 - reported to the server as the lease's status
             outcome["status"] = status_pb2.Status(
@@ -242,8 +262,101 @@ class Worker:
             run.input_root_digest.CopyFrom(self.write_blob(root.SerializeToString()))
         return run
 
+    def check_local_inputs(self, root: re_pb2.Digest) -> None:
+        """Checks the input files the host's casd already holds against their digests, and puts
+        the server's bytes in place of any that does not match. casd 1.4.25 serves its local copy
+        without reading it back, and has no option to: a blob that rotted in its cache would be
+        staged as the action's input. casd keeps an index of what it holds, so a copy removed
+        behind its back is an I/O error in the action; the object is replaced instead, as casd
+        writes them (a new file renamed over it, 0444). The server checks what it serves
+        (bgd_verified.py): where its copy is bad too, it drops it and the lease is refused as
+        NOT_FOUND, naming the blob, so that Bazel uploads it again. A file is read once per
+        worker process: the venvs are about a gigabyte, and a blob's bytes do not change."""
+        cache = self.args.casd_cache
+        started, read, size = time.monotonic(), 0, 0
+        for digest in self.input_files(root):
+            if digest.hash in self.verified:
+                continue
+            path = os.path.join(cache, "cas", "objects", digest.hash[:2], digest.hash[2:])
+            try:
+                with open(path, "rb") as f:
+                    whole = _matches(f, digest)
+            except FileNotFoundError:
+                continue  # casd fetches it when it stages the inputs
+            read, size = read + 1, size + digest.size_bytes
+            if not whole:
+                blob = f"{digest.hash}/{digest.size_bytes}"
+                print(
+                    f"worker {self.args.name}: casd's copy of blob {blob} does not match its digest: "
+                    "fetching it again from the server",
+                    flush=True,
+                )
+                with tempfile.NamedTemporaryFile(dir=os.path.join(cache, "cas", "tmp"), delete=False) as f:
+                    try:
+                        self.fetch(digest, f)
+                        f.flush()
+                        os.fchmod(f.fileno(), 0o444)
+                        os.rename(f.name, path)
+                    finally:
+                        if os.path.exists(f.name):
+                            os.unlink(f.name)
+            self.verified.add(digest.hash)
+        if read:
+            print(
+                f"worker {self.args.name}: checked {read} blobs of casd's cache ({size / 1e6:.1f} MB) "
+                f"in {time.monotonic() - started:.1f} s",
+                flush=True,
+            )
+
+    def fetch(self, digest: re_pb2.Digest, out) -> None:
+        """Writes the server's copy of DIGEST to OUT, checked; LeaseRefused (NOT_FOUND) if it has none."""
+        resource = f"{INSTANCE}/blobs/{digest.hash}/{digest.size_bytes}"
+        hasher = hashlib.sha256()
+        try:
+            for response in self.bytestream.Read(
+                bytestream_pb2.ReadRequest(resource_name=resource), metadata=self.metadata, timeout=600
+            ):
+                hasher.update(response.data)
+                out.write(response.data)
+        except grpc.RpcError as error:
+            if error.code() != grpc.StatusCode.NOT_FOUND:
+                raise
+            raise LeaseRefused(
+                f"input blob {digest.hash}/{digest.size_bytes}: this worker's cached copy and the server's "
+                "did not match the digest, and the server dropped its own: upload it again",
+                code_pb2.NOT_FOUND,
+            ) from error
+        if hasher.hexdigest() != digest.hash:
+            raise RuntimeError(f"the server sent blob {digest.hash}/{digest.size_bytes} with other bytes")
+
+    def input_files(self, root: re_pb2.Digest) -> list[re_pb2.Digest]:
+        """Every file digest of the input tree under ROOT (Directory messages kept, they are few)."""
+        files, todo = [], [root]
+        while todo:
+            wanted = [d for d in {d.hash: d for d in todo}.values() if d.hash not in self.directories]
+            for start in range(0, len(wanted), 500):
+                response = self.cas.BatchReadBlobs(
+                    re_pb2.BatchReadBlobsRequest(instance_name=INSTANCE, digests=wanted[start : start + 500]),
+                    metadata=self.metadata,
+                    timeout=60,
+                )
+                for blob in response.responses:
+                    if blob.status.code == code_pb2.OK:
+                        directory = re_pb2.Directory()
+                        directory.ParseFromString(blob.data)
+                        self.directories[blob.digest.hash] = directory
+            next_todo = []
+            for digest in todo:
+                directory = self.directories.get(digest.hash)
+                if directory is not None:  # a missing one is buildbox-run's to report
+                    files.extend(node.digest for node in directory.files)
+                    next_todo.extend(node.digest for node in directory.directories)
+            todo = next_todo
+        return files
+
     def execute(self, action: re_pb2.Action, outcome: dict) -> re_pb2.ActionResult:
         run = self.adapted(action)
+        self.check_local_inputs(action.input_root_digest)
         with tempfile.TemporaryDirectory(prefix="lease-", dir=self.args.work_dir) as tmp:
             action_path = os.path.join(tmp, "action.bin")
             result_path = os.path.join(tmp, "result.bin")
@@ -339,6 +452,9 @@ def main() -> int:
     parser.add_argument("--rootfs", required=True, help="that image's root filesystem, unpacked")
     parser.add_argument(
         "--casd-socket", required=True, help="the buildbox-casd socket of this host's workers"
+    )
+    parser.add_argument(
+        "--casd-cache", required=True, help="that casd's cache folder (its input blobs are checked)"
     )
     parser.add_argument("--buildbox-run", required=True)
     parser.add_argument("--work-dir", required=True)

@@ -1,7 +1,7 @@
 """Checks on a running reference cluster that need a gRPC client of its own (run with the
 cluster's venv: remote/cluster.py made it). Prints one line per check; exit 1 if any failed.
 
-    cluster_probe.py STATE auth|corrupt-upload|listen|queue-token|queue-page
+    cluster_probe.py STATE auth|client-token|corrupt-upload|listen|queue-token|queue-page
     cluster_probe.py STATE queue-lists OUTPUT WORKER   (an action of a build in flight)
 """
 
@@ -160,6 +160,80 @@ def check_queue_token(state: str, config: dict) -> list[tuple[str, bool]]:
     ]
 
 
+def check_client_token(state: str, config: dict) -> list[tuple[str, bool]]:
+    """Only workers write results (remote/bgd-acl.yml): the client token reads the action cache,
+    uploads and executes, and is refused UpdateActionResult and bot sessions, which the worker
+    token may call with the very same requests (so a refusal is the ACL's, not the request's)."""
+    tokens = {}
+    for subject in ("bazel", "worker"):
+        with open(os.path.join(state, "secrets", f"{subject}.token")) as f:
+            tokens[subject] = f.read().strip()
+    chan = channel(state, config)
+    # An action no build has: the worker's entry for it misleads nobody.
+    action = re_pb2.Digest(hash=hashlib.sha256(os.urandom(32)).hexdigest(), size_bytes=32)
+    update = re_pb2.UpdateActionResultRequest(
+        instance_name="main", action_digest=action, action_result=re_pb2.ActionResult(exit_code=0)
+    )
+    update_result = re_grpc.ActionCacheStub(chan).UpdateActionResult
+    create_session = bots_pb2_grpc.BotsStub(chan).CreateBotSession
+
+    def session(token: str) -> str:
+        # A bot with no devices serves no pool: BuildGrid lets the worker token through and its
+        # scheduler then refuses the session (FAILED_PRECONDITION, "Could not find property set
+        # for {}"), so no session is left that a job could be given to.
+        request = bots_pb2.CreateBotSessionRequest(
+            parent="main",
+            bot_session=bots_pb2.BotSession(bot_id=f"acl-probe-{os.getpid()}", status=bots_pb2.OK),
+        )
+        try:
+            create_session(request, metadata=(("authorization", "Bearer " + token),), timeout=10)
+            return "OK"
+        except grpc.RpcError as error:
+            return error.code().name
+
+    client = {
+        "GetActionResult": call(
+            re_grpc.ActionCacheStub(chan).GetActionResult,
+            re_pb2.GetActionResultRequest(instance_name="main", action_digest=action),
+            tokens["bazel"],
+        ),
+        "FindMissingBlobs": call(
+            re_grpc.ContentAddressableStorageStub(chan).FindMissingBlobs,
+            re_pb2.FindMissingBlobsRequest(instance_name="main", blob_digests=[action]),
+            tokens["bazel"],
+        ),
+    }
+    client_update = call(update_result, update, tokens["bazel"])
+    client_session = session(tokens["bazel"])
+    worker_update = call(update_result, update, tokens["worker"])
+    worker_session = session(tokens["worker"])
+    readback = call(
+        re_grpc.ActionCacheStub(chan).GetActionResult,
+        re_pb2.GetActionResultRequest(instance_name="main", action_digest=action),
+        tokens["bazel"],
+    )
+    return [
+        (
+            f"the client token reads the action cache and the CAS ({client})",
+            client == {"GetActionResult": "NOT_FOUND", "FindMissingBlobs": "OK"},
+        ),
+        (
+            f"the client token may not write the action cache (UpdateActionResult: {client_update})",
+            client_update == "UNAUTHENTICATED",
+        ),
+        (
+            f"the client token may not open a bot session (CreateBotSession: {client_session})",
+            client_session == "UNAUTHENTICATED",
+        ),
+        (
+            f"the worker token may, with the same requests (UpdateActionResult: {worker_update}, "
+            f"then read back by the client: {readback}; CreateBotSession: {worker_session}, past the "
+            "ACL to the scheduler, which serves no bot without a pool)",
+            worker_update == "OK" and readback == "OK" and worker_session in ("OK", "FAILED_PRECONDITION"),
+        ),
+    ]
+
+
 def fetch_page(state: str, config: dict, path: str, token: str | None) -> tuple[int, str]:
     """GET the queue page over TLS (the cluster's CA), with the token as a bearer."""
     context = ssl.create_default_context(cafile=os.path.join(state, "tls", "ca.pem"))
@@ -261,6 +335,7 @@ def main() -> int:
         "corrupt-upload": check_corrupt_upload,
         "listen": check_listen,
         "queue-token": check_queue_token,
+        "client-token": check_client_token,
         "queue-page": check_queue_page,
         "queue-lists": check_queue_lists,
     }[what]

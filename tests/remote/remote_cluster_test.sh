@@ -2,7 +2,8 @@
 # The reference cluster for real (remote/README.md): up on loopback with two CPU workers,
 # then, from clean Bazel output bases that share nothing with this build but the source tree:
 #   - TLS and tokens: calls without a valid token, or without TLS, are refused; every port
-#     listens on loopback; a blob that does not match its digest is refused
+#     listens on loopback; a blob that does not match its digest is refused; only the worker
+#     token writes the action cache and opens bot sessions; the workers' cache is theirs alone
 #   - `bazel build --config=remote` of a CPU and a retargeted CUDA model: every spawn that is
 #     not internal ran remote, in the runner image (not the host), with the content hashes
 #     of this (local) build; a C++ replay test passes on a worker (its runfiles are copied)
@@ -12,6 +13,9 @@
 #   - BuildGrid restarted mid-action: the build passes with the action's real output, or fails
 #     saying so; never a wrong output
 #   - a job for the gpu pool, which no worker serves: refused within a minute, naming the pool
+#   - an input blob corrupted on the server's disk and in the workers' casd cache: a build that
+#     reads it is right or refused naming the blob, and the next one is right (bgd_verified.py,
+#     worker.py's check_local_inputs)
 #   - the queue page (remote/queue_page.py): TLS and its own token, which BuildGrid lets read
 #     and nothing else; it lists the action of a build in flight with its pool and worker
 #     remote_cluster_test.sh WORKSPACE SIM_CPU_SHA256 SIM_CUDA_SHA256 CLUSTER_PROBE
@@ -86,6 +90,9 @@ image_root=$cache/images/$image_root
 "$venv_python" "$probe" "$state" auth >"$work/auth.log" 2>&1
 check "TLS and tokens: $(grep -c PASS "$work/auth.log") checks ($(tr '\n' ';' <"$work/auth.log"))" \
   test "$(grep -c FAIL "$work/auth.log")" = 0 -a "$(grep -c PASS "$work/auth.log")" -gt 3
+"$venv_python" "$probe" "$state" client-token >"$work/client_token.log" 2>&1
+check "only workers write results: $(grep -c '^PASS' "$work/client_token.log") checks ($(cut -c7- "$work/client_token.log" | tr '\n' ';'))" \
+  test "$(grep -c '^FAIL' "$work/client_token.log")" = 0 -a "$(grep -c '^PASS' "$work/client_token.log")" = 4
 "$venv_python" "$probe" "$state" listen >"$work/listen.log" 2>&1
 check "every port on loopback ($(grep -c PASS "$work/listen.log") ports)" \
   test "$(grep -c FAIL "$work/listen.log")" = 0 -a "$(grep -c PASS "$work/listen.log")" -ge 4
@@ -98,7 +105,7 @@ check "the queue page's token reads the queue and nothing else" \
 "$venv_python" "$probe" "$state" queue-page >"$work/queue_page.log" 2>&1
 check "the queue page answers its token over TLS, and refuses none or another" \
   test "$(grep -c FAIL "$work/queue_page.log")" = 0 -a "$(grep -c PASS "$work/queue_page.log")" = 3
-cat "$work"/{auth,listen,corrupt,queue_token,queue_page}.log | grep FAIL
+cat "$work"/{auth,client_token,listen,corrupt,queue_token,queue_page}.log | grep '^FAIL'
 
 # The spawns of an execution log: remote ones, and any other that is not Bazel-internal.
 spawns() { # EXEC_JSON -> "remote=N cache_hit=N other=N" and the other ones' mnemonics
@@ -152,6 +159,20 @@ if [ -e /dev/fuse ] && [ "$(id -u)" = 0 ]; then
     "$root/remote" "$(ls -d "$cache"/buildbox-* | head -1)" 2>&1)
   check "where a FUSE mount is refused, staging falls back to hard links ($without_sys_admin)" \
     eval '[[ "$without_sys_admin" == "(False, "*"a FUSE mount is refused: Operation not permitted"* ]]'
+fi
+# The workers' caches hold every action's inputs and outputs: their user's alone. Every folder
+# 0700; no file another user could read, but casd's objects (0444 by casd's design, so that a
+# hard-linked input stays read-only), which lie in those folders.
+loose=$(find "$state/workers" \( -type d -perm /077 \) -o \( ! -type d -perm /077 \
+  ! \( -type f -perm 0444 -path "$state/workers/casd/cas/objects/*" \) \) -printf '%m %P\n' 2>&1)
+objects=$(find "$state/workers/casd/cas/objects" -type f 2>/dev/null | wc -l)
+check "the workers' cache is for their user alone: no folder or file others may read ($objects casd objects; ${loose:-none loose})" \
+  test -z "$loose" -a "$objects" -gt 0
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+  blob=$(find "$state/workers/casd/cas/objects" -type f | head -1)
+  check "another user (nobody) can neither list the workers' folder nor read a casd object" \
+    eval '! setpriv --reuid=nobody --regid=nogroup --clear-groups ls "$state/workers" >/dev/null 2>&1 &&
+      ! setpriv --reuid=nobody --regid=nogroup --clear-groups cat "$blob" >/dev/null 2>&1'
 fi
 probe_out=$(bazel_in ob1 info --config=remote bazel-bin 2>/dev/null)/tests/remote/image_probe.txt
 expected_probe=$(cat "$image_root/etc/os-release"; echo '--- gcc:'; ls "$image_root/usr/lib/gcc/x86_64-linux-gnu"
@@ -267,6 +288,40 @@ took=$(($(date +%s) - start))
 check "a job for the unserved gpu pool fails (rc $rc) in ${took} s, naming the pool" \
   eval 'test "$rc" != 0 -a "$took" -lt 60 && grep -q "Pool.*gpu" "$work/gpu_pool.log"'
 grep -m1 -o "Could not find property set for.*" "$work/gpu_pool.log" | cut -c1-200
+
+# A corrupted blob: one input's copies on the server's disk and in the workers' casd cache get
+# other bytes of the same size (a bad sector does not change a file's length). An action that
+# reads it, run from a clean output base, must get the right digest or be refused naming the
+# blob, never a wrong digest; the next build, with no hand step between, must be right.
+start=$(date +%s)
+blob=$(sha256sum <"$root/tests/remote/fault_input.txt" | cut -c1-64)
+copies=("$state/cas/cas/objects/${blob:0:2}/${blob:2}" "$state/workers/casd/cas/objects/${blob:0:2}/${blob:2}")
+bazel_in ob2 build --config=remote --symlink_prefix=/ "${venvs[@]}" //tests/remote:fault_seed >"$work/fault_seed.log" 2>&1
+check "the fault test's input is in the server's CAS and the workers' cache" test -f "${copies[0]}" -a -f "${copies[1]}"
+for copy in "${copies[@]}"; do
+  printf 'X' | dd of="$copy" bs=1 seek=0 conv=notrunc status=none 2>/dev/null
+done
+fault_build() { # OUTPUT_BASE -> its rc; LOG: $work/OUTPUT_BASE.log
+  bazel_in "$1" build --config=remote --symlink_prefix=/ //tests/remote:fault_check >"$work/$1.log" 2>&1
+}
+fault_output() { cat "$(bazel_in "$1" info --config=remote bazel-bin 2>/dev/null)/tests/remote/fault_check.txt" 2>/dev/null; }
+fault_build ob3
+rc=$?
+got=$(fault_output ob3)
+if [ "$rc" = 0 ]; then
+  check "a corrupted input on the server and the worker: the build is right (digest ${got:0:16})" test "$got" = "$blob"
+else
+  check "a corrupted input on the server and the worker: the build is refused (rc $rc), naming the blob, with no output" \
+    eval 'grep -q "blob $blob" "$work/ob3.log" && test -z "$got"'
+  grep -m1 -o "Not Found: .*" "$work/ob3.log" | cut -c1-300
+fi
+fault_build ob4
+rc=$?
+got=$(fault_output ob4)
+whole=$(for copy in "${copies[@]}"; do [ ! -e "$copy" ] || sha256sum <"$copy" | cut -c1-64; done | sort -u)
+check "and the next build, from another clean output base, is right (rc $rc, digest ${got:0:16}), every copy whole again" \
+  test "$rc" = 0 -a "$got" = "$blob" -a "$whole" = "$blob"
+echo "the corrupted blob: $(grep -c "$blob" "$state/logs/bgd.log") server log lines, $(cat "$state"/logs/worker-*.log | grep -c "blob $blob") worker log lines; $(($(date +%s) - start)) s"
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
