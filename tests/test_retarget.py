@@ -145,9 +145,9 @@ def test_an_occupancy_query_is_answered_by_the_cpu_and_named(tmp_path):
     assert launch.max_blocks == 1
 
 
-@pytest.mark.parametrize("branch", ["stream", "caught_stream"])
-def test_a_cuda_stream_asked_on_the_model_branch_is_refused(tmp_path, branch):
-    """Told it runs on CUDA, the script asks the device for its CUDA stream, which a run on the CPU
+@pytest.mark.parametrize("branch", ["context", "caught_context"])
+def test_a_cuda_context_asked_on_the_model_branch_is_refused(tmp_path, branch):
+    """Told it runs on CUDA, the script asks the device for its CUDA context, which a run on the CPU
     cannot give: refused with the line, the reason and the fix, and nothing written; also when the
     script catches the refusal and goes on."""
     script = PROGRAMS / "device_branch.py"
@@ -155,11 +155,43 @@ def test_a_cuda_stream_asked_on_the_model_branch_is_refused(tmp_path, branch):
     proc = retarget(script, out, env_extra={"WRP_TEST_BRANCH": branch})
     assert proc.returncode == 1, proc.stderr
     error = proc.stderr.partition("error: ")[2]
-    assert f"device_branch.py:{_line(script, '# asks for the stream')}" in error
-    assert "its current CUDA stream (Device.stream)" in error and "h200 device model" in error
+    assert f"device_branch.py:{_line(script, '# asks for the context')}" in error
+    assert "its CUDA context (Device.context)" in error and "h200 device model" in error
     assert 'capture_mode = "gpu"' in error and "--device-model none" in error
     assert "Traceback" not in proc.stderr
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_fork_onto_a_second_stream_is_recorded_in_issue_order(tmp_path):
+    """A second wp.Stream, events and wp.ScopedStream on the model's branch (Newton's narrow phase
+    forks its convex pairs so): stand-ins whose launches run on the CPU as issued, the order Warp's
+    native capture records (one operation stream per device); each stand-in recorded."""
+    from wrpkg.capture import device_model  # noqa: PLC0415
+
+    script = PROGRAMS / "device_branch.py"
+    out = tmp_path / "raw"
+    proc = retarget(script, out, env_extra={"WRP_TEST_BRANCH": "fork"})
+    assert proc.returncode == 0, proc.stderr
+    asked = json.loads((out / "capture.json").read_text())["device_model_answers"]
+    assert [(a["asked"], a["answer"], a["where"].split(" ")[0].rsplit(":", 1)[1]) for a in asked] == [
+        ("Device.is_cpu", False, str(_line(script, "# asks here"))),
+        ("Device.is_cuda", True, str(_line(script, 'BRANCH == "fork"'))),
+        ("wp.Stream()", f"a stream {device_model.STAND_IN}", str(_line(script, "# a second stream"))),
+        ("wp.Event()", f"an event {device_model.STAND_IN}", str(_line(script, "events = (wp.Event"))),
+        (
+            "wp.get_stream()",
+            f"the current stream {device_model.STAND_IN}",
+            str(_line(script, "# the current")),
+        ),
+    ]
+    ops = wrpformat.read_wrp(out / "device_branch.wrp").operations.ops
+    assert [op.block_dim for op in ops] == [256, 128, 256]  # y on the side stream, x, y in its scope
+    n = 256
+    x = np.frombuffer((out / "golden" / "x.bin").read_bytes(), dtype=np.float32)
+    y = np.frombuffer((out / "golden" / "y.bin").read_bytes(), dtype=np.float32)
+    assert np.array_equal(x, np.arange(n, dtype=np.float32) * 2) and np.array_equal(
+        y, np.arange(n, dtype=np.float32) * 4
+    )
 
 
 def test_an_unknown_device_model_is_refused_naming_the_known_ones(tmp_path):
@@ -459,13 +491,17 @@ def test_warp_and_wrpkg_still_see_the_cpu_under_the_model():
         assert cpu.get_allocator() is cpu.default_allocator  # Warp's is_cuda branch inside: the CPU's
         assert wp.get_cuda_device_count() == 1 and wp.is_conditional_graph_supported()
         bound = wp.is_conditional_graph_supported
-        # A CUDA device, a stream: refused, naming this line.
+        # A CUDA context or device: refused, naming this line.
         with pytest.raises(device_model.DeviceModelRefusal, match=r"test_retarget\.py:\d+ .*Device\.context"):
             _ = cpu.context
         with pytest.raises(device_model.DeviceModelRefusal, match="a CUDA device object"):
             wp.get_device("cuda:0")
-        with pytest.raises(device_model.DeviceModelRefusal, match="wp.Stream"):
-            wp.Stream(cpu)
+        # A stream and an event: stand-ins without CUDA handles, their synchronization a no-op.
+        side, event = wp.Stream(cpu), wp.Event(cpu)
+        assert side.cuda_stream is None and event.cuda_event is None and side.device is cpu
+        assert wp.get_stream(cpu) is cpu.stream and wp.get_stream(cpu).record_event(event) is event
+        side.wait_event(event)
+        side.wait_stream(wp.get_stream(cpu))
         with pytest.raises(device_model.DeviceModelRefusal, match="CUDA memory pool"):
             wp.get_mempool_used_mem_current(cpu)
         wp.set_mempool_enabled(cpu, True)  # already enabled, as the model says: nothing to do

@@ -194,6 +194,21 @@ def test_retargeted_equals_native(tmp_path, script):
     assert all(holds.values()) == expected["cpu_goldens_hold"], (holds, result["outputs"])
 
 
+def test_a_fork_onto_a_second_stream_retargeted_is_the_native_capture(tmp_path):
+    """device_branch.py's fork (a second wp.Stream, events, wp.ScopedStream, as Newton's narrow phase
+    does): a native capture records the launches of both streams in one operation stream, in the
+    order they were issued; the retargeted capture's stand-in streams record that order too."""
+    script = REPO / "tests" / "programs_retarget" / "device_branch.py"
+    retargeted, native = tmp_path / "retargeted", tmp_path / "native"
+    for out, mode in ((retargeted, "retarget"), (native, "gpu")):
+        proc = _capture(script, out, mode, env_extra={"WRP_TEST_BRANCH": "fork"})
+        assert proc.returncode == 0, proc.stderr
+    assert compare_captures(retargeted, native, script.stem) == []
+    replayed = _replay(retargeted / f"{script.stem}.wrp", ["x", "y"])
+    for name in ("x", "y"):
+        assert replayed[name] == (native / "golden" / f"{name}.bin").read_bytes(), name
+
+
 @pytest.mark.parametrize("mode", ["refit", "twice"])
 def test_a_mesh_refitted_in_the_step_replays_on_the_gpu_as_the_step_run_there(tmp_path, mode):
     """Retargeted and native, the replay on the GPU gives what Warp's own refit and queries give

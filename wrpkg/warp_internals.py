@@ -72,6 +72,11 @@ ASSUMPTIONS = (
     ("apic.capture", "APICapture.track_array", ("self", "arr")),
     ("apic.capture", "APICapture._make_reloc", ("value_byte_offset", "kind", "region_id", "region_offset")),
     ("types", "HashGrid.build", ("self", "points", "radius", "groups")),
+    # A retargeted capture's stand-in streams (wrpkg.capture.device_model): a device scope only.
+    ("utils", "ScopedStream.__init__", ("self", "stream", "sync_enter", "sync_exit")),
+    ("context", "Stream.record_event", ("self", "event", "external")),
+    ("context", "Stream.wait_event", ("self", "event", "external")),
+    ("context", "Stream.wait_stream", ("self", "other_stream", "event", "external")),
     (
         "apic.capture",
         "APICapture._pack_param_record",
@@ -122,6 +127,10 @@ def context():
 
 def types():
     return private("types")
+
+
+def scoped_stream_class():
+    return private("utils").ScopedStream
 
 
 def apic_capture_class():

@@ -10,8 +10,10 @@ MPM solver does where a GPU loops with wp.capture_while; with --device-model non
 with a note naming the line that asked. WRP_TEST_BRANCH=queries: the step's launch also takes
 max_blocks from the SM count and asks Warp whether conditional graphs and memory pools are there.
 WRP_TEST_BRANCH=occupancy: max_blocks from wp.get_suggested_block_size, which only a GPU can answer.
-WRP_TEST_BRANCH=stream (caught_stream): the CUDA branch asks for the device's stream, which a run on
-the CPU cannot give: refused (also when the script catches the refusal)."""
+WRP_TEST_BRANCH=context (caught_context): the CUDA branch asks for the device's CUDA context, which a
+run on the CPU cannot give: refused (also when the script catches the refusal).
+WRP_TEST_BRANCH=fork: the CUDA branch makes a second stream and forks work onto it with events, as
+Newton's narrow phase does; the capture records the launches in the order the step issues them."""
 
 import os
 
@@ -40,16 +42,31 @@ def build(device):
     if BRANCH == "occupancy":
         block_size, min_grid_size = wp.get_suggested_block_size(scale, device)  # occupancy
         max_blocks = block_size * min_grid_size
-    if BRANCH in ("stream", "caught_stream") and wp.get_device(device).is_cuda:
+    if BRANCH in ("context", "caught_context") and wp.get_device(device).is_cuda:
         try:
-            print(wp.get_device(device).stream)  # asks for the stream
+            print(wp.get_device(device).context)  # asks for the context
         except Exception:  # noqa: BLE001
-            if BRANCH == "stream":
+            if BRANCH == "context":
                 raise
+    y = wp.array(np.arange(N, dtype=np.float32), dtype=float, device=device)
+    side = events = None
+    if BRANCH == "fork" and wp.get_device(device).is_cuda:
+        side = wp.Stream(device)  # a second stream
+        events = (wp.Event(device), wp.Event(device))
 
     def step():
+        if side is not None:
+            main = wp.get_stream(device)  # the current stream
+            side.wait_event(main.record_event(events[0]))
+            wp.launch(scale, dim=N, inputs=[y], device=device, stream=side)
         wp.launch(scale, dim=N, inputs=[x], block_dim=block_dim, max_blocks=max_blocks, device=device)
+        if side is not None:
+            main.wait_event(side.record_event(events[1]))
+            with wp.ScopedStream(side, sync_enter=False):
+                wp.launch(scale, dim=N, inputs=[y], device=device)
+            main.wait_stream(side)
         if BRANCH == "readback" and x.device.is_cpu:
             print(float(x.numpy().max()))  # read back on the CPU branch only
 
-    return CaptureSpec(inputs={"x": x}, outputs={"x": x}, step=step)
+    outputs = {"x": x, "y": y} if side is not None else {"x": x}
+    return CaptureSpec(inputs=dict(outputs), outputs=outputs, step=step)

@@ -11,9 +11,17 @@ True, `is_cpu` False, its `arch`, `sm_count`, memory, name, memory pools, condit
 Warp's own code and wrpkg keep seeing the real CPU device: they run the script on it, and the
 retarget (retarget.py) handles Warp's own device branches.
 
+Streams and events are stand-ins: `wp.Stream(device)`, `wp.Event(device)`, `wp.get_stream()` and
+`Device.stream` give objects with no CUDA handle, whose `record_event`, `wait_event` and
+`wait_stream` do nothing and whose launches (`stream=`, `wp.ScopedStream`) run on the CPU in the
+order the code issues them. That is the order a native capture saves: Warp's APIC keeps one
+operation stream per device and records every launch on the device there as it is issued, from
+whichever CUDA stream (context.py `_get_apic_capture_for_device`), so the replay serializes a
+fork the way the CPU run did. Each stand-in is recorded (device_model_answers).
+
 What cannot be answered honestly on the CPU is refused (DeviceModelRefusal, a CaptureError):
-a CUDA stream or context, a CUDA device object, the device's free memory, its UUID or PCI bus
-id, its memory pool's state, a new stream or event. The refusal is raised where the code asked, and again after build()
+a CUDA context, a CUDA device object, the device's free memory, its UUID or PCI bus id, its
+memory pool's state. The refusal is raised where the code asked, and again after build()
 or the step if the code caught it (`check()`).
 
 A GPU's occupancy (`wp.get_suggested_block_size`) needs the kernel compiled for that GPU and
@@ -124,7 +132,6 @@ def _property_answers(model: TargetDevice) -> dict:
 
 # What a run on the CPU cannot answer as the GPU would: the refusal's reason.
 _REFUSED_PROPERTIES = {
-    "stream": "its current CUDA stream (Device.stream): the CPU has no CUDA stream to hand out",
     "context": "its CUDA context (Device.context): a CUDA context pointer exists only on a GPU",
     "free_memory": "its free memory (Device.free_memory): that depends on what a GPU holds when the program runs",
 }
@@ -261,6 +268,76 @@ class DeviceModel:
             saved_warp[name] = original
             setattr(warp, name, wrapper)
 
+        def is_stand_in(obj) -> bool:
+            return getattr(obj, "_wrpkg_stand_in", False)
+
+        def stand_in(obj, device, **attributes):
+            obj.device = device
+            obj._wrpkg_stand_in = True
+            for name, value in attributes.items():
+                setattr(obj, name, value)
+            return obj
+
+        main_streams = {}
+
+        def main_stream(device):
+            """The stand-in for the device's current stream: one per device, as a GPU has."""
+            cpu = ctx.runtime.get_device(device)
+            if cpu.ordinal not in main_streams:
+                main_streams[cpu.ordinal] = stand_in(ctx.Stream.__new__(ctx.Stream), cpu, cuda_stream=None)
+            return main_streams[cpu.ordinal]
+
+        def stand_in_init(cls, what, **attributes):
+            original = cls.__init__
+
+            @functools.wraps(original)
+            def init(obj, device=None, *args, **kwargs):
+                frame = sys._getframe(1)
+                if model._outside(frame) and on_cpu(device):
+                    model._answer(frame, f"wp.{cls.__name__}()", f"{what} {STAND_IN}")
+                    stand_in(obj, ctx.runtime.get_device(device), **attributes)
+                    return
+                original(obj, device, *args, **kwargs)
+
+            install_class(cls, "__init__", init)
+
+        def stand_in_method(cls, name, result):
+            """cls.NAME on a stand-in does nothing and returns result(obj, *args, **kwargs)."""
+            original = getattr(cls, name)
+
+            @functools.wraps(original)
+            def method(obj, *args, **kwargs):
+                if is_stand_in(obj):
+                    return result(obj, *args, **kwargs)
+                return original(obj, *args, **kwargs)
+
+            install_class(cls, name, method)
+
+        def recorded_event(stream, event=None, *args, **kwargs):
+            if event is None:
+                event = stand_in(
+                    ctx.Event.__new__(ctx.Event), stream.device, cuda_event=None, enable_timing=False
+                )
+            return event
+
+        def scoped_stand_in(scope_class):
+            """wp.ScopedStream of a stand-in: the device scope only (Warp's would set the CPU's stream)."""
+            enter, exit_ = scope_class.__enter__, scope_class.__exit__
+
+            def scoped_enter(scope):
+                if is_stand_in(scope.stream):
+                    scope.device_scope.__enter__()
+                    return scope.stream
+                return enter(scope)
+
+            def scoped_exit(scope, *exc):
+                if is_stand_in(scope.stream):
+                    return scope.device_scope.__exit__(*exc)
+                return exit_(scope, *exc)
+
+            install_class(scope_class, "__enter__", scoped_enter)
+            install_class(scope_class, "__exit__", scoped_exit)
+
         def cpu_answered(name):
             """warp.NAME answered by Warp for the CPU device, and recorded as the CPU's answer."""
             original = getattr(warp, name)
@@ -324,6 +401,17 @@ class DeviceModel:
                 install_class(
                     device_class, name, modelled_property(name, device_class.__dict__[name], answer)
                 )
+            stream_property = device_class.__dict__["stream"]
+
+            def current_stream(device):
+                if device.ordinal < 0:
+                    frame = sys._getframe(1)
+                    if model._outside(frame):
+                        model._answer(frame, "Device.stream", f"the current stream {STAND_IN}")
+                        return main_stream(device)
+                return stream_property.fget(device)
+
+            install_class(device_class, "stream", property(current_stream, stream_property.fset))
             for name, reason in _REFUSED_PROPERTIES.items():
                 install_class(device_class, name, refused_property(name, device_class.__dict__[name], reason))
             for name, answer in _instance_answers(self.model).items():
@@ -354,14 +442,26 @@ class DeviceModel:
             refused_function("get_cuda_device", no_device, lambda *a, **k: True)
             refused_function("get_cuda_devices", no_device, lambda *a, **k: True)
             refused_function("get_device", no_device, cuda_ident)
-            refused_function(
-                "get_stream",
-                "its current CUDA stream (wp.get_stream): the CPU has no CUDA stream to hand out",
-                lambda device=None, *a, **k: on_cpu(device),
-            )
+            original_get_stream = warp.get_stream
+
+            @functools.wraps(original_get_stream)
+            def get_stream(device=None):
+                current = active[0]
+                frame = sys._getframe(1)
+                if current is not None and current._outside(frame) and on_cpu(device):
+                    current._answer(frame, "wp.get_stream()", f"the current stream {STAND_IN}")
+                    return main_stream(device)
+                return original_get_stream(device)
+
+            saved_warp["get_stream"] = original_get_stream
+            warp.get_stream = get_stream
             cpu_answered("get_suggested_block_size")
-            refused_init(ctx.Stream, "a new CUDA stream (wp.Stream): the CPU has no CUDA streams")
-            refused_init(ctx.Event, "a new CUDA event (wp.Event): the CPU has no CUDA events")
+            stand_in_init(ctx.Stream, "a stream", cuda_stream=None)
+            stand_in_init(ctx.Event, "an event", cuda_event=None, enable_timing=False)
+            stand_in_method(ctx.Stream, "record_event", recorded_event)
+            stand_in_method(ctx.Stream, "wait_event", lambda stream, *a, **k: None)
+            stand_in_method(ctx.Stream, "wait_stream", lambda stream, *a, **k: None)
+            scoped_stand_in(warp_internals.scoped_stream_class())
             active[0] = self
             yield self
         finally:
@@ -384,6 +484,8 @@ class DeviceModel:
 
 _MISSING = object()
 _ASK_WARP = object()
+# How a stand-in stream or event is named (device_model_answers, the note).
+STAND_IN = "(a stand-in: the capture records its work in issue order, as a native capture does)"
 # How an answer the CPU gave in the model's place is marked (device_model_answers, the note).
 CPU_ANSWER = "(the CPU's: a GPU's occupancy needs the GPU)"
 _ACTIVE: list[DeviceModel | None] = [None]  # the model whose watching() is active
