@@ -1,5 +1,6 @@
 """manifest.json and golden.json of a bundle: the records, their canonical JSON bytes, and parsing
-(in the strict JSON profile, with the field checks of wrpkg/strict_json.py).
+(in the strict JSON profile of wrpkg/strict_json.py, with the field checks walked from wrpkg/schemas by
+wrpkg/schema_fields.py).
 
 The bundle's content hash is the sha256 of manifest.json's exact bytes. manifest.json
 describes only what is deployed (the .wrp, module binaries and sources, bindings, toolchain)
@@ -25,19 +26,19 @@ from typing import NoReturn
 from wrpkg.archs import split_arch
 from wrpkg.errors import VerifyError
 from wrpkg.names import shown
-from wrpkg.schema_fields import SCHEMA_DIR, format_predicates, schema_fields
+from wrpkg.schema_fields import SCHEMA_DIR, format_predicates, schema_fields, schema_name
 from wrpkg.strict_json import edit_fix, is_safe_relpath, is_size, strict_json_loads
 
 # /3 added each binding's array layout (dtype, dtype_bytes, shape, strides, offset); /4 the
 # chunk digests (chunk_bytes, each file's chunk_sha256).
-MANIFEST_SCHEMA = "rules_warp.manifest/4"
+MANIFEST_SCHEMA = schema_name("manifest.schema.json")  # "rules_warp.manifest/4"
 # SHA-256 is sequential within a file: a large file is also recorded as the digests of its
 # consecutive pieces of this size. The C++ runtime checks them on several cores at once (a .wrp
 # of thousands of launches is megabytes, and its hash would otherwise be a third of a load);
 # wrpkg.reader.bundle copies only the chunk it patches, not the whole .wrp, to hash what it read.
 CHUNK_BYTES = 1 << 18
 MANIFEST_NAME = "manifest.json"
-GOLDEN_SCHEMA = "rules_warp.golden/1"
+GOLDEN_SCHEMA = schema_name("golden.schema.json")  # "rules_warp.golden/1"
 GOLDEN_NAME = "golden.json"
 # Provenance of the capture machine (device name, driver): in the bundle, never hashed.
 CAPTURE_INFO_NAME = "capture.json"
@@ -310,7 +311,7 @@ def _require(cond: bool, path, what: str) -> None:
 # capture.json (provenance, outside the content hash): a capture's is a few kilobytes. With its schema
 # (capture.schema.json: no field but those wrpkg.capture writes) this bounds what can ride along in it.
 MAX_CAPTURE_INFO_BYTES = 1 << 20
-CAPTURE_INFO_SCHEMA = "rules_warp.capture/1"
+CAPTURE_INFO_SCHEMA = schema_name("capture.schema.json")  # "rules_warp.capture/1"
 
 
 # The one declaration of the three files' fields (every field, its type, nothing else): wrpkg/schemas, walked
@@ -463,12 +464,11 @@ def from_json_bytes(
             f"{path}: not a valid {MANIFEST_SCHEMA} manifest: missing or unexpected field {exc}",
             fix="rebuild the bundle's wrp_artifact target; do not edit manifest.json by hand",
         ) from exc
-    # Fields, types, enums and unknown keys were checked (_check_manifest_fields and the schema): what
+    # Fields, types, enums and unknown keys were checked (the schema walk, then _check_manifest_fields): what
     # is left is how fields relate.
     for b in manifest.bindings:
         problem = binding_layout_problem(b)
         _require(problem is None, path, f"binding {b.name!r}: {problem}")
-    _require(manifest.chunk_bytes >= 4096, path, f"chunk_bytes is {manifest.chunk_bytes!r}")
     seen_paths = set()
     for f in manifest.files:
         _require(f.path not in seen_paths, path, f"file path '{shown(f.path)}' is listed twice")

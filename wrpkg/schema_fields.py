@@ -3,10 +3,11 @@
 runtime/internal/schema_fields.cc does in C++, rule for rule and message for message.
 
 The walker reads these keywords: type, const, enum, properties, required, additionalProperties
-(false), items, minItems, $ref ("#/definitions/<name>") and format, whose names are the checks
-both readers share (FORMATS: relpath, sha256, size, cuda_driver). A node with a format is checked
-by it alone (a "null" in its type admits null; "type" and "minimum" beside it are for standard
-validators). Any other keyword is a fault of the schema, refused when it is compiled, so a schema
+(false), items, minItems, minimum, $ref ("#/definitions/<name>") and format, whose names are the
+checks both readers share (FORMATS: relpath, sha256, size, cuda_driver). A node with a format is
+checked by it (a "null" in its type admits null; "type" beside it is for standard validators) and
+minimum, an integer a number must not be below (beside a format too, after it). Any other
+keyword is a fault of the schema, refused when it is compiled, so a schema
 cannot say what the readers do not check. Each refusal is a VerifyError naming the file, the field
 as both readers name it ("modules[0].binary"), what was wrong, and the schema file.
 """
@@ -120,6 +121,11 @@ def types_text(types: list[str]) -> str:
     return text + " or null" if "null" in types else text
 
 
+def _below(value, minimum: int) -> bool:
+    """A number under `minimum` (a value of another type is the type keyword's or the format's to refuse)."""
+    return json_type(value) == "number" and value < minimum
+
+
 def _same(a, b) -> bool:
     return json_type(a) == json_type(b) and a == b
 
@@ -176,8 +182,9 @@ class SchemaFields:
             self.fields.add(at)
         if "$ref" in node:
             return self._reference(node, at)
-        if "minimum" in node and "format" not in node:
-            raise SchemaError(f"{self.where}: {at}: minimum is read only beside a format")
+        minimum = node.get("minimum")
+        if minimum is not None and not is_size(minimum):
+            raise SchemaError(f"{self.where}: {at}: minimum {minimum!r}")
         types = node.get("type")
         types = [types] if isinstance(types, str) else types
         if types is not None and (not types or not set(types) <= set(_IS_TYPE)):
@@ -195,6 +202,8 @@ class SchemaFields:
                     what = problem(value)
                     if what is not None:
                         fail(field, what)
+                    if minimum is not None and _below(value, minimum):
+                        fail(field, f"expected at least {minimum}, got {shown_value(value)}")
 
             return check_format
 
@@ -225,6 +234,13 @@ class SchemaFields:
                     fail(field, f"expected {wanted_values}, got {shown_value(value)}")
 
             checks.append(check_enum)
+        if minimum is not None:
+
+            def check_minimum(value, field):
+                if _below(value, minimum):
+                    fail(field, f"expected at least {minimum}, got {shown_value(value)}")
+
+            checks.append(check_minimum)
         if "properties" in node or "additionalProperties" in node or "required" in node:
             checks.append(self._object(node, at))
         if "items" in node or "minItems" in node:
@@ -306,3 +322,9 @@ def schema_fields(schema_file: str, file_name: str) -> SchemaFields:
         schema = json.loads((SCHEMA_DIR / schema_file).read_bytes())
         walker = _walkers[schema_file] = SchemaFields(schema, schema_file, file_name)
     return walker
+
+
+def schema_name(schema_file: str) -> str:
+    """The "schema" a file of wrpkg/schemas/`schema_file` names itself by ("rules_warp.manifest/4"): its
+    schema's const, the one declaration (runtime/internal/manifest.cc reads it there too)."""
+    return json.loads((SCHEMA_DIR / schema_file).read_bytes())["properties"]["schema"]["const"]

@@ -105,14 +105,16 @@ class ManifestReader {
   }
 
   // "schema" first: a file of another schema is refused by name, before its fields are judged by this one.
-  void CheckSchemaName(const Value& root, const char* expected) const {
+  // The name is the schema's const ("rules_warp.manifest/4"), declared there only.
+  void CheckSchemaName(const Value& root, const Schema& schema) const {
     if (!root.is_object()) Fail("(top level)", "expected an object");
-    const Value* schema = json::Find(root, "schema");
-    if (!schema) Fail("schema", "missing");
-    if (!schema->is_string())
-      Fail("schema", std::string("expected string, got ") + json::TypeName(schema->type()));
-    if (schema->get_ref<const std::string&>() != expected) {
-      Fail("schema", "\"" + Shown(schema->get<std::string>()) + "\" is not \"" + expected +
+    const std::string expected = schema.document.at("properties").at("schema").at("const").get<std::string>();
+    const Value* name = json::Find(root, "schema");
+    if (!name) Fail("schema", "missing");
+    if (!name->is_string())
+      Fail("schema", std::string("expected string, got ") + json::TypeName(name->type()));
+    if (name->get_ref<const std::string&>() != expected) {
+      Fail("schema", "\"" + Shown(name->get<std::string>()) + "\" is not \"" + expected +
                          "\" (this runtime reads only that)");
     }
   }
@@ -186,7 +188,7 @@ class ManifestReader {
   // The fields (manifest.schema.json), then how they relate (wrpkg.manifest's _check_manifest_fields and
   // from_json_bytes).
   Manifest Read(const Value& root) {
-    CheckSchemaName(root, Manifest::kSchema);
+    CheckSchemaName(root, ManifestSchema());
     CheckFields(root, ManifestSchema());
     Manifest m;
     m.schema = Str(root, "schema");
@@ -196,7 +198,6 @@ class ManifestReader {
     m.format_version = json::AsInt64(root.at("format_version")).value_or(-1);
     m.device = Str(root, "device");
     m.chunk_bytes = U64(root, "chunk_bytes");
-    if (m.chunk_bytes < 4096) Fail("chunk_bytes", "expected at least 4096");
     std::set<std::string> file_paths;
     const Value::array_t& files = root.at("files").get_ref<const Value::array_t&>();
     for (size_t i = 0; i < files.size(); ++i) {
@@ -281,7 +282,7 @@ class ManifestReader {
     // The label first, so later errors can name the target to rebuild.
     if (const Value* label = json::Find(root, "label"); label && label->is_string())
       label_ = label->get<std::string>();
-    CheckSchemaName(root, Manifest::kGoldenSchema);
+    CheckSchemaName(root, GoldenSchema());
     CheckFields(root, GoldenSchema());
     std::string owner = Str(root, "content_hash");
     if (owner != content_hash) {
@@ -430,7 +431,7 @@ void ParseGolden(const std::string& text, const std::string& origin, const std::
 void CheckCaptureInfo(const std::string& text, const std::string& origin, const std::string& label_hint) {
   const json::Value root = json::Parse(text, origin);
   const ManifestReader reader(origin, label_hint);
-  reader.CheckSchemaName(root, Manifest::kCaptureInfoSchema);
+  reader.CheckSchemaName(root, CaptureInfoSchema());
   reader.CheckFields(root, CaptureInfoSchema());
 }
 

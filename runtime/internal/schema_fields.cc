@@ -124,9 +124,11 @@ class Walker {
     bool nullable = false;
     for (const std::string& t : types) nullable = nullable || t == "null";
     if (nullable && value.is_null()) return;
+    const Value* minimum = json::Find(node, "minimum");
     if (const Value* format = json::Find(node, "format")) {
       std::string what = FormatProblem(format->get<std::string>(), value);
       if (!what.empty()) Fail(field, what);
+      if (minimum) CheckMinimum(value, *minimum, field);
       return;
     }
     if (!types.empty()) {
@@ -146,11 +148,26 @@ class Walker {
       }
       if (!ok) Fail(field, "expected " + OneOf(words) + ", got " + ShownValue(value));
     }
+    if (minimum) CheckMinimum(value, *minimum, field);
     if (value.is_object()) WalkObject(value, node, field);
     if (value.is_array()) WalkArray(value, node, field);
   }
 
  private:
+  // A number under `minimum` (a value of another type is the type keyword's or the format's to refuse).
+  void CheckMinimum(const Value& value, const Value& minimum, const std::string& field) const {
+    const int64_t at_least = minimum.get<int64_t>();
+    bool below = false;
+    if (value.is_number_unsigned()) {
+      below = at_least > 0 && value.get<uint64_t>() < static_cast<uint64_t>(at_least);
+    } else if (value.is_number_integer()) {
+      below = value.get<int64_t>() < at_least;
+    } else if (value.is_number_float()) {
+      below = value.get<double>() < static_cast<double>(at_least);
+    }
+    if (below) Fail(field, "expected at least " + std::to_string(at_least) + ", got " + ShownValue(value));
+  }
+
   const Value& Definition(const Value& ref) const {
     const std::string prefix = "#/definitions/";
     const std::string text = ref.get<std::string>();
@@ -230,8 +247,9 @@ void CheckNode(const Value& node, const Value& schema, const std::string& file, 
     }
     if (!ok) fault("type " + type->dump());
   }
-  if (json::Find(node, "minimum") && !json::Find(node, "format"))
-    fault("minimum is read only beside a format");
+  if (const Value* minimum = json::Find(node, "minimum")) {
+    if (!json::AsInt64(*minimum) || *json::AsInt64(*minimum) < 0) fault("minimum " + minimum->dump());
+  }
   if (const Value* format = json::Find(node, "format")) {
     if (!format->is_string() || !kFormats.count(format->get<std::string>()))
       fault("format " + format->dump());

@@ -3,10 +3,11 @@
 // field, and this walks it as wrpkg/schema_fields.py does, rule for rule and message for message.
 //
 // The keywords read: type, const, enum, properties, required, additionalProperties (false), items, minItems,
-// $ref ("#/definitions/<name>") and format, whose names are the checks both readers share (relpath, sha256,
-// size, cuda_driver). A node with a format is checked by it alone (a "null" in its type admits null; "type"
-// and "minimum" beside it are for standard validators). Any other keyword is a fault of the schema
-// (CheckSchemaReadable), so a schema cannot say what the readers do not check.
+// minimum, $ref ("#/definitions/<name>") and format, whose names are the checks both readers share (relpath,
+// sha256, size, cuda_driver). A node with a format is checked by it (a "null" in its type admits null; "type"
+// beside it is for standard validators) and minimum, an integer a number must not be below (beside a format
+// too, after it). Any other keyword is a fault of the schema (CheckSchemaReadable), so a schema cannot say
+// what the readers do not check.
 #pragma once
 
 #include <optional>
