@@ -99,14 +99,15 @@ def format_predicates() -> dict[str, Callable[[object], bool]]:
     return {name: _predicate(problem) for name, problem in FORMATS.items()}
 
 
+# The Python types of each JSON type, as json.loads makes them.
 _IS_TYPE = {
-    "null": lambda v: v is None,
-    "boolean": lambda v: isinstance(v, bool),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "string": lambda v: isinstance(v, str),
-    "array": lambda v: isinstance(v, list),
-    "object": lambda v: isinstance(v, dict),
+    "null": (type(None),),
+    "boolean": (bool,),
+    "integer": (int,),
+    "number": (int, float),
+    "string": (str,),
+    "array": (list,),
+    "object": (dict,),
 }
 
 
@@ -123,7 +124,7 @@ def types_text(types: list[str]) -> str:
 
 def _below(value, minimum: int) -> bool:
     """A number under `minimum` (a value of another type is the type keyword's or the format's to refuse)."""
-    return json_type(value) == "number" and value < minimum
+    return type(value) in (int, float) and value < minimum
 
 
 def _same(a, b) -> bool:
@@ -140,7 +141,21 @@ class SchemaError(Exception):
     """A schema the walker cannot read: a fault of wrpkg/schemas, not of a bundle."""
 
 
-Check = Callable[[object, str], None]
+# A field as the walk passes it down: None for the top level, else (parent, key or index); made text only for a
+# refusal (_field_text), so a manifest of 40k bindings builds no field name it does not show.
+Field = tuple | None
+Check = Callable[[object, Field], None]
+
+
+def _field_text(field: Field) -> str:
+    keys = []
+    while field is not None:
+        field, key = field
+        keys.append(key)
+    text = ""
+    for key in reversed(keys):
+        text += f"[{key}]" if isinstance(key, int) else (f".{key}" if text else key)
+    return text or "(top level)"
 
 
 class SchemaFields:
@@ -158,7 +173,7 @@ class SchemaFields:
         """The first field of `raw` the schema refuses, as (field, what), or None: properties in key order,
         then unknown fields (runtime/internal/schema_fields.h's SchemaFieldProblem, message for message)."""
         try:
-            self._check(raw, "")
+            self._check(raw, None)
         except _Refused as refused:
             return refused.field, refused.what
         return None
@@ -169,8 +184,8 @@ class SchemaFields:
         if found is not None:
             raise VerifyError(f'{path}: field "{found[0]}": {found[1]}', fix=edit_fix(self.file_name))
 
-    def fail(self, field: str, what: str) -> NoReturn:
-        raise _Refused(field or "(top level)", f"{what} ({self.where})")
+    def fail(self, field: Field, what: str) -> NoReturn:
+        raise _Refused(_field_text(field), f"{what} ({self.where})")
 
     def _compile(self, node: dict, at: str) -> Check:  # noqa: C901, PLR0915 (one branch per keyword)
         if not isinstance(node, dict):
@@ -209,11 +224,12 @@ class SchemaFields:
 
         checks: list[Check] = []
         if types is not None:
-            is_types = [_IS_TYPE[t] for t in types]
+            # Exact Python types: the documents are json.loads's (bool is no int, a float no integer).
+            allowed = frozenset(py for t in types for py in _IS_TYPE[t])
             wanted = types_text(types)
 
             def check_type(value, field):
-                if not any(is_type(value) for is_type in is_types):
+                if type(value) not in allowed:
                     fail(field, f"expected {wanted}, got {json_type(value)}")
 
             checks.append(check_type)
@@ -221,15 +237,21 @@ class SchemaFields:
             const = node["const"]
 
             def check_const(value, field):
-                if not _same(value, const):
+                if not (type(value) is type(const) and value == const) and not _same(value, const):
                     fail(field, f"expected {shown_value(const)}, got {shown_value(value)}")
 
             checks.append(check_const)
         if "enum" in node:
             allowed = node["enum"]
             wanted_values = _one_of([shown_value(v) for v in allowed])
+            exact = {(type(v), v) for v in allowed if not isinstance(v, (list, dict))}
 
             def check_enum(value, field):
+                try:
+                    if (type(value), value) in exact:
+                        return
+                except TypeError:  # an array or object: unhashable, and in no enum of ours
+                    pass
                 if not any(_same(value, v) for v in allowed):
                     fail(field, f"expected {wanted_values}, got {shown_value(value)}")
 
@@ -245,6 +267,9 @@ class SchemaFields:
             checks.append(self._object(node, at))
         if "items" in node or "minItems" in node:
             checks.append(self._array(node, at))
+
+        if len(checks) == 1 and not nullable:
+            return checks[0]
 
         def check_all(value, field):
             if nullable and value is None:
@@ -277,18 +302,19 @@ class SchemaFields:
         fail = self.fail
 
         def check_object(value, field):
-            if not isinstance(value, dict):
+            if type(value) is not dict:
                 return  # the type keyword says whether an object may be something else
-            prefix = field + "." if field else ""
+            known = 0
             for key, needed, check in children:
                 if key in value:
-                    check(value[key], prefix + key)
+                    known += 1
+                    check(value[key], (field, key))
                 elif needed:
-                    fail(prefix + key, "missing")
-            if not closed:
+                    fail((field, key), "missing")
+            if not closed and known != len(value):
                 for key in sorted(value):
                     if key not in properties:
-                        fail(prefix + shown(key), "unknown field")
+                        fail((field, shown(key)), "unknown field")
 
         return check_object
 
@@ -301,13 +327,13 @@ class SchemaFields:
         fail = self.fail
 
         def check_array(value, field):
-            if not isinstance(value, list):
+            if type(value) is not list:
                 return
             if len(value) < min_items:
                 fail(field, too_few)
             if items is not None:
                 for i, item in enumerate(value):
-                    items(item, f"{field}[{i}]")
+                    items(item, (field, i))
 
         return check_array
 
