@@ -111,42 +111,70 @@ struct Refused {
   FieldProblem problem;
 };
 
+// A field as the walk passes it down, on the stack: made text only for a refusal (Text), so a manifest of 40k
+// bindings builds no field name it does not show. The top level has no parent.
+struct FieldPath {
+  const FieldPath* parent = nullptr;
+  const std::string* key = nullptr;  // a member's name; null for an array element
+  size_t index = 0;
+
+  std::string Text() const {
+    if (!parent) return "";
+    std::string text = parent->Text();
+    if (!key) return text + "[" + std::to_string(index) + "]";
+    return text.empty() ? *key : text + "." + *key;
+  }
+};
+
+bool Allows(const Value& types, const Value& value) {
+  if (types.is_string()) return IsType(value, types.get_ref<const std::string&>());
+  for (const Value& t : types) {
+    if (IsType(value, t.get_ref<const std::string&>())) return true;
+  }
+  return false;
+}
+
+bool AllowsNull(const Value* types) {
+  if (!types) return false;
+  if (types->is_string()) return types->get_ref<const std::string&>() == "null";
+  for (const Value& t : *types) {
+    if (t.get_ref<const std::string&>() == "null") return true;
+  }
+  return false;
+}
+
 class Walker {
  public:
   Walker(const Value& schema, const std::string& schema_file) : schema_(schema), file_(schema_file) {}
 
-  void Walk(const Value& value, const Value& node, const std::string& field) const {
+  void Walk(const Value& value, const Value& node, const FieldPath& field) const {
     if (const Value* ref = json::Find(node, "$ref")) {
       Walk(value, Definition(*ref), field);
       return;
     }
-    const std::vector<std::string> types = TypesOf(node);
-    bool nullable = false;
-    for (const std::string& t : types) nullable = nullable || t == "null";
-    if (nullable && value.is_null()) return;
+    const Value* types = json::Find(node, "type");
+    if (value.is_null() && AllowsNull(types)) return;
     const Value* minimum = json::Find(node, "minimum");
     if (const Value* format = json::Find(node, "format")) {
-      std::string what = FormatProblem(format->get<std::string>(), value);
+      std::string what = FormatProblem(format->get_ref<const std::string&>(), value);
       if (!what.empty()) Fail(field, what);
       if (minimum) CheckMinimum(value, *minimum, field);
       return;
     }
-    if (!types.empty()) {
-      bool ok = false;
-      for (const std::string& t : types) ok = ok || IsType(value, t);
-      if (!ok) Fail(field, "expected " + TypesText(types) + ", got " + json::TypeName(value.type()));
+    if (types && !Allows(*types, value)) {
+      Fail(field, "expected " + TypesText(TypesOf(node)) + ", got " + json::TypeName(value.type()));
     }
     if (const Value* constant = json::Find(node, "const"); constant && !Same(value, *constant)) {
       Fail(field, "expected " + ShownValue(*constant) + ", got " + ShownValue(value));
     }
     if (const Value* allowed = json::Find(node, "enum")) {
       bool ok = false;
-      std::vector<std::string> words;
-      for (const Value& v : *allowed) {
-        ok = ok || Same(value, v);
-        words.push_back(ShownValue(v));
+      for (const Value& v : *allowed) ok = ok || Same(value, v);
+      if (!ok) {
+        std::vector<std::string> words;
+        for (const Value& v : *allowed) words.push_back(ShownValue(v));
+        Fail(field, "expected " + OneOf(words) + ", got " + ShownValue(value));
       }
-      if (!ok) Fail(field, "expected " + OneOf(words) + ", got " + ShownValue(value));
     }
     if (minimum) CheckMinimum(value, *minimum, field);
     if (value.is_object()) WalkObject(value, node, field);
@@ -155,7 +183,7 @@ class Walker {
 
  private:
   // A number under `minimum` (a value of another type is the type keyword's or the format's to refuse).
-  void CheckMinimum(const Value& value, const Value& minimum, const std::string& field) const {
+  void CheckMinimum(const Value& value, const Value& minimum, const FieldPath& field) const {
     const int64_t at_least = minimum.get<int64_t>();
     bool below = false;
     if (value.is_number_unsigned()) {
@@ -169,37 +197,45 @@ class Walker {
   }
 
   const Value& Definition(const Value& ref) const {
-    const std::string prefix = "#/definitions/";
-    const std::string text = ref.get<std::string>();
-    return schema_.at("definitions").at(text.substr(prefix.size()));
+    static const size_t prefix = std::string("#/definitions/").size();
+    return schema_.at("definitions").at(ref.get_ref<const std::string&>().substr(prefix));
   }
 
-  void WalkObject(const Value& value, const Value& node, const std::string& field) const {
+  static bool Required(const Value* required, const std::string& key) {
+    if (!required) return false;
+    for (const Value& k : *required) {
+      if (k.get_ref<const std::string&>() == key) return true;
+    }
+    return false;
+  }
+
+  void WalkObject(const Value& value, const Value& node, const FieldPath& field) const {
     const Value* properties = json::Find(node, "properties");
     const Value* required = json::Find(node, "required");
     const Value* additional = json::Find(node, "additionalProperties");
-    const std::string prefix = field.empty() ? "" : field + ".";
-    std::set<std::string> needed;
-    if (required) {
-      for (const Value& key : *required) needed.insert(key.get<std::string>());
-    }
+    size_t known = 0;
     if (properties) {
       for (const auto& [key, sub] : properties->items()) {  // in key order, as wrpkg sorts them
-        if (const Value* child = json::Find(value, key)) {
-          Walk(*child, sub, prefix + key);
-        } else if (needed.count(key)) {
-          Fail(prefix + key, "missing");
+        const FieldPath child{&field, &key};
+        if (const Value* member = json::Find(value, key)) {
+          ++known;
+          Walk(*member, sub, child);
+        } else if (Required(required, key)) {
+          Fail(child, "missing");
         }
       }
     }
-    if (additional && additional->is_boolean() && !additional->get<bool>()) {
-      for (const auto& [key, child] : value.items()) {
-        if (!properties || !json::Find(*properties, key)) Fail(prefix + Shown(key), "unknown field");
+    if (additional && additional->is_boolean() && !additional->get<bool>() && known != value.size()) {
+      for (const auto& [key, member] : value.items()) {
+        if (!properties || !json::Find(*properties, key)) {
+          const std::string shown = Shown(key);
+          Fail(FieldPath{&field, &shown}, "unknown field");
+        }
       }
     }
   }
 
-  void WalkArray(const Value& value, const Value& node, const std::string& field) const {
+  void WalkArray(const Value& value, const Value& node, const FieldPath& field) const {
     if (const Value* min_items = json::Find(node, "minItems")) {
       const uint64_t n = min_items->get<uint64_t>();
       if (value.size() < n) {
@@ -208,12 +244,13 @@ class Walker {
       }
     }
     if (const Value* items = json::Find(node, "items")) {
-      for (size_t i = 0; i < value.size(); ++i) Walk(value[i], *items, field + "[" + std::to_string(i) + "]");
+      for (size_t i = 0; i < value.size(); ++i) Walk(value[i], *items, FieldPath{&field, nullptr, i});
     }
   }
 
-  [[noreturn]] void Fail(const std::string& field, const std::string& what) const {
-    throw Refused{FieldProblem{field.empty() ? "(top level)" : field, what + " (" + file_ + ")"}};
+  [[noreturn]] void Fail(const FieldPath& field, const std::string& what) const {
+    const std::string text = field.Text();
+    throw Refused{FieldProblem{text.empty() ? "(top level)" : text, what + " (" + file_ + ")"}};
   }
 
   const Value& schema_;
@@ -283,7 +320,7 @@ void CheckNode(const Value& node, const Value& schema, const std::string& file, 
 std::optional<FieldProblem> SchemaFieldProblem(const Value& value, const Value& schema,
                                                const std::string& schema_file) {
   try {
-    Walker(schema, schema_file).Walk(value, schema, "");
+    Walker(schema, schema_file).Walk(value, schema, FieldPath{});
   } catch (const Refused& refused) {
     return refused.problem;
   }
