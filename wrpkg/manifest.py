@@ -1,5 +1,6 @@
 """manifest.json and golden.json of a bundle: the records, their canonical JSON bytes, and parsing
-(in the strict JSON profile, with the field checks of wrpkg/strict_json.py).
+(in the strict JSON profile of wrpkg/strict_json.py, with the field checks walked from wrpkg/schemas by
+wrpkg/schema_fields.py).
 
 The bundle's content hash is the sha256 of manifest.json's exact bytes. manifest.json
 describes only what is deployed (the .wrp, module binaries and sources, bindings, toolchain)
@@ -20,29 +21,24 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from wrpkg.archs import split_arch
 from wrpkg.errors import VerifyError
 from wrpkg.names import shown
-from wrpkg.strict_json import (
-    FieldChecks,
-    edit_fix,
-    is_safe_relpath,
-    is_size,
-    json_type,
-    strict_json_loads,
-)
+from wrpkg.schema_fields import SCHEMA_DIR, format_predicates, schema_fields, schema_name
+from wrpkg.strict_json import edit_fix, is_safe_relpath, is_size, strict_json_loads
 
 # /3 added each binding's array layout (dtype, dtype_bytes, shape, strides, offset); /4 the
 # chunk digests (chunk_bytes, each file's chunk_sha256).
-MANIFEST_SCHEMA = "rules_warp.manifest/4"
+MANIFEST_SCHEMA = schema_name("manifest.schema.json")  # "rules_warp.manifest/4"
 # SHA-256 is sequential within a file: a large file is also recorded as the digests of its
 # consecutive pieces of this size. The C++ runtime checks them on several cores at once (a .wrp
 # of thousands of launches is megabytes, and its hash would otherwise be a third of a load);
 # wrpkg.reader.bundle copies only the chunk it patches, not the whole .wrp, to hash what it read.
 CHUNK_BYTES = 1 << 18
 MANIFEST_NAME = "manifest.json"
-GOLDEN_SCHEMA = "rules_warp.golden/1"
+GOLDEN_SCHEMA = schema_name("golden.schema.json")  # "rules_warp.golden/1"
 GOLDEN_NAME = "golden.json"
 # Provenance of the capture machine (device name, driver): in the bundle, never hashed.
 CAPTURE_INFO_NAME = "capture.json"
@@ -315,13 +311,12 @@ def _require(cond: bool, path, what: str) -> None:
 # capture.json (provenance, outside the content hash): a capture's is a few kilobytes. With its schema
 # (capture.schema.json: no field but those wrpkg.capture writes) this bounds what can ride along in it.
 MAX_CAPTURE_INFO_BYTES = 1 << 20
-CAPTURE_INFO_SCHEMA = "rules_warp.capture/1"
+CAPTURE_INFO_SCHEMA = schema_name("capture.schema.json")  # "rules_warp.capture/1"
 
 
-# The one declaration of both files' structure (every field, its type, nothing else), which
-# runtime/internal/manifest.cc enforces too (valijson, from the same files). The field checks here and
-# there run first, for their messages; the schema then refuses whatever they do not name.
-SCHEMA_DIR = Path(__file__).with_name("schemas")
+# The one declaration of the three files' fields (every field, its type, nothing else): wrpkg/schemas, walked
+# by wrpkg.schema_fields here and by runtime/internal/schema_fields.cc in C++, with the same messages. What is
+# left in code below is how fields relate (a path listed in "files", names listed once, layouts, chunk counts).
 _SCHEMA_FILES = {
     MANIFEST_NAME: "manifest.schema.json",
     GOLDEN_NAME: "golden.schema.json",
@@ -331,13 +326,16 @@ _validators: dict = {}
 
 
 def _check_schema(raw: dict, path, file_name: str) -> None:
+    """`raw`'s fields against the file's schema: the walker (wrpkg.schema_fields), then fastjsonschema, a
+    standard validator's reading of the same schema, as a backstop (runtime/internal/manifest.cc: valijson)."""
+    schema_fields(_SCHEMA_FILES[file_name], file_name).check(raw, path)
     # Imported and compiled on first use (24 ms and 21 ms): most wrpkg processes never read a manifest.
     import fastjsonschema  # noqa: PLC0415
 
     validate = _validators.get(file_name)
     if validate is None:
         schema = json.loads((SCHEMA_DIR / _SCHEMA_FILES[file_name]).read_bytes())
-        validate = _validators[file_name] = fastjsonschema.compile(schema)
+        validate = _validators[file_name] = fastjsonschema.compile(schema, formats=format_predicates())
     try:
         validate(raw)
     except fastjsonschema.JsonSchemaValueException as exc:
@@ -350,127 +348,50 @@ def _check_schema(raw: dict, path, file_name: str) -> None:
         ) from exc
 
 
-def _is_cuda_version(text: str) -> bool:
-    """ "13.4": the form runtime/internal/manifest.cc's DriverVersion reads (1 to 3 digits, a dot, 1 or 2 digits)."""
-    major, dot, minor = text.partition(".")
-    return (
-        bool(dot)
-        and 1 <= len(major) <= 3
-        and 1 <= len(minor) <= 2
-        and (major + minor).isascii()
-        and (major + minor).isdigit()
-    )
-
-
 def _check_manifest_fields(raw: dict, path) -> None:
-    """Every field of manifest.json of the type runtime/internal/manifest.cc reads, every path plain and
-    relative, and every path a module names listed in "files" (so it is verified before use)."""
-    f = FieldChecks(path, MANIFEST_NAME)
-    f.relpath(raw, "wrp", "")
-    f.string(raw, "warp_version", "")
-    f.expect(f.get(raw, "format_version", ""), int, "format_version")
-    f.string(raw, "device", "")
-    f.size(raw, "chunk_bytes", "")
+    """manifest.json's fields (its schema), then what relates them: every path a module names listed in
+    "files" (so it is verified before use), no unhashed file listed, module hashes and binding names
+    listed once, and names of one region agreeing on its size (runtime/internal/manifest.cc's Read)."""
+    _check_schema(raw, path, MANIFEST_NAME)
+    fix = edit_fix(MANIFEST_NAME)
+
+    def fail(field_name: str, what: str) -> NoReturn:
+        raise VerifyError(f'{path}: field "{field_name}": {what}', fix=fix)
+
     listed = set()
-    for item, p in f.objects(raw, "files", ""):
-        rel = f.relpath(item, "path", p)
-        f.size(item, "size", p)
-        f.sha256(f.get(item, "sha256", p), p + "sha256")
-        chunks = f.expect(f.get(item, "chunk_sha256", p), list, p + "chunk_sha256")
-        for i, digest in enumerate(chunks):
-            f.sha256(digest, f"{p}chunk_sha256[{i}]")
-        if rel in UNHASHED_FILES:
-            f.fail(p + "path", f"{rel} is not a deployed file: manifest.json cannot list it")
-        listed.add(rel)
+    for i, item in enumerate(raw["files"]):
+        if item["path"] in UNHASHED_FILES:
+            fail(f"files[{i}].path", f"{item['path']} is not a deployed file: manifest.json cannot list it")
+        listed.add(item["path"])
 
     def require_listed(rel: str, field_name: str) -> None:
         if rel not in listed:
-            f.fail(field_name, f'"{shown(rel)}" is not listed in "files", so it cannot be verified')
+            fail(field_name, f'"{shown(rel)}" is not listed in "files", so it cannot be verified')
 
     require_listed(raw["wrp"], "wrp")
     module_hashes = set()
-    for item, p in f.objects(raw, "modules", ""):
-        f.string(item, "name", p)
-        if f.string(item, "hash", p) in module_hashes:
-            f.fail(p + "hash", f'module "{shown(item["hash"])}" is listed twice')
+    for i, item in enumerate(raw["modules"]):
+        if item["hash"] in module_hashes:
+            fail(f"modules[{i}].hash", f'module "{shown(item["hash"])}" is listed twice')
         module_hashes.add(item["hash"])
-        require_listed(f.relpath(item, "binary", p), p + "binary")
-        f.string(item, "binary_kind", p)
-        if "no_ptx" in item:
-            f.string(item, "no_ptx", p)
-        source = f.relpath(item, "source", p, nullable=True)
-        if source is not None:
-            require_listed(source, p + "source")
-        for sass, sp in f.objects(item, "sass", p):
-            f.string(sass, "arch", sp)
-            f.size(sass, "size", sp)
-            f.sha256(f.get(sass, "sha256", sp), sp + "sha256")
-        ptx = f.expect(f.get(item, "ptx", p), dict, p + "ptx", nullable=True)
-        if ptx is not None:
-            pp = p + "ptx."
-            f.string(ptx, "arch", pp)
-            f.size(ptx, "size", pp)
-            f.sha256(f.get(ptx, "sha256", pp), pp + "sha256")
-            f.string(ptx, "nvrtc_version", pp, nullable=True)
+        require_listed(item["binary"], f"modules[{i}].binary")
+        if item["source"] is not None:
+            require_listed(item["source"], f"modules[{i}].source")
     names = set()
     region_bytes: dict = {}
-    for item, p in f.objects(raw, "bindings", ""):
-        name = f.string(item, "name", p)
+    for i, item in enumerate(raw["bindings"]):
+        name, size, region = item["name"], item["bytes"], item["region"]
         if name in names:
-            f.fail(p + "name", f'binding "{shown(name)}" is listed twice')
+            fail(f"bindings[{i}].name", f'binding "{shown(name)}" is listed twice')
         names.add(name)
-        f.string(item, "direction", p)
-        size = f.size(item, "bytes", p)
-        region = f.get(item, "region", p)
-        if not isinstance(region, (int, str)) or isinstance(region, bool):
-            f.fail(p + "region", f"expected an integer or a string, got {json_type(region)}")
         # Names of one region alias one allocation, so they must agree on its capacity.
         if region_bytes.setdefault(region, (name, size))[1] != size:
             other, other_size = region_bytes[region]
-            f.fail(
+            fail(
                 "bindings",
                 f'"{shown(other)}" and "{shown(name)}" share region {region} but record '
                 f"different sizes ({other_size} and {size} bytes)",
             )
-        f.string(item, "dtype", p)
-        f.size(item, "dtype_bytes", p)
-        for key in ("shape", "strides"):
-            dims = f.expect(f.get(item, key, p), list, p + key)
-            if not dims or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in dims):
-                f.fail(p + key, "expected a non-empty array of non-negative integers")
-        f.size(item, "offset", p)
-    toolchain = f.expect(f.get(raw, "toolchain", ""), dict, "toolchain")
-    f.string(toolchain, "warp", "toolchain.")
-    for key in ("nvrtc", "nvfatbin", "nvrtc_ptx"):
-        if key in toolchain:
-            f.string(toolchain, key, "toolchain.", nullable=True)
-    driver = f.get(raw, "ptx_min_driver", "")
-    if not (driver is None or is_size(driver) or (isinstance(driver, str) and _is_cuda_version(driver))):
-        f.fail(
-            "ptx_min_driver",
-            f'expected null, a CUDA version such as "13.4", or an integer such as 13040, got '
-            f"{json.dumps(driver)[:40]}",
-        )
-    _check_schema(raw, path, MANIFEST_NAME)
-
-
-def _check_golden_fields(raw: dict, path) -> None:
-    """Every field of golden.json of the type runtime/internal/manifest.cc's ReadGolden reads, and every
-    golden file a plain relative path: golden.json is outside the content hash (docs/bundles.md:
-    bundle validity), so these checks, not a digest, are what stand between it and the reader."""
-    f = FieldChecks(path, GOLDEN_NAME)
-    f.sha256(f.get(raw, "content_hash", ""), "content_hash")
-    f.string(raw, "name", "")
-    f.string(raw, "label", "")
-    f.string(raw, "golden_device", "", nullable=True)
-    for item, p in f.objects(raw, "golden", ""):
-        f.string(item, "name", p)
-        f.relpath(item, "file", p)
-        f.size(item, "bytes", p)
-        f.sha256(f.get(item, "sha256", p), p + "sha256")
-        for key in ("atol", "rtol"):
-            f.get(item, key, p)
-    _check_schema(raw, path, GOLDEN_NAME)
 
 
 def _json_object(data: bytes, path, schema: str, file_name: str) -> dict:
@@ -543,12 +464,11 @@ def from_json_bytes(
             f"{path}: not a valid {MANIFEST_SCHEMA} manifest: missing or unexpected field {exc}",
             fix="rebuild the bundle's wrp_artifact target; do not edit manifest.json by hand",
         ) from exc
-    # Fields, types, enums and unknown keys were checked (_check_manifest_fields and the schema): what
+    # Fields, types, enums and unknown keys were checked (the schema walk, then _check_manifest_fields): what
     # is left is how fields relate.
     for b in manifest.bindings:
         problem = binding_layout_problem(b)
         _require(problem is None, path, f"binding {b.name!r}: {problem}")
-    _require(manifest.chunk_bytes >= 4096, path, f"chunk_bytes is {manifest.chunk_bytes!r}")
     seen_paths = set()
     for f in manifest.files:
         _require(f.path not in seen_paths, path, f"file path '{shown(f.path)}' is listed twice")
@@ -590,7 +510,7 @@ def attach_golden(
     the C++ runtime could not re-spell its floats as Python does. The golden files' bytes are
     checked by wrpkg.reader.validity (wrpkg.Bundle.open)."""
     raw = _json_object(data, path, GOLDEN_SCHEMA, GOLDEN_NAME)
-    _check_golden_fields(raw, path)
+    _check_schema(raw, path, GOLDEN_NAME)
     try:
         name, label, owner = raw["name"], raw["label"], raw["content_hash"]
         golden_device = raw["golden_device"]
@@ -605,11 +525,8 @@ def attach_golden(
         path,
         f"it belongs to content hash {owner!r}, but manifest.json hashes to {content_hash}",
     )
-    _require_golden(
-        isinstance(name, str) and is_safe_relpath(name) and "/" not in name, path, f"name {name!r}"
-    )
-    _require_golden(isinstance(label, str), path, f"label {label!r}")
-    _require_golden(golden_device in (None, "cpu", "cuda"), path, f"golden_device is {golden_device!r}")
+    # The fields' types are golden.schema.json's (_check_schema); what is left is how they relate.
+    _require_golden(is_safe_relpath(name) and "/" not in name, path, f"name {name!r}")
     listed = {f.path for f in manifest.files} | UNHASHED_FILES
     names = {b.name: b for b in manifest.bindings}
     for g in golden:
@@ -622,9 +539,6 @@ def attach_golden(
             path,
             f"golden {g.name!r}: atol and rtol must both be null or both finite numbers >= 0",
         )
-        _require_golden(
-            isinstance(g.file, str) and is_safe_relpath(g.file), path, f"golden file {g.file!r} is not safe"
-        )
         _require_golden(g.file not in listed, path, f"golden file '{shown(g.file)}' is listed twice")
         listed.add(g.file)
         _require_golden(g.name in names, path, f"golden '{shown(g.name)}' is not a binding")
@@ -632,11 +546,6 @@ def attach_golden(
             names[g.name].direction != "in",
             path,
             f"golden '{shown(g.name)}' is an input binding, not an output",
-        )
-        _require_golden(
-            isinstance(g.bytes, int) and not isinstance(g.bytes, bool) and 0 <= g.bytes < 2**64,
-            path,
-            f"golden {g.name!r} has size {g.bytes!r}",
         )
         _require_golden(
             g.bytes == names[g.name].bytes,

@@ -1,13 +1,11 @@
 """The strict JSON profile a bundle's manifest.json, golden.json and capture.json are read in, the
-same in both readers (runtime/internal/json.cc), and the field checks wrpkg.manifest builds its
-records on: each refusal a VerifyError naming the file and the field as the C++ reader names it.
+same in both readers (runtime/internal/json.cc), and the value checks wrpkg.schema_fields's formats use.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from typing import NoReturn
 
 from wrpkg.errors import VerifyError
 from wrpkg.names import name_problem, shown
@@ -117,7 +115,7 @@ def _check_text(text: str, refuse) -> None:
 
 def plain_relpath_problem(value) -> str | None:
     """Why `value` is not a plain relative path inside the bundle, or None: the rule of
-    runtime/internal/manifest.cc's CheckRelativePath (a string; not empty; no leading '/'; no empty, '.' or
+    runtime/internal/schema_fields.cc's IsPlainRelativePath (a string; not empty; no leading '/'; no empty, '.' or
     '..' component; a name by wrpkg.names: no control character or backslash, in NFC), for every
     path a manifest names and every tar entry. A message shows it escaped (wrpkg.names.shown)."""
     if not isinstance(value, str):
@@ -136,68 +134,6 @@ def json_type(value) -> str:
     if isinstance(value, (int, float)):
         return "number"
     return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
-
-
-class FieldChecks:
-    """Type checks of one parsed manifest before any record is built from it. Each failure is a
-    VerifyError naming the field as runtime/internal/manifest.cc names it ("modules[0].binary"), so a
-    wrong type is refused by what it is, not by the TypeError it would raise later."""
-
-    def __init__(self, path, file_name: str):
-        self.path = path
-        self.fix = edit_fix(file_name)
-
-    def fail(self, field_name: str, what: str) -> NoReturn:
-        raise VerifyError(f'{self.path}: field "{field_name}": {what}', fix=self.fix)
-
-    def get(self, obj: dict, key: str, prefix: str):
-        if key not in obj:
-            self.fail(prefix + key, "missing")
-        return obj[key]
-
-    def expect(self, value, kind: type, field_name: str, *, nullable: bool = False):
-        ok = (value is None and nullable) or (
-            isinstance(value, kind) and not (kind is int and isinstance(value, bool))
-        )
-        if not ok:
-            wanted = {str: "string", int: "integer", list: "array", dict: "object"}[kind]
-            self.fail(
-                field_name, f"expected {wanted}{' or null' if nullable else ''}, got {json_type(value)}"
-            )
-        return value
-
-    def string(self, obj: dict, key: str, prefix: str, *, nullable: bool = False) -> str | None:
-        return self.expect(self.get(obj, key, prefix), str, prefix + key, nullable=nullable)
-
-    def size(self, obj: dict, key: str, prefix: str) -> int:
-        value = self.get(obj, key, prefix)
-        if not is_size(value):
-            self.fail(prefix + key, f"expected a non-negative integer, got {json.dumps(value)[:40]}")
-        return value
-
-    def sha256(self, value, field_name: str) -> str:
-        if not isinstance(value, str) or not is_sha256_hex(value):
-            self.fail(field_name, f"expected 64 lowercase hex digits, got {json.dumps(value)[:80]}")
-        return value
-
-    def relpath(self, obj: dict, key: str, prefix: str, *, nullable: bool = False) -> str | None:
-        value = self.get(obj, key, prefix)
-        if value is None and nullable:
-            return None
-        problem = plain_relpath_problem(value)
-        if problem is not None:
-            self.fail(prefix + key, problem)
-        return value
-
-    def objects(self, obj: dict, key: str, prefix: str) -> list[tuple[dict, str]]:
-        """Each element of the array `key`, which must be an object, with its field prefix."""
-        items = self.expect(self.get(obj, key, prefix), list, prefix + key)
-        out = []
-        for i, item in enumerate(items):
-            p = f"{prefix}{key}[{i}]."
-            self.expect(item, dict, p[:-1])
-            out.append((item, p))
-        return out
 
 
 def is_size(x) -> bool:

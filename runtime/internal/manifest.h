@@ -73,15 +73,12 @@ struct FileRecord {
 };
 
 struct Manifest {
-  static constexpr const char* kSchema = "rules_warp.manifest/4";
-  static constexpr const char* kGoldenSchema = "rules_warp.golden/1";
   // The test manifest: not hashed into the content hash, but it names the content hash it belongs to and
   // lists the golden files with their sha256, which the bundle verifies like the deployed ones.
   static constexpr const char* kGolden = "golden.json";
   // Provenance of the capture machine: shipped in the bundle but deliberately not listed in "files", so that
   // it does not change the content hash. Never handed to Warp.
   static constexpr const char* kCaptureInfo = "capture.json";
-  static constexpr const char* kCaptureInfoSchema = "rules_warp.capture/1";
   // capture.json is a few kilobytes; with its schema (nothing but what wrpkg.capture writes) this bounds what
   // can ride along in it. wrpkg.manifest.MAX_CAPTURE_INFO_BYTES.
   static constexpr uint64_t kMaxCaptureInfoBytes = 1 << 20;

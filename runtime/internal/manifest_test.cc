@@ -1,9 +1,18 @@
 #include "runtime/internal/manifest.h"
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "runtime/error.h"
 #include "runtime/internal/json.h"
+#include "runtime/internal/schema_fields.h"
 #include "runtime/internal/test_util.h"
 
 namespace {
@@ -261,4 +270,87 @@ TEST(ManifestTest, RegionClashNamesTheFirstPair) {
       },
       wrp::testing::ThrowsError(
           "\"p\" and \"t\" share region 7 but record different sizes (4 and 16 bytes)"));
+}
+
+// --- the field checks are the schemas' (runtime/internal/schema_fields.h)
+// -----------------------------------
+
+namespace {
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// The case's edits (JSON pointers; "/-" appends) of `prefix` ("schema" or "document") applied to `base`.
+wrp::json::Value Edited(const wrp::json::Value& c, const std::string& prefix, wrp::json::Value doc) {
+  using Pointer = wrp::json::Value::json_pointer;
+  if (const wrp::json::Value* set = wrp::json::Find(c, prefix + "_set")) {
+    for (const auto& [pointer, value] : set->items()) doc[Pointer(pointer)] = value;
+  }
+  if (const wrp::json::Value* deleted = wrp::json::Find(c, prefix + "_delete")) {
+    for (const wrp::json::Value& pointer : *deleted) {
+      Pointer at(pointer.get<std::string>());
+      wrp::json::Value& parent = doc[at.parent_pointer()];
+      if (parent.is_array()) {
+        parent.erase(std::stoul(at.back()));
+      } else {
+        parent.erase(at.back());
+      }
+    }
+  }
+  return doc;
+}
+
+}  // namespace
+
+// runtime/testdata/schema_field_cases.json, which tests/test_schema_fields.py judges with
+// wrpkg.schema_fields: an edited copy of a schema changes what the walk accepts, and each refusal is the same
+// field and message.
+TEST(SchemaFieldsTest, TheSharedCases) {
+  const std::vector<std::string>& args = wrp::testing::Args();
+  ASSERT_EQ(args.size(), size_t(4));
+  const wrp::json::Value table = wrp::json::Parse(ReadText(args[0]), args[0]);
+  const std::map<std::string, std::pair<std::string, std::string>> schemas = {
+      {"capture", {args[1], "wrpkg/schemas/capture.schema.json"}},
+      {"golden", {args[2], "wrpkg/schemas/golden.schema.json"}},
+      {"manifest", {args[3], "wrpkg/schemas/manifest.schema.json"}},
+  };
+  int judged = 0;
+  for (const wrp::json::Value& c : table.at("cases")) {
+    const std::string name = c.at("name").get<std::string>();
+    const std::string kind = c.at("schema").get<std::string>();
+    const auto& [path, file] = schemas.at(kind);
+    const wrp::json::Value schema = Edited(c, "schema", wrp::json::Parse(ReadText(path), path));
+    if (c.contains("schema_fault")) {
+      EXPECT_THROW(wrp::CheckSchemaReadable(schema, file), wrp::Error) << name;
+      ++judged;
+      continue;
+    }
+    EXPECT_NO_THROW(wrp::CheckSchemaReadable(schema, file)) << name;
+    const wrp::json::Value document = Edited(c, "document", table.at("documents").at(kind));
+    std::optional<wrp::FieldProblem> found = wrp::SchemaFieldProblem(document, schema, file);
+    const wrp::json::Value& expected = c.at("refusal");
+    if (expected.is_null()) {
+      EXPECT_FALSE(found) << name << ": " << (found ? found->field + ": " + found->what : "");
+    } else {
+      ASSERT_TRUE(found) << name;
+      EXPECT_EQ(found->field, expected.at("field").get<std::string>()) << name;
+      EXPECT_EQ(found->what, expected.at("what").get<std::string>()) << name;
+    }
+    ++judged;
+  }
+  EXPECT_GT(judged, 40);
+}
+
+// The compiled-in schemas are read by the walk: ParseManifest refuses a field the way the table says.
+TEST(SchemaFieldsTest, TheReaderWalksTheCompiledInSchema) {
+  EXPECT_THAT([&] { wrp::ParseManifest(ManifestText("\"size\": 10", "\"size\": \"10\""), "m.json"); },
+              wrp::testing::ThrowsError("m.json",
+                                        "field \"modules[0].sass[0].size\": expected a non-negative integer, "
+                                        "got \"10\" (wrpkg/schemas/manifest.schema.json)"));
+  EXPECT_THAT(
+      [&] { wrp::ParseManifest(ManifestText("\"offset\": 0}", "\"offset\": 0, \"extra\": 1}"), "m.json"); },
+      wrp::testing::ThrowsError("field \"bindings[0].extra\": unknown field"));
 }

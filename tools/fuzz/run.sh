@@ -61,8 +61,8 @@ flags=(-std=c++17 -O1 -gline-tables-only -I"$repo" "${isystem[@]}" -fsanitize=ad
   -fno-omit-frame-pointer)
 objs=()
 for src in bundle internal/buffer internal/bundle_files internal/digest_job internal/unverified_file \
-  internal/fatbin internal/json internal/manifest internal/names internal/sha256 internal/ustar internal/wrp_check \
-  internal/wrp_cursor internal/wrp_operations internal/module_binaries; do
+  internal/fatbin internal/json internal/manifest internal/names internal/schema_fields internal/sha256 internal/ustar \
+  internal/wrp_check internal/wrp_cursor internal/wrp_operations internal/module_binaries; do
   obj="$work/obj/$(basename "$src").o"
   "$clangxx" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$repo/runtime/$src.cc" -o "$obj" &
   objs+=("$obj")
