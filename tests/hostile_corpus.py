@@ -22,8 +22,7 @@ from pathlib import Path
 from bundle_corpus import _rehash, _write_canonical
 
 from wrpkg.build.pack import _ustar_header, write_deterministic_tar
-from wrpkg.manifest import MAX_CAPTURE_INFO_BYTES
-from wrpkg.strict_json import MAX_JSON_BYTES, MAX_JSON_DEPTH
+from wrpkg.strict_json import MAX_CAPTURE_INFO_BYTES, MAX_JSON_BYTES, MAX_JSON_DEPTH
 
 GOOD_DIR = Path(os.environ["WRP_GOOD_BUNDLE_DIR"]).resolve()
 # A CUDA bundle (PTX and SASS of several SMs), for the cases only a CUDA manifest can hold.

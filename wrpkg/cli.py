@@ -94,10 +94,13 @@ def run_tool(module_name: str, prog: list[str], argv: list[str]) -> int:
         )
         return 1
     except (MemoryError, RecursionError) as err:
+        from wrpkg.strict_json import MAX_JSON_BYTES, MAX_JSON_DEPTH  # noqa: PLC0415 - only on this path
+
         what = "ran out of memory" if isinstance(err, MemoryError) else "met input nested too deeply"
         print(
             f"error: wrpkg {' '.join(prog)} {' '.join(argv)}: {what}\n"
-            "  fix: check the input files; a bundle's manifests are at most 16 MiB and 64 levels deep",
+            f"  fix: check the input files; a bundle's manifests are at most {MAX_JSON_BYTES >> 20} MiB and "
+            f"{MAX_JSON_DEPTH} levels deep",
             file=sys.stderr,
         )
         return 1

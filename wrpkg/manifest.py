@@ -309,8 +309,8 @@ def _require(cond: bool, path, what: str) -> None:
 
 
 # capture.json (provenance, outside the content hash): a capture's is a few kilobytes. With its schema
-# (capture.schema.json: no field but those wrpkg.capture writes) this bounds what can ride along in it.
-MAX_CAPTURE_INFO_BYTES = 1 << 20
+# (capture.schema.json: no field but those wrpkg.capture writes) MAX_CAPTURE_INFO_BYTES
+# (schemas/bundle_limits.json) bounds what can ride along in it.
 CAPTURE_INFO_SCHEMA = schema_name("capture.schema.json")  # "rules_warp.capture/1"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 from wrpkg.errors import VerifyError
 from wrpkg.names import name_problem, shown
@@ -15,8 +16,11 @@ from wrpkg.names import name_problem, shown
 # refused, because each is read differently by different parsers (a later duplicate wins in
 # Python, NaN is no JSON at all), so two readers would otherwise see two manifests in one file.
 # Nesting counts containers: the top-level object is depth 1.
-MAX_JSON_BYTES = 16 << 20  # manifest.json and golden.json, checked before they are read
-MAX_JSON_DEPTH = 64
+# One table for both readers (the C++ runtime's header is generated from it).
+_LIMITS = json.loads((Path(__file__).with_name("schemas") / "bundle_limits.json").read_bytes())
+MAX_JSON_BYTES = _LIMITS["max_json_bytes"]  # manifest.json and golden.json, checked before they are read
+MAX_JSON_DEPTH = _LIMITS["max_json_depth"]
+MAX_CAPTURE_INFO_BYTES = _LIMITS["max_capture_info_bytes"]
 _INT_MIN, _INT_END = -(2**63), 2**64  # an integer must fit int64 or uint64
 _INT_MAX_DIGITS = 20  # len(str(2**64 - 1)): longer digit strings are refused before int()
 

@@ -10,13 +10,15 @@
 #include <optional>
 #include <string>
 
+#include "runtime/internal/bundle_limits.h"
+
 namespace wrp {
 namespace json {
 
 using Value = nlohmann::json;
 
-// Containers, the top-level one included: wrpkg.strict_json.MAX_JSON_DEPTH.
-inline constexpr int kMaxDepth = 64;
+// Containers, the top-level one included (wrpkg/schemas/bundle_limits.json, as wrpkg's).
+inline constexpr int kMaxDepth = static_cast<int>(limits::kMaxJsonDepth);
 
 // Parses one JSON document in the strict profile. Throws wrp::Error naming `origin` (and, for a syntax
 // error, its line and column) on anything else.

@@ -41,7 +41,6 @@ from wrpkg.manifest import (
     CAPTURE_INFO_NAME,
     GOLDEN_NAME,
     MANIFEST_NAME,
-    MAX_CAPTURE_INFO_BYTES,
     UNHASHED_FILES,
     FileEntry,
     Manifest,
@@ -53,7 +52,7 @@ from wrpkg.manifest import (
 from wrpkg.names import shown
 from wrpkg.reader.fatbin import elf_problem, is_fatbin, parse_fatbin
 from wrpkg.reader.ustar import ustar_entries
-from wrpkg.strict_json import MAX_JSON_BYTES
+from wrpkg.strict_json import MAX_CAPTURE_INFO_BYTES, MAX_JSON_BYTES
 
 # (what, bytes, expected sha256): one piece of a listed file and the digest the manifest records.
 DigestCheck = tuple[str, bytes | bytearray | memoryview, str]
