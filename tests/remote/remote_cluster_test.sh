@@ -8,7 +8,8 @@
 #     not internal ran remote, in the runner image (not the host), with the content hashes
 #     of this (local) build; a C++ replay test passes on a worker (its runfiles are copied)
 #   - the whole server side restarted (BuildGrid, Redis, PostgreSQL): a second clean output
-#     base executes nothing (action cache and CAS lasted) and gets the same hashes
+#     base at another path, which makes its own venvs, executes nothing (action cache and CAS
+#     lasted, and the venvs' files do not depend on their path) and gets the same hashes
 #   - a worker killed mid-action: the action runs again on the other worker, the build passes
 #   - BuildGrid restarted mid-action: the build passes with the action's real output, or fails
 #     saying so; never a wrong output
@@ -204,20 +205,26 @@ bazel_in ob1 shutdown >/dev/null 2>&1
 cluster down >/dev/null 2>&1
 cluster up --cpu-workers 2 --gpu-workers 0 --keepalive 10 --queue-timeout 60 --image "$image" >"$work/up2.log" 2>&1 ||
   { cat "$work/up2.log"; echo "FAIL: remote/cluster.py up after down"; exit 1; }
-# The venvs are repository rules, which no cache holds: the second output base uses the
-# first one's, which are the same files, so the same action keys.
-venvs=(--override_repository=wrp_venv="$work/ob1/external/wrp_venv"
-  --override_repository=wrp_nvrtc_13_0_venv="$work/ob1/external/wrp_nvrtc_13_0_venv")
+# The venvs are repository rules, which no cache holds: the second output base, at another
+# path, makes its own, whose files name no path (toolchains/python/relocate_venv.py), so
+# the actions that take them have the same keys as the first output base's.
 start=$(date +%s)
-bazel_in ob2 build --config=remote --symlink_prefix=/ "${venvs[@]}" --execution_log_json_file="$work/ob2.exec.json" \
+bazel_in ob2 build --config=remote --symlink_prefix=/ --execution_log_json_file="$work/ob2.exec.json" \
   "${targets[@]}" >"$work/ob2.log" 2>&1 ||
   { tail -40 "$work/ob2.log"; diagnose ob2; echo "FAIL: the rebuild after the restart failed"; exit 1; }
 counts=$(spawns "$work/ob2.exec.json")
 echo "second output base, after the restart: $(($(date +%s) - start)) s; $(grep -E '^INFO: [0-9]+ process' "$work/ob2.log" | tail -1)"
-check "after a server restart a clean output base executes nothing ($counts)" \
+check "after a server restart a clean output base at another path, with venvs of its own, executes nothing ($counts)" \
   eval '[[ "$counts" =~ ^remote=0\ cache_hit=[1-9][0-9]*\ other=0 ]]'
 check "and gets the same content hashes" \
   test "$(content_hash ob2 sim_cpu_wrp)" = "$local_cpu" -a "$(content_hash ob2 sim_wrp)" = "$local_cuda"
+venv_tree() { # OUTPUT_BASE REPOSITORY: one digest over the venv's paths and contents
+  (cd "$work/$1/external/$2" && find venv -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+}
+for repo in wrp_venv wrp_nvrtc_13_0_venv; do
+  check "@$repo made in $work/ob1 and in $work/ob2 is the same files ($(venv_tree ob1 $repo), $(venv_tree ob2 $repo))" \
+    test "$(venv_tree ob1 $repo)" = "$(venv_tree ob2 $repo)"
+done
 
 # Waits until a worker's log says it started a lease since mark_logs; prints the worker.
 started_worker() { # SECONDS
@@ -238,7 +245,7 @@ output_of() { echo "$(bazel_in ob2 info --config=remote bazel-bin 2>/dev/null)/t
 
 # A worker dies mid-action (SIGKILL, its runner with it): its lease is given to the other.
 mark_logs
-bazel_in ob2 build --config=remote --symlink_prefix=/ "${venvs[@]}" //tests/remote:slow_killed_worker \
+bazel_in ob2 build --config=remote --symlink_prefix=/ //tests/remote:slow_killed_worker \
   >"$work/killed.log" 2>&1 &
 build=$!
 victim=$(started_worker 120) || { kill "$build"; echo "FAIL: no worker started the slow action"; exit 1; }
@@ -260,7 +267,7 @@ cluster up --cpu-workers 2 --gpu-workers 0 --keepalive 10 --queue-timeout 60 --i
 
 # BuildGrid restarts mid-action (its jobs are in PostgreSQL).
 mark_logs
-bazel_in ob2 build --config=remote --symlink_prefix=/ "${venvs[@]}" //tests/remote:slow_server_restart \
+bazel_in ob2 build --config=remote --symlink_prefix=/ //tests/remote:slow_server_restart \
   >"$work/restart.log" 2>&1 &
 build=$!
 started_worker 120 >/dev/null || { kill "$build"; echo "FAIL: no worker started the slow action"; exit 1; }
@@ -281,7 +288,7 @@ fi
 
 # The gpu pool has no worker here: the job is refused when submitted, naming the pool.
 start=$(date +%s)
-bazel_in ob2 build --config=remote --symlink_prefix=/ "${venvs[@]}" //tests/remote:gpu_pool_probe \
+bazel_in ob2 build --config=remote --symlink_prefix=/ //tests/remote:gpu_pool_probe \
   >"$work/gpu_pool.log" 2>&1
 rc=$?
 took=$(($(date +%s) - start))
@@ -296,7 +303,7 @@ grep -m1 -o "Could not find property set for.*" "$work/gpu_pool.log" | cut -c1-2
 start=$(date +%s)
 blob=$(sha256sum <"$root/tests/remote/fault_input.txt" | cut -c1-64)
 copies=("$state/cas/cas/objects/${blob:0:2}/${blob:2}" "$state/workers/casd/cas/objects/${blob:0:2}/${blob:2}")
-bazel_in ob2 build --config=remote --symlink_prefix=/ "${venvs[@]}" //tests/remote:fault_seed >"$work/fault_seed.log" 2>&1
+bazel_in ob2 build --config=remote --symlink_prefix=/ //tests/remote:fault_seed >"$work/fault_seed.log" 2>&1
 check "the fault test's input is in the server's CAS and the workers' cache" test -f "${copies[0]}" -a -f "${copies[1]}"
 for copy in "${copies[@]}"; do
   printf 'X' | dd of="$copy" bs=1 seek=0 conv=notrunc status=none 2>/dev/null

@@ -9,6 +9,12 @@ toolchains/python/requirements.lock: everything, NVRTC 13.4.92 for SASS) and the
 compiler's (default @wrp_nvrtc_13_0_venv; toolchains/cuda/nvrtc_13_0/requirements.lock:
 warp-lang + cuda-bindings + NVRTC 13.0.88; see toolchains/toolchains.bzl).
 
+The venv's files do not depend on where it is made: after pip install (--no-compile),
+relocate_venv.py deletes bin/activate* and __pycache__, drops pyvenv.cfg's `command =`
+line, gives the console scripts a /bin/sh shebang that starts the python3 beside them, and
+rewrites their RECORD lines. Every action takes every venv file, so any output base, checkout
+path or user gets the same action keys and the same remote-cache hits (remote/README.md).
+
 With --repo_env=WRP_WHEELHOUSE=/abs/dir, pip installs from that directory only
 (--no-index --find-links), still with --require-hashes: for GPU runners without a
 package index. tools/fill_wheelhouse.sh fills one from the lock files.
@@ -111,6 +117,8 @@ def _wrp_python_venv_impl(rctx):
             "--require-hashes",
             "--no-deps",
             "--only-binary=:all:",
+            # No .pyc files: they hold the venv's absolute path (relocate_venv.py).
+            "--no-compile",
         ] + source + [
             "-r",
             str(lock),
@@ -119,6 +127,15 @@ def _wrp_python_venv_impl(rctx):
             rctx.attr.requirements,
             " from the wheelhouse " + wheelhouse if wheelhouse else "",
         ),
+    )
+
+    # Every venv file is an input of the actions: none may name the output base's path, or
+    # two checkouts, output bases or users share no cache hit (relocate_venv.py says which
+    # files did and how each is made location-free).
+    execute_or_fail(
+        rctx,
+        [venv_python, str(rctx.path(rctx.attr._relocate)), str(rctx.path("venv"))],
+        "making the venv's files independent of its path",
     )
     info = execute_or_fail(rctx, [venv_python, "-c", "\n".join([
         "import json, sys, sysconfig, importlib.metadata as m",
@@ -159,6 +176,10 @@ wrp_python_venv = repository_rule(
             mandatory = True,
             allow_single_file = True,
             doc = "A lock file from pip-compile --generate-hashes.",
+        ),
+        "_relocate": attr.label(
+            default = Label("//toolchains/python:relocate_venv.py"),
+            allow_single_file = True,
         ),
     },
     environ = ["PATH", "WRP_PYTHON", "WRP_WHEELHOUSE"],
