@@ -53,6 +53,8 @@ def build(device):
     if BRANCH == "fork" and wp.get_device(device).is_cuda:
         side = wp.Stream(device)  # a second stream
         events = (wp.Event(device), wp.Event(device))
+        wp.synchronize_stream(side)  # outside the capture, as a GPU allows
+        wp.synchronize_event(side.record_event(events[0]))
 
     def step():
         if side is not None:

@@ -13,8 +13,8 @@ retarget (retarget.py) handles Warp's own device branches.
 
 Streams and events are stand-ins: `wp.Stream(device)`, `wp.Event(device)`, `wp.get_stream()` and
 `Device.stream` give objects with no CUDA handle, whose `record_event`, `wait_event` and
-`wait_stream` do nothing and whose launches (`stream=`, `wp.ScopedStream`) run on the CPU in the
-order the code issues them. That is the order a native capture saves: Warp's APIC keeps one
+`wait_stream` do nothing (as `wp.synchronize_stream` / `wp.synchronize_event` of them) and whose
+launches (`stream=`, `wp.ScopedStream`) run on the CPU in the order the code issues them. That is the order a native capture saves: Warp's APIC keeps one
 operation stream per device and records every launch on the device there as it is issued, from
 whichever CUDA stream (context.py `_get_apic_capture_for_device`), so the replay serializes a
 fork the way the CPU run did. Each stand-in is recorded (device_model_answers).
@@ -462,6 +462,17 @@ class DeviceModel:
             stand_in_method(ctx.Stream, "wait_event", lambda stream, *a, **k: None)
             stand_in_method(ctx.Stream, "wait_stream", lambda stream, *a, **k: None)
             scoped_stand_in(warp_internals.scoped_stream_class())
+            # The CPU runs each launch to its end: waiting on a stand-in is done at once.
+            for name in ("synchronize_stream", "synchronize_event"):
+                original_sync = getattr(warp, name)
+
+                def synchronize(target=None, *args, _original=original_sync, **kwargs):
+                    if is_stand_in(target):
+                        return None
+                    return _original(target, *args, **kwargs)
+
+                saved_warp[name] = original_sync
+                setattr(warp, name, functools.wraps(original_sync)(synchronize))
             active[0] = self
             yield self
         finally:
