@@ -16,7 +16,7 @@ from wrpkg.names import name_problem, shown
 # refused, because each is read differently by different parsers (a later duplicate wins in
 # Python, NaN is no JSON at all), so two readers would otherwise see two manifests in one file.
 # Nesting counts containers: the top-level object is depth 1.
-# One table for both readers (the C++ runtime's header is generated from it).
+# One table for both readers (the C++ runtime compiles it in: runtime/internal/bundle_limits.cc).
 _LIMITS = json.loads((Path(__file__).with_name("schemas") / "bundle_limits.json").read_bytes())
 MAX_JSON_BYTES = _LIMITS["max_json_bytes"]  # manifest.json and golden.json, checked before they are read
 MAX_JSON_DEPTH = _LIMITS["max_json_depth"]

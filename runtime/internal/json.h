@@ -18,7 +18,7 @@ namespace json {
 using Value = nlohmann::json;
 
 // Containers, the top-level one included (wrpkg/schemas/bundle_limits.json, as wrpkg's).
-inline constexpr int kMaxDepth = static_cast<int>(limits::kMaxJsonDepth);
+inline const int kMaxDepth = static_cast<int>(limits::kMaxJsonDepth);
 
 // Parses one JSON document in the strict profile. Throws wrp::Error naming `origin` (and, for a syntax
 // error, its line and column) on anything else.

@@ -82,10 +82,10 @@ struct Manifest {
   static constexpr const char* kCaptureInfo = "capture.json";
   // capture.json is a few kilobytes; with its schema (nothing but what wrpkg.capture writes) this bounds what
   // can ride along in it (wrpkg/schemas/bundle_limits.json, as wrpkg's).
-  static constexpr uint64_t kMaxCaptureInfoBytes = limits::kMaxCaptureInfoBytes;
+  static inline const uint64_t kMaxCaptureInfoBytes = limits::kMaxCaptureInfoBytes;
   // manifest.json, golden.json and a <name>.sha256 are read whole before anything vouches for them: larger
   // ones are refused unread (a bundler's are kilobytes; 40k bindings are about 8 MiB). wrpkg uses the same.
-  static constexpr uint64_t kMaxManifestBytes = limits::kMaxJsonBytes;
+  static inline const uint64_t kMaxManifestBytes = limits::kMaxJsonBytes;
 
   std::string schema;
   // name, label, golden and golden_device come from golden.json (ParseGolden).
