@@ -60,7 +60,7 @@ for root in "${include_roots[@]}"; do isystem+=(-isystem "$root"); done
 flags=(-std=c++17 -O1 -gline-tables-only -I"$repo" "${isystem[@]}" -fsanitize=address,undefined -fno-sanitize-recover=undefined
   -fno-omit-frame-pointer)
 objs=()
-for src in bundle internal/buffer internal/bundle_files internal/digest_job internal/unverified_file \
+for src in bundle internal/buffer internal/bundle_files internal/bundle_limits internal/digest_job internal/unverified_file \
   internal/fatbin internal/json internal/manifest internal/names internal/schema_fields internal/sha256 internal/ustar \
   internal/wrp_check internal/wrp_cursor internal/wrp_operations internal/module_binaries; do
   obj="$work/obj/$(basename "$src").o"
