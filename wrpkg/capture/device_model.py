@@ -24,9 +24,11 @@ a CUDA context, a CUDA device object, the device's free memory, its UUID or PCI 
 memory pool's state. The refusal is raised where the code asked, and again after build()
 or the step if the code caught it (`check()`).
 
-A GPU's occupancy (`wp.get_suggested_block_size`) needs the kernel compiled for that GPU and
-the GPU itself: it is left to Warp, which answers for the CPU device (1, 1), and recorded as such,
-so that a launch width computed from it (MuJoCo Warp's collision kernels) is named as the CPU's.
+A GPU's occupancy (`wp.get_suggested_block_size`, CUDA's cuOccupancyMaxPotentialBlockSize) is
+computed (occupancy.py): the kernel's module is compiled for the model's SM as the retarget compiles
+it, and CUDA's occupancy calculator is run on the forward function's registers, shared memory and
+launch bounds in that cubin, with the model's per-SM limits (MuJoCo Warp sizes its collision
+launches from it).
 
 Every answer is recorded (capture.json `device_model`, `device_model_answers`: what was asked,
 the answer and the line that asked, each once). Not modelled: the device's `ordinal`, `alias`
@@ -42,7 +44,7 @@ import sys
 from dataclasses import dataclass, field
 
 from wrpkg import warp_internals
-from wrpkg.capture import call_sites
+from wrpkg.capture import call_sites, occupancy
 from wrpkg.errors import CaptureError
 
 _MIB = 1 << 20
@@ -58,6 +60,11 @@ class TargetDevice:
     sm_count: int  # Device.sm_count
     total_memory: int  # Device.total_memory, bytes (nvidia-smi's memory.total)
     max_shared_memory_per_block: int  # opt-in shared memory per block, bytes
+
+    @property
+    def sm_limits(self) -> occupancy.SmLimits:
+        """The per-SM limits CUDA's occupancy calculator reads (those of the model's compute capability)."""
+        return occupancy.SM_LIMITS[self.arch]
 
 
 # The models a retargeted capture can be told it runs on: the SKUs' published SM counts and
@@ -187,6 +194,30 @@ class DeviceModel:
         if self.refused is None:
             self.refused = error
         raise error
+
+    def _occupancy(self, frame, asked: str, kernel) -> tuple[int, int]:
+        where = call_sites.describe_location((frame.f_code.co_filename, frame.f_lineno))
+        if kernel.is_generic:  # as Warp raises on a GPU
+            raise RuntimeError(
+                f"get_suggested_block_size() requires a concrete overload of generic kernel '{kernel.key}'; "
+                "create one with wp.overload() and pass the returned kernel"
+            )
+        target = self.model
+        try:
+            suggestion = occupancy.suggested_block_size(
+                kernel, target.sm_limits, target.sm_count, target.arch, f"{self.target}: {where}"
+            )
+        except occupancy.CubinError as exc:
+            error = DeviceModelRefusal(exc.message, fix=exc.fix or f"{_GPU_FIX}, {_NONE_FIX}")
+            self.refused = self.refused or error
+            raise error from None
+        if suggestion.block_size == 0:  # the driver fails the query, and Warp raises
+            raise RuntimeError(
+                f"CUDA occupancy query failed for kernel '{kernel.key}' on the {self.name} device model: no block "
+                f"fits an sm_{target.arch} SM {suggestion.describe(target.arch)}"
+            )
+        self._answer(frame, asked, suggestion.describe(target.arch))
+        return suggestion.block_size, suggestion.min_grid_size
 
     def check(self) -> None:
         """Raises the first refusal again, if the code that asked caught it."""
@@ -338,19 +369,22 @@ class DeviceModel:
             install_class(scope_class, "__enter__", scoped_enter)
             install_class(scope_class, "__exit__", scoped_exit)
 
-        def cpu_answered(name):
-            """warp.NAME answered by Warp for the CPU device, and recorded as the CPU's answer."""
+        def suggested_block_size(name):
+            """warp.NAME (occupancy) computed for the model (occupancy.py); Warp's own on a CUDA device."""
             original = getattr(warp, name)
 
             @functools.wraps(original)
-            def wrapper(*args, **kwargs):
-                result = original(*args, **kwargs)
+            def wrapper(kernel, device=None, *args, **kwargs):
                 current = active[0]
                 frame = sys._getframe(1)
-                device = kwargs.get("device", args[1] if len(args) > 1 else None)
-                if current is not None and current._outside(frame) and on_cpu(device):
-                    current._answer(frame, f"wp.{name}()", f"{tuple(result)} {CPU_ANSWER}")
-                return result
+                if (
+                    current is None
+                    or not current._outside(frame)
+                    or not on_cpu(device)
+                    or not isinstance(kernel, ctx.Kernel)  # Warp's TypeError
+                ):
+                    return original(kernel, device, *args, **kwargs)
+                return current._occupancy(frame, f"wp.{name}({kernel.key})", kernel)
 
             saved_warp[name] = original
             setattr(warp, name, wrapper)
@@ -455,7 +489,7 @@ class DeviceModel:
 
             saved_warp["get_stream"] = original_get_stream
             warp.get_stream = get_stream
-            cpu_answered("get_suggested_block_size")
+            suggested_block_size("get_suggested_block_size")
             stand_in_init(ctx.Stream, "a stream", cuda_stream=None)
             stand_in_init(ctx.Event, "an event", cuda_event=None, enable_timing=False)
             stand_in_method(ctx.Stream, "record_event", recorded_event)
@@ -497,8 +531,6 @@ _MISSING = object()
 _ASK_WARP = object()
 # How a stand-in stream or event is named (device_model_answers, the note).
 STAND_IN = "(a stand-in: the capture records its work in issue order, as a native capture does)"
-# How an answer the CPU gave in the model's place is marked (device_model_answers, the note).
-CPU_ANSWER = "(the CPU's: a GPU's occupancy needs the GPU)"
 _ACTIVE: list[DeviceModel | None] = [None]  # the model whose watching() is active
 
 
@@ -508,11 +540,11 @@ def note(target: str, model: DeviceModel) -> str:
     shown = [f"  {r['where']}: {r['asked']} -> {r['answer']!r}" for r in records[:8]]
     if len(records) > 8:
         shown.append(f"  ... and {len(records) - 8} more (capture.json device_model_answers)")
-    if any(CPU_ANSWER in str(r["answer"]) for r in records):
+    if any(r["asked"].startswith("wp.get_suggested_block_size(") for r in records):
         shown.append(
-            "  wp.get_suggested_block_size() was answered by the CPU, (1, 1): launch widths computed from it are "
-            "the CPU's, which this bundle replays and its goldens hold; a GPU capture launches the widths its "
-            "occupancy gives (the same results where the kernel strides over its work, as MuJoCo Warp's do)"
+            f"  wp.get_suggested_block_size() was computed for sm_{model.model.arch} with CUDA's occupancy "
+            "calculator from the kernel's cubin (its registers, shared memory and launch bounds) and the "
+            "model's per-SM limits, with the default shared memory carveout, as the GPU's driver answers"
         )
     return "\n".join(
         [
