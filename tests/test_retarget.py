@@ -121,28 +121,44 @@ def test_each_model_answers_its_own_sm_count_and_warps_global_queries(tmp_path, 
     assert (launch.block_dim, launch.max_blocks) == (128, sm_count)
 
 
-def test_an_occupancy_query_is_answered_by_the_cpu_and_named(tmp_path):
-    """wp.get_suggested_block_size needs the kernel compiled for the GPU and the GPU: the CPU's (1, 1)
-    reaches the launch, and the capture says so (device_model_answers and the note), rather than
-    passing it off as the model's."""
-    from wrpkg.capture import device_model  # noqa: PLC0415
+@pytest.mark.parametrize("model", ["h200", "a100-sxm4-80gb"])
+def test_an_occupancy_query_is_computed_for_the_model(tmp_path, model):
+    """wp.get_suggested_block_size is answered as cuOccupancyMaxPotentialBlockSize on the model's GPU:
+    CUDA's occupancy calculator over the registers and shared memory of the kernel's cubin for the
+    model's SM (wrpkg/capture/occupancy.py), not the CPU's (1, 1); the answer reaches the launch and is
+    recorded with what it was computed from."""
+    import importlib.util  # noqa: PLC0415
+
+    from wrpkg.capture import device_model, occupancy  # noqa: PLC0415
 
     script = PROGRAMS / "device_branch.py"
     out = tmp_path / "raw"
-    proc = retarget(script, out, env_extra={"WRP_TEST_BRANCH": "occupancy"})
+    proc = retarget(
+        script, out, env_extra={"WRP_TEST_BRANCH": "occupancy"}, extra_args=["--device-model", model]
+    )
     assert proc.returncode == 0, proc.stderr
+    target = device_model.MODELS[model]
+    spec = importlib.util.spec_from_file_location("device_branch_for_occupancy", script)
+    program = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(program)
+    _, resources, dynamic = occupancy.forward_resources(program.scale, target.arch, "test")
+    expected = occupancy.max_potential_block_size(target.sm_limits, target.sm_count, resources, dynamic)
+    assert expected != (1, 1) and expected[1] % target.sm_count == 0
     asked = json.loads((out / "capture.json").read_text())["device_model_answers"]
-    assert [(a["asked"], a["answer"], a["where"].split(" ")[0]) for a in asked] == [
-        ("Device.is_cpu", False, f"tests/programs_retarget/device_branch.py:{_line(script, '# asks here')}"),
+    assert [(a["asked"], a["where"].split(" ")[0]) for a in asked] == [
+        ("Device.is_cpu", f"tests/programs_retarget/device_branch.py:{_line(script, '# asks here')}"),
         (
-            "wp.get_suggested_block_size()",
-            f"(1, 1) {device_model.CPU_ANSWER}",
+            "wp.get_suggested_block_size(scale)",
             f"tests/programs_retarget/device_branch.py:{_line(script, '# occupancy')}",
         ),
     ]
-    assert "wp.get_suggested_block_size() was answered by the CPU, (1, 1)" in proc.stderr
+    answer = asked[1]["answer"]
+    assert answer.startswith(f"{expected} (computed for sm_{target.arch} from its cubin: ")
+    assert f"{resources.registers} registers" in answer
+    assert f"computed for sm_{target.arch} with CUDA's occupancy calculator" in proc.stderr
+    assert "answered by the CPU" not in proc.stderr
     (launch,) = wrpformat.read_wrp(out / "device_branch.wrp").operations.ops
-    assert launch.max_blocks == 1
+    assert launch.max_blocks == expected[0] * expected[1]
 
 
 @pytest.mark.parametrize("branch", ["context", "caught_context"])

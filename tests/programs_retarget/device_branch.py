@@ -9,7 +9,7 @@ WRP_TEST_BRANCH=readback: the step's CPU branch reads a value back to the host, 
 MPM solver does where a GPU loops with wp.capture_while; with --device-model none the refusal comes
 with a note naming the line that asked. WRP_TEST_BRANCH=queries: the step's launch also takes
 max_blocks from the SM count and asks Warp whether conditional graphs and memory pools are there.
-WRP_TEST_BRANCH=occupancy: max_blocks from wp.get_suggested_block_size, which only a GPU can answer.
+WRP_TEST_BRANCH=occupancy: max_blocks from wp.get_suggested_block_size, which the model computes for its GPU.
 WRP_TEST_BRANCH=context (caught_context): the CUDA branch asks for the device's CUDA context, which a
 run on the CPU cannot give: refused (also when the script catches the refusal).
 WRP_TEST_BRANCH=fork: the CUDA branch makes a second stream and forks work onto it with events, as

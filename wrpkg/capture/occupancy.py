@@ -217,6 +217,7 @@ def forward_resources(kernel, arch: int, where: str) -> tuple[str, KernelResourc
 
     from wrpkg.capture import kernel_cache  # noqa: PLC0415 - imports Warp's internals
 
+    wp.init()  # as get_suggested_block_size does: the kernel cache is Warp's
     module = kernel.module
     block_dim = module.options["block_dim"]
     options = module.resolve_options(wp.config, block_dim=block_dim)
