@@ -107,6 +107,10 @@ ELSEWHERE = {
     "tools/gpu/native_vs_retarget.py": "needs a CUDA GPU: run by hand on the GPU machine (no Bazel), natively "
     "capturing and retargeting each Newton model; //tests:retarget_gpu_test holds the same check for the small "
     "programs under --config=gpu",
+    "tools/gpu/occupancy_check.py": "needs a CUDA GPU: run by hand on the GPU machine (no Bazel); "
+    "//tests:occupancy_test holds the calculator and the device model's answer on the CPU",
+    "tools/coverage/gpu_coverage.py": "needs a CUDA GPU and Newton: run by hand on the GPU machine (no Bazel), "
+    "its JSON read by newton_coverage.py --gpu-results",
     "tools/gpu/runner_unpack.sh": "on the GPU machine, piece by piece: run by hand (toolchains/containers/README.md)",
     "tools/gpu/enter_runner.sh": "needs root and an unpacked runner root filesystem: run by hand "
     "(toolchains/containers/README.md)",

@@ -35,8 +35,8 @@ A bound array the step never touches is refused by the harness ("not used by any
 the adapter lists such arrays (from the APIC capture in progress) in a side file, and the run is
 repeated once without them (the JSON records the names left out, `unused`).
 
-`--gpu-results FILE` fills the last two columns from a JSON of a GPU run:
-`{"programs": {"<program>": {"replay": "ok" | "...", "identical": "yes" | "no: ..."}}}`.
+`--gpu-results FILE` fills the last two columns from the JSON of a GPU run
+(tools/coverage/gpu_coverage.py: `{"device": ..., "programs": {"<program>": {"replay": ..., "identical": ...}}}`).
 """
 
 from __future__ import annotations
@@ -359,6 +359,8 @@ def _cell(stage: dict | None) -> str:
 
 
 def write_table(data: dict, table: Path, gpu: dict, programs: list[dict]) -> None:
+    """`gpu`: the JSON of tools/coverage/gpu_coverage.py ({} when no GPU run is at hand)."""
+    gpu_run, gpu = gpu, gpu.get("programs", {})
     results = data["programs"]
     rows = list(results.values())
     ran = [r for r in rows if r.get("runnable")]
@@ -387,12 +389,25 @@ def write_table(data: dict, table: Path, gpu: dict, programs: list[dict]) -> Non
         f"Of those run: CPU capture ok {count('cpu')}, retarget ok {count('retarget')}, "
         f"packed ok {count('pack')}.",
         "",
+        *(
+            [
+                f"The last two columns: `{gpu_run['command']}` on an {gpu_run['device']}, {gpu_run['date']} "
+                "(each program captured natively and retargeted on that machine's CPU, compared in canonical "
+                "form; the retargeted capture replayed on the GPU against the native goldens). "
+                f"Replayed to the native goldens: {sum(1 for g in gpu.values() if g['replay'].startswith('ok: '))}; "
+                f"byte-identical: {sum(1 for g in gpu.values() if g['identical'].startswith('yes'))} "
+                f"of {len(gpu)} checked.",
+                "",
+            ]
+            if gpu
+            else []
+        ),
         "Each program is captured through a generic adapter (the script's docstring says how: the "
         "example's defaults, `simulate()` as the step, the `wp.array`s of `state_0`/`state_1` bound "
         "in place; for MuJoCo Warp one `mjw.step`). A refusal here can be the adapter's, not the "
         "program's; the JSON next to this file has each run's command and the end of its output.",
         "",
-        "| program | needs assets? | CPU capture | retarget | bundle (pack) | replay on the H200 "
+        "| program | needs assets? | CPU capture | retarget | bundle (pack) | replay on the GPU "
         "| byte-identical to native |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
@@ -474,7 +489,7 @@ def main(argv=None) -> int:
         return 0
     gpu = {}
     if args.gpu_results:
-        gpu = json.loads(args.gpu_results.read_text()).get("programs", {})
+        gpu = json.loads(args.gpu_results.read_text())
     json_path = args.table.with_suffix(".json")
     data = {"programs": {}}
     if (args.resume or args.rerun or args.table_only) and json_path.exists():
