@@ -281,9 +281,10 @@ class DeviceModel:
 
             return property(get, set_)
 
-        def modelled_function(name, answer_for):
-            """warp.NAME called from outside Warp and wrpkg: answer_for(frame, *args) gives the
-            model's answer, or _ASK_WARP to call Warp's function."""
+        def intercepted(name, handle):
+            """warp.NAME called from outside Warp and wrpkg while the model is active:
+            handle(model, frame, *args, **kwargs) answers (or raises a refusal), or returns _ASK_WARP
+            to call Warp's own function."""
             original = getattr(warp, name)
 
             @functools.wraps(original)
@@ -291,13 +292,22 @@ class DeviceModel:
                 current = active[0]
                 frame = sys._getframe(1)
                 if current is not None and current._outside(frame):
-                    answer = answer_for(frame, *args, **kwargs)
+                    answer = handle(current, frame, *args, **kwargs)
                     if answer is not _ASK_WARP:
-                        return current._answer(frame, f"wp.{name}()", answer)
+                        return answer
                 return original(*args, **kwargs)
 
             saved_warp[name] = original
             setattr(warp, name, wrapper)
+
+        def modelled_function(name, answer_for):
+            """answer_for(frame, *args) gives the model's answer (recorded), or _ASK_WARP."""
+
+            def handle(model, frame, *args, **kwargs):
+                answer = answer_for(frame, *args, **kwargs)
+                return answer if answer is _ASK_WARP else model._answer(frame, f"wp.{name}()", answer)
+
+            intercepted(name, handle)
 
         def is_stand_in(obj) -> bool:
             return getattr(obj, "_wrpkg_stand_in", False)
@@ -369,25 +379,12 @@ class DeviceModel:
             install_class(scope_class, "__enter__", scoped_enter)
             install_class(scope_class, "__exit__", scoped_exit)
 
-        def suggested_block_size(name):
-            """warp.NAME (occupancy) computed for the model (occupancy.py); Warp's own on a CUDA device."""
-            original = getattr(warp, name)
-
-            @functools.wraps(original)
-            def wrapper(kernel, device=None, *args, **kwargs):
-                current = active[0]
-                frame = sys._getframe(1)
-                if (
-                    current is None
-                    or not current._outside(frame)
-                    or not on_cpu(device)
-                    or not isinstance(kernel, ctx.Kernel)  # Warp's TypeError
-                ):
-                    return original(kernel, device, *args, **kwargs)
-                return current._occupancy(frame, f"wp.{name}({kernel.key})", kernel)
-
-            saved_warp[name] = original
-            setattr(warp, name, wrapper)
+        def suggested_block_size(model, frame, kernel, device=None, *args, **kwargs):
+            """The occupancy the model's GPU gives (occupancy.py); Warp's own on a CUDA device, and
+            Warp's TypeError for what is no kernel."""
+            if not on_cpu(device) or not isinstance(kernel, ctx.Kernel):
+                return _ASK_WARP
+            return model._occupancy(frame, f"wp.get_suggested_block_size({kernel.key})", kernel)
 
         def on_cpu(device) -> bool:
             try:
@@ -402,18 +399,12 @@ class DeviceModel:
             return answer_for
 
         def refused_function(name, reason, applies):
-            original = getattr(warp, name)
+            def handle(model, frame, *args, **kwargs):
+                if applies(*args, **kwargs):
+                    model._refuse(frame, f"wp.{name}()", reason)
+                return _ASK_WARP
 
-            @functools.wraps(original)
-            def wrapper(*args, **kwargs):
-                current = active[0]
-                frame = sys._getframe(1)
-                if current is not None and current._outside(frame) and applies(*args, **kwargs):
-                    current._refuse(frame, f"wp.{name}()", reason)
-                return original(*args, **kwargs)
-
-            saved_warp[name] = original
-            setattr(warp, name, wrapper)
+            intercepted(name, handle)
 
         def refused_init(cls, reason):
             original = cls.__init__
@@ -476,20 +467,15 @@ class DeviceModel:
             refused_function("get_cuda_device", no_device, lambda *a, **k: True)
             refused_function("get_cuda_devices", no_device, lambda *a, **k: True)
             refused_function("get_device", no_device, cuda_ident)
-            original_get_stream = warp.get_stream
 
-            @functools.wraps(original_get_stream)
-            def get_stream(device=None):
-                current = active[0]
-                frame = sys._getframe(1)
-                if current is not None and current._outside(frame) and on_cpu(device):
-                    current._answer(frame, "wp.get_stream()", f"the current stream {STAND_IN}")
-                    return main_stream(device)
-                return original_get_stream(device)
+            def current_stand_in(model, frame, device=None):
+                if not on_cpu(device):
+                    return _ASK_WARP
+                model._answer(frame, "wp.get_stream()", f"the current stream {STAND_IN}")
+                return main_stream(device)
 
-            saved_warp["get_stream"] = original_get_stream
-            warp.get_stream = get_stream
-            suggested_block_size("get_suggested_block_size")
+            intercepted("get_stream", current_stand_in)
+            intercepted("get_suggested_block_size", suggested_block_size)
             stand_in_init(ctx.Stream, "a stream", cuda_stream=None)
             stand_in_init(ctx.Event, "an event", cuda_event=None, enable_timing=False)
             stand_in_method(ctx.Stream, "record_event", recorded_event)
