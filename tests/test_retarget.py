@@ -210,6 +210,23 @@ def test_a_fork_onto_a_second_stream_is_recorded_in_issue_order(tmp_path):
     )
 
 
+def test_pinned_host_memory_on_the_model_branch_is_ordinary_host_memory(tmp_path):
+    """Pinned host memory (Newton's implicit MPM reads its grid bounds back through it in build()) needs
+    a CUDA driver; the CPU run gets ordinary host memory, the same bytes, and the answer is recorded.
+    Without the model's answer Warp fails to allocate (CUDA error 35 on a machine without a driver)."""
+    from wrpkg.capture import device_model  # noqa: PLC0415
+
+    script = PROGRAMS / "device_branch.py"
+    out = tmp_path / "raw"
+    proc = retarget(script, out, env_extra={"WRP_TEST_BRANCH": "pinned"})
+    assert proc.returncode == 0, proc.stderr
+    asked = json.loads((out / "capture.json").read_text())["device_model_answers"]
+    pinned = [a for a in asked if a["asked"] == "pinned host memory"]
+    assert [(a["answer"], a["where"].split(" ")[0].rsplit(":", 1)[1]) for a in pinned] == [
+        (device_model.PINNED_AS_PAGEABLE, str(_line(script, "# pinned read-back")))
+    ]
+
+
 def test_an_unknown_device_model_is_refused_naming_the_known_ones(tmp_path):
     out = tmp_path / "raw"
     proc = retarget(PROGRAMS / "device_branch.py", out, extra_args=["--device-model", "h300"])

@@ -13,7 +13,10 @@ WRP_TEST_BRANCH=occupancy: max_blocks from wp.get_suggested_block_size, which th
 WRP_TEST_BRANCH=context (caught_context): the CUDA branch asks for the device's CUDA context, which a
 run on the CPU cannot give: refused (also when the script catches the refusal).
 WRP_TEST_BRANCH=fork: the CUDA branch makes a second stream and forks work onto it with events, as
-Newton's narrow phase does; the capture records the launches in the order the step issues them."""
+Newton's narrow phase does; the capture records the launches in the order the step issues them.
+WRP_TEST_BRANCH=pinned: the CUDA branch reads a value back in build() through pinned host memory, as
+Newton's implicit MPM solver does; the CPU run, with no CUDA driver to pin with, gets ordinary host
+memory."""
 
 import os
 
@@ -48,6 +51,12 @@ def build(device):
         except Exception:  # noqa: BLE001
             if BRANCH == "context":
                 raise
+    if BRANCH == "pinned":
+        is_cuda = wp.get_device(device).is_cuda
+        host = wp.zeros(N, dtype=float, device="cpu", pinned=is_cuda)  # pinned read-back
+        wp.copy(host, x)
+        wp.synchronize_device(device)
+        assert host.numpy()[N - 1] == N - 1
     y = wp.array(np.arange(N, dtype=np.float32), dtype=float, device=device)
     side = events = None
     if BRANCH == "fork" and wp.get_device(device).is_cuda:

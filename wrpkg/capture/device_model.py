@@ -437,6 +437,22 @@ class DeviceModel:
                 return stream_property.fget(device)
 
             install_class(device_class, "stream", property(current_stream, stream_property.fset))
+            original_get_allocator = device_class.get_allocator
+
+            def get_allocator(device, pinned=False):
+                # Code on the CUDA branch asks for pinned host memory (pinned=True: its read-back
+                # buffers); pinning needs a CUDA driver, which the CPU run has none of. Ordinary host
+                # memory holds the same bytes.
+                if pinned and device.ordinal < 0:
+                    frame = sys._getframe(1)
+                    while frame is not None and not model._outside(frame):
+                        frame = frame.f_back
+                    if frame is not None:
+                        model._answer(frame, "pinned host memory", PINNED_AS_PAGEABLE)
+                    return original_get_allocator(device, False)
+                return original_get_allocator(device, pinned)
+
+            install_class(device_class, "get_allocator", get_allocator)
             for name, reason in _REFUSED_PROPERTIES.items():
                 install_class(device_class, name, refused_property(name, device_class.__dict__[name], reason))
             for name, answer in _instance_answers(self.model).items():
@@ -515,6 +531,8 @@ class DeviceModel:
 
 _MISSING = object()
 _ASK_WARP = object()
+# How a pinned host allocation of the CUDA branch is answered (device_model_answers).
+PINNED_AS_PAGEABLE = "ordinary host memory (the CPU run has no CUDA driver to pin with; the same bytes)"
 # How a stand-in stream or event is named (device_model_answers, the note).
 STAND_IN = "(a stand-in: the capture records its work in issue order, as a native capture does)"
 _ACTIVE: list[DeviceModel | None] = [None]  # the model whose watching() is active
