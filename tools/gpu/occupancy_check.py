@@ -18,33 +18,13 @@ import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+# The small kernels of the CPU tests (light, register-heavy, launch-bounded), checked here on a GPU.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
 import warp as wp  # noqa: E402
+from occupancy_kernels import bounded, heavy, light  # noqa: E402
 
 from wrpkg.capture import device_model, occupancy  # noqa: E402
-
-
-@wp.kernel
-def light(x: wp.array(dtype=float)):
-    i = wp.tid()
-    x[i] = x[i] * 2.0
-
-
-@wp.kernel
-def heavy(m: wp.array(dtype=wp.mat44), out: wp.array(dtype=wp.mat44)):
-    i = wp.tid()
-    a = m[i]
-    b = wp.inverse(a)
-    c = a * b + wp.transpose(a) * a
-    d = wp.inverse(c) * b + c * wp.transpose(b)
-    out[i] = d * wp.inverse(d + a) + c
-
-
-@wp.kernel(launch_bounds=128)
-def bounded(x: wp.array(dtype=float)):
-    i = wp.tid()
-    x[i] = wp.sin(x[i]) + 1.0
-
 
 TILE = 64
 
