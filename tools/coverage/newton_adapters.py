@@ -10,6 +10,7 @@ import ast
 import importlib
 import inspect
 import json
+import sys
 from pathlib import Path
 
 import warp as wp
@@ -103,7 +104,15 @@ def build(device):
         example_cls.capture = lambda self: setattr(self, "graph", None)
     args = _example_args(mod)
     scoped_capture = wp.ScopedCapture
-    wp.ScopedCapture = _EagerCapture  # a graph captured inline in __init__: its body runs eagerly
+
+    def example_capture_eager(*a, **k):
+        # A graph the example captures inline in __init__: its body runs eagerly. A library's own
+        # capture (Newton's implicit MPM captures and launches its solver loop) stays a capture.
+        if sys._getframe(1).f_globals.get("__name__") == MODULE:
+            return _EagerCapture(*a, **k)
+        return scoped_capture(*a, **k)
+
+    wp.ScopedCapture = example_capture_eager
     try:
         with wp.ScopedDevice(device):
             viewer = newton.viewer.ViewerNull(num_frames=getattr(args, "num_frames", 100))

@@ -21,7 +21,8 @@ The generic adapters (their templates: tools/coverage/newton_adapters.py):
   `wp.ScopedDevice(device)` with the example's own argument defaults (the statements of its
   `if __name__ == "__main__":` block are run up to the parse, which is intercepted; without one,
   `newton.examples.create_parser()`'s), with `Example.capture` replaced by `self.graph = None`
-  (and a `wp.ScopedCapture` inside `Example.__init__` run as plain code, no graph);
+  (and a `wp.ScopedCapture` the example itself makes in `Example.__init__` run as plain code, no graph;
+  a library's own capture there stays one);
   the step is `simulate()` (`step()` where there is none, or it takes arguments); the bindings are
   the non-empty `wp.array`s of `state_0` and `state_1`, as `state_0.body_q`, ..., in place (inout)
   (without those, of the Example's other `newton.State` attributes, and of the first and last
