@@ -227,6 +227,24 @@ def test_pinned_host_memory_on_the_model_branch_is_ordinary_host_memory(tmp_path
     ]
 
 
+def test_initial_state_from_block_sized_code_in_build_is_refused(tmp_path):
+    """A reduction over wp.tile(x) at block_dim 64 in build(): the CPU reduces one value per block
+    where a GPU reduces 64, so the saved initial state would not be a GPU's (what a GPU replay of the
+    bundle would also start from: no golden could tell). Refused naming the kernel, its line and the
+    code; the same launch in the step retargets."""
+    script = PROGRAMS / "block_sized_build.py"
+    proc = retarget(script, tmp_path / "raw")
+    assert proc.returncode != 0
+    assert (
+        f"build() launches kernel 'block_max' at block_sized_build.py:{_line(script, '# launch')}"
+        in proc.stderr
+    ), proc.stderr
+    assert "wp.block_dim() and wp.tile()" in proc.stderr and "maxima" in proc.stderr, proc.stderr
+    assert "fix: compute that state on the host (NumPy) in build()" in proc.stderr, proc.stderr
+    in_step = retarget(script, tmp_path / "step", env_extra={"WRP_TEST_BLOCK_SIZED": "step"})
+    assert in_step.returncode == 0, in_step.stderr
+
+
 def test_an_unknown_device_model_is_refused_naming_the_known_ones(tmp_path):
     out = tmp_path / "raw"
     proc = retarget(PROGRAMS / "device_branch.py", out, extra_args=["--device-model", "h300"])

@@ -16,7 +16,9 @@ import sys
 from dataclasses import dataclass, field
 
 from wrpkg import warp_internals
+from wrpkg.capture import golden_caveats, retarget_launches
 from wrpkg.capture.launch_recorder import script_line
+from wrpkg.errors import CaptureError
 
 
 @dataclass
@@ -24,6 +26,9 @@ class BuildLaunch:
     kernel: str
     where: str  # "script.py:42"
     array_ptrs: frozenset[int]
+    cuda_block_dim: int  # the block size a GPU launches it with
+    # What in its code computes with the block size (golden_caveats.block_sized_code), when that is > 1.
+    block_sized: tuple[str, ...] = ()
 
 
 @dataclass
@@ -32,6 +37,7 @@ class BuildLaunchWatch:
 
     user_dirs: tuple[str, ...]
     launches: list[BuildLaunch] = field(default_factory=list)
+    block_sized: dict = field(default_factory=dict)  # kernel -> its block-sized code
 
     def _where(self) -> str:
         return script_line(self.user_dirs, sys._getframe(2)) or "a module the script imports"
@@ -53,8 +59,15 @@ class BuildLaunchWatch:
                 arrays = [*kwargs.get("inputs", ()), *kwargs.get("outputs", ())]
                 arrays += [a for arg in args[1:3] if isinstance(arg, (list, tuple)) for a in arg]
                 ptrs = frozenset(int(a.ptr) for a in arrays if isinstance(a, warp.array) and a.ptr)
-                watch.launches.append(BuildLaunch(str(kernel.key), watch._where(), ptrs))
-                return _original(kernel, *args, **kwargs)
+                block_dim = retarget_launches.cuda_launch_block_dim(None, kwargs.get("block_dim"))
+                launch = BuildLaunch(str(kernel.key), watch._where(), ptrs, block_dim)
+                watch.launches.append(launch)
+                result = _original(kernel, *args, **kwargs)
+                if block_dim > 1:  # the launch built the kernel's module for the CPU
+                    if kernel not in watch.block_sized:  # read once: build() may launch it thousands of times
+                        watch.block_sized[kernel] = tuple(golden_caveats.block_sized_code(kernel))
+                    launch.block_sized = watch.block_sized[kernel]
+                return result
 
             for owner in (ctx, warp):
                 if getattr(owner, name, None) is original:
@@ -81,15 +94,33 @@ class BuildLaunchWatch:
             if not used:
                 continue
             named = sorted({names[p] for p in used if p in names})
-            found.append(
-                {
-                    "kernel": launch.kernel,
-                    "where": launch.where,
-                    "arrays": named,
-                    "other_arrays": sum(1 for p in used if p not in names),
-                }
-            )
+            record = {
+                "kernel": launch.kernel,
+                "where": launch.where,
+                "arrays": named,
+                "other_arrays": sum(1 for p in used if p not in names),
+            }
+            if launch.block_sized:
+                record["block_sized"] = {"block_dim": launch.cuda_block_dim, "code": list(launch.block_sized)}
+            found.append(record)
         return found
+
+
+def refuse_block_sized(target: str, computed: list[dict]) -> None:
+    """Refuses initial state that build() computed with code whose values depend on the block size:
+    the CPU runs each block as one thread, so the bytes it saved are not what a GPU computes (Newton's
+    implicit MPM sizes its grid from such a reduction in build()), and no golden can tell."""
+    for item in computed:
+        if "block_sized" in item:
+            what = ", ".join(item["arrays"]) or f"{item['other_arrays']} array(s)"
+            raise CaptureError(
+                f"{target}: build() launches kernel '{item['kernel']}' at {item['where']} with block_dim "
+                f"{item['block_sized']['block_dim']} on a GPU, and its code uses "
+                f"{' and '.join(item['block_sized']['code'])}: the CPU runs each block as one thread, so "
+                f"what it left in {what} (the step's initial state) is not what a GPU computes",
+                fix="compute that state on the host (NumPy) in build(), or make that launch in step() "
+                '(its CUDA launch is recorded), or capture on a GPU (capture_mode = "gpu")',
+            )
 
 
 # The note names at most this many (kernel, line, arrays) groups and arrays of each; capture.json has them all.

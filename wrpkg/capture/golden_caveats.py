@@ -22,6 +22,14 @@ from wrpkg import warp_internals
 
 _ATOMIC = re.compile(r"\bwp::(atomic_\w+)")
 _TILE = re.compile(r"\bwp::(tile_\w+)")
+# Code whose values depend on the block size itself: wp.block_dim() (the CPU answers 1), and a tile
+# made of one value per thread of the block (wp.tile(x), a 1-element tile on the CPU) or spread
+# back over them (wp.untile).
+_BLOCK_SIZED = {
+    "wp.block_dim()": r"\b(wp::block_dim|builtin_block_dim)\(\)",
+    "wp.tile()": r"\bwp::tile\s*[<(]",
+    "wp.untile()": r"\bwp::untile\b",
+}
 
 
 def kernel_caveats(kernel, block_dim: int) -> list[str]:
@@ -47,6 +55,15 @@ def kernel_caveats(kernel, block_dim: int) -> list[str]:
             f"{block_dim}: the CPU runs a block as one thread"
         )
     return reasons
+
+
+def block_sized_code(kernel) -> list[str]:
+    """What in a built kernel's code computes with the block size itself (see _BLOCK_SIZED): launched
+    with block_dim > 1, its result on the CPU, which runs a block as one thread, is another value."""
+    code = "\n".join(
+        line for line in warp_internals.forward_code(kernel) if not line.lstrip().startswith("//")
+    )
+    return [name for name, pattern in _BLOCK_SIZED.items() if re.search(pattern, code)]
 
 
 def launch_caveats(calls) -> list[dict]:

@@ -389,13 +389,14 @@ def _capture_into(request: CaptureRequest, work: Path) -> CaptureResult:
                 "set cuda_arch to the model's SM for the capture such a GPU makes",
                 file=sys.stderr,
             )
+        computed = build_watch.computed_state({**spec.inputs, **spec.outputs}, recorder.array_ptrs)
+        build_launches.refuse_block_sized(target, computed)
         crash_watch.phase(f"retargeting to sm_{arch}")
         retarget.retarget(saved, modules_dir, recorder, arch)
         meshes.apply(saved, target, for_gpu=True)
         source_paths.canonicalize_sources(saved, modules_dir, paths, target)
         wrpformat.write_wrp(saved, wrp_path)
         info = _retarget_versions(wp, arch)
-        computed = build_watch.computed_state({**spec.inputs, **spec.outputs}, recorder.array_ptrs)
         if computed:
             info["initial_state_from_build_kernels"] = computed
             print(build_launches.note(target, computed), file=sys.stderr)
