@@ -36,9 +36,8 @@ def build(device):
     maxima = wp.zeros(N // BLOCK, dtype=float, device=device)
 
     def reduce():
-        wp.launch(
-            block_max, dim=(N // BLOCK, BLOCK), inputs=[x, maxima], block_dim=BLOCK, device=device
-        )  # launch
+        shape = (N // BLOCK, BLOCK)
+        wp.launch(block_max, dim=shape, inputs=[x, maxima], block_dim=BLOCK, device=device)  # launch
 
     if not IN_STEP:
         reduce()  # block-sized reduction in build()
