@@ -32,13 +32,6 @@ _BLOCK_SIZED = {
 }
 
 
-def _forward_code(kernel) -> str:
-    """A built kernel's forward code without its comment lines (Warp comments each line with its Python)."""
-    return "\n".join(
-        line for line in warp_internals.forward_code(kernel) if not line.lstrip().startswith("//")
-    )
-
-
 def kernel_caveats(kernel, block_dim: int) -> list[str]:
     """Why a kernel's CPU result is not a CUDA golden, one phrase each; empty when it is.
 
@@ -48,7 +41,9 @@ def kernel_caveats(kernel, block_dim: int) -> list[str]:
     Returns:
       Phrases naming the atomics and tile operations that make it differ.
     """
-    code = _forward_code(kernel)
+    code = "\n".join(
+        line for line in warp_internals.forward_code(kernel) if not line.lstrip().startswith("//")
+    )
     reasons = []
     atomics = sorted(set(_ATOMIC.findall(code)))
     if atomics:
@@ -65,7 +60,9 @@ def kernel_caveats(kernel, block_dim: int) -> list[str]:
 def block_sized_code(kernel) -> list[str]:
     """What in a built kernel's code computes with the block size itself (see _BLOCK_SIZED): launched
     with block_dim > 1, its result on the CPU, which runs a block as one thread, is another value."""
-    code = _forward_code(kernel)
+    code = "\n".join(
+        line for line in warp_internals.forward_code(kernel) if not line.lstrip().startswith("//")
+    )
     return [name for name, pattern in _BLOCK_SIZED.items() if re.search(pattern, code)]
 
 
