@@ -14,6 +14,11 @@ if __name__ == "__main__":
     sys.dont_write_bytecode = True
     import pytest
 
+    from wrpkg.private_tmp import use_private_tmpdir
+
+    # The in-process captures' NVRTC files (hundreds of MB each) go with the test, not into /tmp.
+    use_private_tmpdir()
+
     args = ["-p", "no:cacheprovider", "-q", "--basetemp", os.path.join(tmp, "pytest"), *sys.argv[1:]]
     xml = os.environ.get("XML_OUTPUT_FILE")
     if xml:

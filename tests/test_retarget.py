@@ -42,8 +42,12 @@ def retarget(
 
 def test_sim_retarget_is_the_h200_capture(tmp_path):
     out = tmp_path / "sim"
-    proc = retarget(REPO / "models" / "sim.py", out)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    proc = retarget(REPO / "models" / "sim.py", out, env_extra={"TMPDIR": str(temp)})
     assert proc.returncode == 0, proc.stderr
+    # NVRTC's precompiled headers (hundreds of MB a process) and every other temp file went with it.
+    assert sorted(os.listdir(temp)) == []
     # The canonical .wrp and every module file (.cu and sm_90 .cubin) byte for byte.
     assert compare_captures(out, RECORDED_SIM, "sim") == []
     interface = (out / "interface.json").read_text()

@@ -9,6 +9,7 @@ import sys
 
 from wrpkg import WARP_VERSION, __version__
 from wrpkg.errors import WrpError
+from wrpkg.private_tmp import use_private_tmpdir
 
 # Subcommand -> module. Each module defines `configure_parser(parser)` and `run(args) -> int`.
 # Modules are imported only when their subcommand runs, so `wrpkg --help` never loads Warp.
@@ -71,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_tool(module_name: str, prog: list[str], argv: list[str]) -> int:
     """Runs one tool module with its own parser; WrpErrors become a message and exit 1."""
+    use_private_tmpdir()
     module = importlib.import_module(module_name)
     parser = argparse.ArgumentParser(prog=" ".join(["wrpkg", *prog]), description=module.__doc__)
     module.configure_parser(parser)

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from wrpkg import atomic
+from wrpkg.private_tmp import use_private_tmpdir
 
 _CHILD = "WRPKG_CRASH_WATCH_DIR"
 # "0" silences the progress lines phase() prints on stderr (`wrpkg capture --quiet`).
@@ -112,6 +113,7 @@ def exit_child(returncode: int) -> None:
 def run_watched(module: str, argv: list[str], target: str, out_dir: Path) -> int:
     """Runs `python -m module argv...` as a watched child; returns its exit status, or 1 after
     reporting a crash."""
+    use_private_tmpdir()  # the child's and its replays' NVRTC files, removed even when the child crashes
     with tempfile.TemporaryDirectory(prefix="wrpkg-crash-watch-") as folder:
         # Warp's code generation walks sets of names in places: under Python's per-process string hash
         # seed a module's generated source (and its binary) changed from one capture to the next. The

@@ -32,6 +32,13 @@ _BLOCK_SIZED = {
 }
 
 
+def _forward_code(kernel) -> str:
+    """A built kernel's forward code without its comment lines (Warp comments each line with its Python)."""
+    return "\n".join(
+        line for line in warp_internals.forward_code(kernel) if not line.lstrip().startswith("//")
+    )
+
+
 def kernel_caveats(kernel, block_dim: int) -> list[str]:
     """Why a kernel's CPU result is not a CUDA golden, one phrase each; empty when it is.
 
@@ -41,9 +48,7 @@ def kernel_caveats(kernel, block_dim: int) -> list[str]:
     Returns:
       Phrases naming the atomics and tile operations that make it differ.
     """
-    code = "\n".join(
-        line for line in warp_internals.forward_code(kernel) if not line.lstrip().startswith("//")
-    )
+    code = _forward_code(kernel)
     reasons = []
     atomics = sorted(set(_ATOMIC.findall(code)))
     if atomics:
@@ -60,9 +65,7 @@ def kernel_caveats(kernel, block_dim: int) -> list[str]:
 def block_sized_code(kernel) -> list[str]:
     """What in a built kernel's code computes with the block size itself (see _BLOCK_SIZED): launched
     with block_dim > 1, its result on the CPU, which runs a block as one thread, is another value."""
-    code = "\n".join(
-        line for line in warp_internals.forward_code(kernel) if not line.lstrip().startswith("//")
-    )
+    code = _forward_code(kernel)
     return [name for name, pattern in _BLOCK_SIZED.items() if re.search(pattern, code)]
 
 
