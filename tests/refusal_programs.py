@@ -90,14 +90,6 @@ REFUSALS: list[Refusal] = [
         ("updates a BVH (assigning Mesh.points", "mesh_refit.py:", "mesh.points = moved"),
         env={"WRP_TEST_MESH_UPDATE": "points"},
     ),
-    *_both(
-        "generic_two_overloads",
-        CAPTURE / "generic_two_overloads.py",
-        (
-            "step() launches a second overload of the generic kernel 'cube'",
-            refused_line(CAPTURE / "generic_two_overloads.py"),
-        ),
-    ),
     *[
         _stale(
             f"geometry_ids {mode}",

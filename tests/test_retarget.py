@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -322,6 +323,30 @@ def test_a_tape_backward_pass_launches_with_the_forward_launches_cuda_block_dim(
     # One CUDA module per block_dim used: no block_dim-1 variant for the backward launches.
     assert {m.hash for m in wrp.metadata.modules} == {op.module_hash for op in launches}
     assert len(wrp.metadata.modules) == len(by_pass)
+
+
+def test_a_later_overload_of_a_generic_kernel_has_its_own_cuda_kernel_record(tmp_path):
+    """tests/programs_corpus/generic_overloads.py launches cube's float32 and float64 overloads in one
+    step. Retargeted, each has a record naming its own CUDA symbol, which the module's source defines:
+    the float64 launches name the record keyed by that overload's mangled name. (On the CPU its goldens
+    equal NumPy's: capture_corpus_test; on a GPU, retarget_gpu_test holds the native capture to it.)"""
+    out = tmp_path / "raw"
+    proc = retarget(REPO / "tests" / "programs_corpus" / "generic_overloads.py", out)
+    assert proc.returncode == 0, proc.stderr
+    wrp = wrpformat.read_wrp(out / "generic_overloads.wrp")
+    cubes = {k.key: k for k in wrp.metadata.kernels if k.key.startswith("cube")}
+    assert len(cubes) == 2 and "cube" in cubes, sorted(cubes)
+    (later,) = (key for key in cubes if key != "cube")
+    assert (
+        re.fullmatch(r"cube_[0-9a-f]{8}", later)
+        and cubes[later].forward_name == f"{later}_cuda_kernel_forward"
+    )
+    assert cubes["cube"].forward_name != cubes[later].forward_name
+    sources = "".join(p.read_text() for p in (out / "generic_overloads_modules").glob("*.cu"))
+    for record in cubes.values():
+        assert f"void {record.forward_name}(" in sources, record.forward_name
+    launches = [op.kernel_key for op in wrp.iter_ops() if isinstance(op, wrpformat.KernelLaunch)]
+    assert launches == ["cube", "scale", later, "cube"]
 
 
 def test_launch_forms(tmp_path):

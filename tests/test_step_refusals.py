@@ -176,20 +176,6 @@ def test_a_retargeted_capture_names_kernels_whose_cpu_result_is_no_cuda_golden(t
 
 
 @pytest.mark.parametrize("capture_mode", CAPTURE_MODES)
-def test_two_overloads_of_one_generic_kernel_are_refused_naming_the_line(tmp_path, capture_mode):
-    out = tmp_path / "raw"
-    proc = capture(PROGRAMS / "generic_two_overloads.py", out, "WRP_TEST_UNUSED", "", capture_mode)
-    assert_refused(
-        proc,
-        out,
-        "a second overload of the generic kernel 'cube'",
-        "generic_two_overloads.py:",
-        "wp.launch(cube, dim=N, inputs=[a64], device=device)",
-        "one @wp.kernel per dtype",
-    )
-
-
-@pytest.mark.parametrize("capture_mode", CAPTURE_MODES)
 def test_what_warps_apic_cannot_record_is_refused_as_such_naming_the_line(tmp_path, capture_mode):
     # Warp raises NotImplementedError for it: the script is not wrong, so the error must not say
     # so; it says where, quotes Warp, and points at Warp's tracker.

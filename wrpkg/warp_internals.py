@@ -171,6 +171,26 @@ def apic_collected_kernel(apic, module_exec, kernel_key: str) -> dict | None:
     return apic.collected_kernels.get((module_hash, kernel_key))
 
 
+def apic_collect_kernel_as(apic, kernel, module_exec, key: str) -> None:
+    """Makes APIC's kernel record for `kernel` in the module of `module_exec` (as its
+    `_collect_metadata` makes it: symbol names, shared memory, block_dim) and keeps it under `key`,
+    once; the record of the kernel's own key, and the order of the records, stay as they were."""
+    module_hash = apic_capture_class()._hash_to_str(module_exec.module_hash)
+    entries = apic.collected_kernels
+    if (module_hash, key) in entries:
+        return
+    before = list(entries.items())
+    entries.pop((module_hash, kernel.key), None)
+    try:
+        apic._collect_metadata(kernel, module_exec)
+        record = entries.pop((module_hash, kernel.key))
+    finally:
+        entries.clear()
+        entries.update(before)
+    record["kernel_key"] = key
+    entries[(module_hash, key)] = record
+
+
 def replay_outputs(graph, names, device) -> dict[str, bytes]:
     """Launches a loaded APIC graph once on `device`, waits for it, and returns each named
     binding's bytes (its whole allocation, of the size the graph records in its private

@@ -1,6 +1,8 @@
-"""Generic kernels (typing.Any), one overload of each launched: a float32 cube and a float64
-scale, declared with wp.overload so that the module is whole before the capture. (Two overloads
-of one kernel in one step are refused: tests/programs_capture/generic_two_overloads.py.)"""
+"""Generic kernels (typing.Any): cube launched on float32 and on float64 in one step (two overloads of
+one kernel), and a float64 scale; the overloads declared with wp.overload so that the module is
+whole before the capture. Warp's APIC keeps one kernel record per key in a module, and its replay ran
+the float32 code for the float64 launch too (that output came back unchanged); rules_warp gives the
+float64 overload a record of its own (wrpkg/capture/launch_recorder.py, _key_later_overload)."""
 
 from typing import Any
 
@@ -25,22 +27,28 @@ def scale(a: wp.array(dtype=Any), s: Any):
 
 
 wp.overload(cube, {"a": wp.array(dtype=wp.float32)})
+wp.overload(cube, {"a": wp.array(dtype=wp.float64)})
 wp.overload(scale, {"a": wp.array(dtype=wp.float64), "s": wp.float64})
 
 
 def build(device):
     a32 = wp.array(np.linspace(-2, 2, N, dtype=np.float32), dtype=wp.float32, device=device)
     a64 = wp.array(np.linspace(-2, 2, N, dtype=np.float64), dtype=wp.float64, device=device)
+    b64 = wp.array(np.linspace(-1, 3, N, dtype=np.float64), dtype=wp.float64, device=device)
 
     def step():
         wp.launch(cube, dim=N, inputs=[a32], device=device)
         wp.launch(scale, dim=N, inputs=[a64, wp.float64(1.0 / 3.0)], device=device)
+        wp.launch(cube, dim=N, inputs=[b64], device=device)
+        wp.launch(cube, dim=N, inputs=[a32], device=device)
 
-    return CaptureSpec(inputs={"a32": a32, "a64": a64}, outputs={"a32": a32, "a64": a64}, step=step)
+    bindings = {"a32": a32, "a64": a64, "b64": b64}
+    return CaptureSpec(inputs=bindings, outputs=bindings, step=step)
 
 
 def expected():
     return {
-        "a32": np.linspace(-2, 2, N, dtype=np.float32) ** 3,
+        "a32": (np.linspace(-2, 2, N, dtype=np.float32) ** 3) ** 3,
         "a64": np.linspace(-2, 2, N, dtype=np.float64) * (1.0 / 3.0),
+        "b64": np.linspace(-1, 3, N, dtype=np.float64) ** 3,
     }

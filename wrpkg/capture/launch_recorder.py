@@ -309,13 +309,16 @@ class LaunchRecorder:
         """A context active while the step runs, inside the hooks."""
         return contextlib.nullcontext()
 
-    def _check_one_overload_per_key(self, apic, kernel, module_exec) -> None:
-        """Refuses a launch of a generic kernel's second overload from a module whose first
-        overload the step launched already. APIC records a kernel by (module, key) and keeps the
-        first entry (warp/_src/apic/capture.py, _collect_metadata), so the replay would run the
-        first overload's code for both launches: seen on the CPU, a float64 launch of a kernel
-        whose float32 overload ran first left its output unchanged."""
-        if module_exec is None or self.guard is None:
+    def _key_later_overload(self, apic, kernel, module_exec, info) -> None:
+        """Gives a launch of a generic kernel's second (third, ...) overload in the step a kernel
+        record of its own. APIC records a kernel by (module, key) and keeps the first entry
+        (warp/_src/apic/capture.py, _collect_metadata), so Warp's own capture replays the first
+        overload's code for every overload's launch: seen on the CPU, a float64 launch of a kernel
+        whose float32 overload ran first left its output unchanged. The later overload's record is
+        keyed by its mangled name (`<key>_<hash>`, as its symbols are) and its launches name that key;
+        the module's binary holds every overload, so the loader finds each one's own code. A step
+        that launches one overload per kernel is saved exactly as Warp saves it."""
+        if module_exec is None:
             return
         recorded = warp_internals.apic_collected_kernel(apic, module_exec, kernel.key)
         name = module_exec.get_kernel_mangled_name(kernel)
@@ -324,13 +327,19 @@ class LaunchRecorder:
             f"{name}_cpu_forward",
         ):
             return
-        raise self.guard.refuse_at_caller(
-            f"step() launches a second overload of the generic kernel '{kernel.key}' (module "
-            f"'{kernel.module.name}') {{where}}. Warp's APIC records a kernel by its key within its module, "
-            "so the saved graph would run the first overload's code for this launch too.",
-            fix=f"give each overload its own kernel (e.g. one @wp.kernel per dtype instead of '{kernel.key}' "
-            "with typing.Any), or launch one overload of it per capture",
-        )
+        own = warp_internals.apic_collected_kernel(apic, module_exec, name)
+        if name == kernel.key or (own is not None and not own["forward_name"].startswith(f"{name}_c")):
+            # strip_hash (one name for every overload), or a kernel of that name in the module.
+            raise self.guard.refuse_at_caller(
+                f"step() launches a second overload of the generic kernel '{kernel.key}' (module "
+                f"'{kernel.module.name}') {{where}}, and its mangled name '{name}' cannot key a record of "
+                "its own. Warp's APIC records a kernel by its key within its module, so the saved graph "
+                "would run the first overload's code for this launch too.",
+                fix=f"give each overload its own kernel (e.g. one @wp.kernel per dtype instead of '{kernel.key}' "
+                "with typing.Any), or launch one overload of it per capture",
+            )
+        warp_internals.apic_collect_kernel_as(apic, kernel, module_exec, name)
+        info.kernel_key = name.encode("utf-8")
 
     def _packing_patches(self) -> list[tuple[object, str, object]]:
         APICapture = warp_internals.apic_capture_class()  # noqa: N806 - Warp's class
@@ -358,7 +367,7 @@ class LaunchRecorder:
                 as_handle.pop()
                 site.pop()
             module_exec = args[0] if args else kwargs.get("module_exec")
-            recorder._check_one_overload_per_key(self, kernel, module_exec)
+            recorder._key_later_overload(self, kernel, module_exec, info)
             if recorder.deferred is not None:
                 recorder.deferred.note_launch(kernel, module_exec)
             return info

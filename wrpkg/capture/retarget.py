@@ -162,10 +162,14 @@ def retarget(
             raise recorder.refuse(
                 f"the launch of '{kernel.key}' (no {forward} in Warp's module metadata)", call.where
             )
+        # A later overload's record is keyed by its mangled name, as a GPU capture keys it
+        # (launch_recorder._key_later_overload): the CUDA variant's, not the CPU module's.
+        record_key = kernel.key if op.kernel_key == kernel.key else mangled
+        op.kernel_key = record_key
         kernels.setdefault(
-            (variant.hash, kernel.key),
+            (variant.hash, record_key),
             wrpformat.KernelRecord(
-                key=kernel.key,
+                key=record_key,
                 module_hash=variant.hash,
                 forward_name=forward,
                 backward_name=backward,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import types
 from dataclasses import dataclass, field
@@ -54,6 +55,15 @@ class RetargetError(CaptureError):
 class LinesNotTraced(CaptureError):
     """A refusal names the script line of an operation no launch made, which only a capture that traced
     the script's lines knows (RetargetRecorder.trace_lines): run it again with tracing."""
+
+
+def is_record_of(record_key: str, kernel) -> bool:
+    """Whether a launch record's kernel key names `kernel`: its key, or, for a generic kernel's later
+    overload in the step, its mangled name `<key>_<8 hex digits>` (launch_recorder._key_later_overload)."""
+    return (
+        record_key == kernel.key
+        or re.fullmatch(re.escape(kernel.key) + "_[0-9a-f]{8}", record_key) is not None
+    )
 
 
 @dataclass
@@ -551,7 +561,7 @@ def check_operations(ops: list, recorder: RetargetRecorder) -> dict[tuple, Launc
     module_states: dict[int, tuple[str, LaunchCall]] = {}  # Python module -> its first CPU module hash
     for path, op in launch_ops(ops):
         call = calls.get(path)
-        if call is None or call.kernel.key != op.kernel_key:
+        if call is None or not is_record_of(op.kernel_key, call.kernel):
             raise recorder.refuse(
                 f"operation {_path_text(path)} (launch of '{op.kernel_key}' not made through "
                 "wp.launch/wp.launch_tiled)",
