@@ -104,8 +104,6 @@ REFUSALS: list[Refusal] = [
         for mode, kernel, param, kind, builds in (
             ("hashgrid_uint64", "neighbours", "grid", "wp.HashGrid", False),
             ("bvh_handle", "overlaps", "bvh", "wp.Bvh", False),
-            # build() makes a wp.Volume from an array: Warp launches a kernel of its own (warp.utils).
-            ("volume_struct", "sample_struct", "ref", "wp.Volume", True),
         )
     ],
     _stale(

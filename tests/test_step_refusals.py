@@ -83,14 +83,12 @@ def test_a_step_computing_on_the_device_captures(tmp_path, mode):
         ("hashgrid_uint64", "wp.HashGrid", "keep the hash-grid queries out of step()"),
         ("hashgrid_handle", "wp.HashGrid", "keep the hash-grid queries out of step()"),
         ("bvh_handle", "wp.Bvh", "read bvh.id inside step()"),
-        ("volume_struct", "wp.Volume", "not inside a struct"),
     ],
 )
 def test_ids_apic_cannot_save_are_refused_with_what_works(tmp_path, mode, kind, fix):
     out = tmp_path / "raw"
     proc = capture(PROGRAMS / "geometry_ids.py", out, "WRP_TEST_GEOMETRY_MODE", mode, "cpu")
-    # A volume id is refused only inside a struct: as a parameter of its own it is relocated.
-    why = "inside a struct" if kind == "wp.Volume" else "saves and relocates wp.Mesh handles only"
+    why = "saves and relocates wp.Mesh handles only"
     assert_refused(proc, out, LABEL, f"holds the id of a live {kind}", why, fix)
     # Not the advice that would make it crash: wp.handle does not help these kinds.
     assert "as wp.handle (not wp.uint64)" not in proc.stderr

@@ -129,6 +129,10 @@ def types():
     return private("types")
 
 
+def codegen():
+    return private("codegen")
+
+
 def scoped_stream_class():
     return private("utils").ScopedStream
 

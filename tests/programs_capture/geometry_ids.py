@@ -5,7 +5,7 @@ cannot save (it relocates wp.Mesh handles only). WRP_TEST_GEOMETRY_MODE picks:
   bvh_handle       a wp.Bvh id as wp.handle
   volume_uint64    a wp.Volume id as wp.uint64: captured, relocated to the volume's buffer
                    (tests/programs_capture/volume_step.py is the full check)
-  volume_struct    a wp.Volume id in a wp.uint64 field of a struct: refused
+  volume_struct    a wp.Volume id in a wp.uint64 field of a struct: captured, relocated likewise
 """
 
 import os

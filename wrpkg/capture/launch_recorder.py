@@ -354,7 +354,22 @@ class LaunchRecorder:
         site: list = []
         uint64_t = warp_internals.types().uint64
         handle_t = warp_internals.types().handle
+        struct_t = warp_internals.codegen().Struct
         is_mesh = warp_internals.native_library().wp_apic_is_mesh
+
+        def struct_id_fields(struct_type, value, base: int):
+            """(byte offset in the struct's value, field type, value) of each wp.uint64 and wp.handle
+            field of a struct value, nested structs included, as Warp's walker lays them out
+            (warp/_src/apic/capture.py, _walk_value_pointers)."""
+            if value is None:
+                return
+            for name, var in struct_type.vars.items():
+                offset = base + getattr(struct_type.ctype, name).offset
+                field_value = getattr(value, name, None)
+                if isinstance(var.type, struct_t):
+                    yield from struct_id_fields(var.type, field_value, offset)
+                elif (var.type is uint64_t or var.type is handle_t) and field_value:
+                    yield offset, var.type, field_value
 
         def build_launch_info(self, kernel, *args, **kwargs):
             current_kernel.append(str(kernel.key))
@@ -385,10 +400,10 @@ class LaunchRecorder:
                 return 0
             return value if is_mesh(value) else 0
 
-        def relocated_array(arg, original_value, packed_value):
-            """The array a wp.uint64 or wp.handle parameter is recorded as the address of: the header
-            of a hash grid built in the step, or the buffer of a live wp.Volume; None for others."""
-            if arg.type is not uint64_t and arg.type is not handle_t:
+        def relocated_array(arg_type, original_value, packed_value):
+            """The array a wp.uint64 or wp.handle value is recorded as the address of: the header of a
+            hash grid built in the step, or the buffer of a live wp.Volume; None for others."""
+            if arg_type is not uint64_t and arg_type is not handle_t:
                 return None
             try:
                 value = int(original_value)
@@ -410,7 +425,7 @@ class LaunchRecorder:
             if isinstance(ptr, int) and ptr:
                 recorder.array_ptrs.add(ptr)
             packed_arg = arg
-            relocated_to = relocated_array(arg, original_value, packed_value)
+            relocated_to = relocated_array(arg.type, original_value, packed_value)
             if relocated_to is not None:
                 # Packed as the plain number it is, then relocated to that array.
                 packed_arg = copy.copy(arg)
@@ -444,6 +459,24 @@ class LaunchRecorder:
                     self._make_reloc(0, int(wrpformat.RelocKind.DATA_PTR), region_id, region_offset)
                 )
                 rec.num_relocs += 1
+            elif isinstance(arg.type, struct_t) and not adjoint:
+                # The same ids in struct fields (warp.fem passes a Nanogrid's volume id so): Warp's
+                # walker leaves a wp.uint64 field verbatim and takes a wp.handle field for a mesh.
+                for offset, field, value in struct_id_fields(arg.type, original_value, 0):
+                    relocated_to = relocated_array(field, value, ctypes.c_uint64(int(value)))
+                    if relocated_to is None:
+                        continue
+                    for i in range(first_reloc, len(relocs_buf)):
+                        if int(relocs_buf[i].value_byte_offset) == offset:
+                            del relocs_buf[i]  # the mesh-handle relocation of a wp.handle field
+                            rec.num_relocs -= 1
+                            self.collected_mesh_ids.discard(int(value))
+                            break
+                    region_id, region_offset = self.track_array(relocated_to)
+                    relocs_buf.append(
+                        self._make_reloc(offset, int(wrpformat.RelocKind.DATA_PTR), region_id, region_offset)
+                    )
+                    rec.num_relocs += 1
             start, size = rec.value_offset, rec.value_size
             relocated = frozenset(int(r.value_byte_offset) for r in relocs_buf[first_reloc:])
             recorder.params.append(

@@ -46,8 +46,8 @@ _UNSAVABLE = {
     "as wp.handle is saved)",
     "wp.HashGrid": "build the grid inside step() (grid.build(points, radius) there is recorded, and its id "
     "relocated: wrpkg.capture.lowering.hash_grid_lowering), or keep the hash-grid queries out of step()",
-    "wp.Volume": "pass the volume's id itself to the kernel (a wp.uint64 or wp.handle parameter holding "
-    "volume.id is recorded as the address of its buffer), not inside a struct; or keep the volume queries "
+    "wp.Volume": "pass the id of a volume on the capture's device, as a wp.uint64 or wp.handle parameter or "
+    "struct field (recorded as the address of its buffer), in a forward launch; or keep the volume queries "
     "out of step()",
 }
 
@@ -148,9 +148,10 @@ def check_launches(wp, recorder: LaunchRecorder, extra: list, target: str) -> No
             if hit.kind == "wp.Volume":
                 raise CaptureError(
                     f"{target}: kernel '{packed.kernel}', {side}{where}, holds the id of a live wp.Volume "
-                    f"(0x{value:x}) inside a struct. The capture records a volume id passed as a parameter of "
-                    "its own as the address of the volume's buffer; inside a struct field it would be saved "
-                    "verbatim (a crash at replay).",
+                    f"(0x{value:x}) that the capture could not relocate. It records the id of a volume on the "
+                    "capture's device, in a wp.uint64 or wp.handle parameter or struct field of a forward "
+                    "launch, as the address of the volume's buffer; this one would be saved verbatim (a crash "
+                    "at replay).",
                     fix=_UNSAVABLE[hit.kind],
                 )
             if hit.kind in _UNSAVABLE:
