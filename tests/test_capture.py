@@ -326,3 +326,17 @@ def test_progress_lines_say_each_phase_with_its_time_and_quiet_silences_them(tmp
     quiet = run_capture(SIM, tmp_path / "quiet", extra_args=["--quiet"])
     assert quiet.returncode == 0, quiet.stderr
     assert "wrpkg capture [" not in quiet.stderr
+
+
+def test_a_long_phase_is_said_again_while_it_lasts(tmp_path):
+    # build() sleeps 3 s; with a heartbeat of 0.5 s the watcher says so several times, then goes quiet.
+    env = {"WRPKG_CAPTURE_HEARTBEAT_S": "0.5", "WRP_TEST_BUILD_SECONDS": "3"}
+    proc = run_capture(PROGRAMS / "slow_build.py", tmp_path / "loud", env_extra=env)
+    assert proc.returncode == 0, proc.stderr
+    still = [line for line in proc.stderr.splitlines() if "] still " in line]
+    assert all(line.startswith("wrpkg capture [") and line.endswith(" s so far)") for line in still), still
+    in_build = [line for line in still if "still importing slow_build.py and its build('cpu') (" in line]
+    assert len(in_build) >= 3, proc.stderr
+    quiet = run_capture(PROGRAMS / "slow_build.py", tmp_path / "quiet", env_extra=env, extra_args=["--quiet"])
+    assert quiet.returncode == 0, quiet.stderr
+    assert "still" not in quiet.stderr

@@ -1,7 +1,7 @@
 """Coverage of the Newton examples and MuJoCo Warp test models: capture, retarget, pack.
 
 Lists every example of the installed `newton` wheel (newton/examples/<group>/example_*.py) and
-the MuJoCo Warp test models (mujoco_warp/test_data/*.xml), writes a generic capture script
+the MuJoCo Warp test models (mujoco_warp/test_data/**/*.xml), writes a generic capture script
 (`build(device) -> wrpkg.capture.CaptureSpec`, docs/capture-script.md) for each in a temp dir,
 and runs, each in a fresh process with a timeout and one shared Warp kernel cache:
 
@@ -123,13 +123,16 @@ def list_programs() -> list[dict]:
     """The MuJoCo Warp models (quick), then the Newton examples."""
     programs = []
     mjw_dir = site_dir("mujoco_warp")
-    for path in sorted((mjw_dir / "test_data").glob("*.xml")):
+    test_data = mjw_dir / "test_data"
+    # Every model of the wheel's test data, its subfolders' too (actuation, tendon, flex, humanoid, ...).
+    for path in sorted(test_data.rglob("*.xml"), key=lambda p: (len(p.relative_to(test_data).parts), p)):
+        relative = path.relative_to(test_data).as_posix()
         programs.append(
             {
-                "program": f"mujoco_warp/test_data/{path.name}",
+                "program": f"mujoco_warp/test_data/{relative}",
                 "kind": "mjwarp",
                 "xml": str(path),
-                "stem": "mjw_" + re.sub(r"\W", "_", path.stem),
+                "stem": "mjw_" + re.sub(r"\W", "_", relative.removesuffix(".xml")),
                 "needs_assets": "no",
                 "runnable": True,
             }

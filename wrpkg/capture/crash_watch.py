@@ -28,6 +28,10 @@ _CHILD = "WRPKG_CRASH_WATCH_DIR"
 # "0" silences the progress lines phase() prints on stderr (`wrpkg capture --quiet`).
 PROGRESS = "WRPKG_CAPTURE_PROGRESS"
 _START = time.monotonic()
+# A phase of the watched capture that lasts longer than this is said again on stderr, every so long
+# (WRPKG_CAPTURE_HEARTBEAT_S sets it, for tests).
+HEARTBEAT_S = 60.0
+HEARTBEAT_ENV = "WRPKG_CAPTURE_HEARTBEAT_S"
 # A retarget capture traces the script's lines only when asked (the trace slows every Python call of
 # the step about twofold): a child whose refusal needs a line it did not trace exits with RETRY_TRACED,
 # and run_watched runs it again with this set (wrpkg.capture.retarget_recorder.LinesNotTraced).
@@ -88,9 +92,12 @@ def watch_command_line(module: str, argv: list[str]) -> int | None:
     parser = argparse.ArgumentParser(add_help=False)
     for flag in ("--script", "--out-dir", "--label"):
         parser.add_argument(flag)
+    parser.add_argument("--quiet", action="store_true")
     known, _ = parser.parse_known_args(argv)
     if known.script is None or known.out_dir is None:
         return None  # the tool's parser names what is missing
+    if known.quiet:
+        os.environ[PROGRESS] = "0"  # this process's lines too ("still ..."); the child inherits it
     return run_watched(module, argv, target_name(known.label, known.script), Path(known.out_dir))
 
 
@@ -110,6 +117,46 @@ def exit_child(returncode: int) -> None:
     os._exit(returncode)
 
 
+def _wait_saying_long_phases(command: list[str], env: dict, phases_file: Path) -> int:
+    """Runs the watched child to its end; returns its exit status. While one phase of it lasts longer
+    than HEARTBEAT_S (one NVRTC compile of a Newton VBD module took 8 minutes on 2 cores, in silence),
+    says so every HEARTBEAT_S on stderr: "still <phase> (<n> s so far)", unless quiet."""
+    heartbeat = float(os.environ.get(HEARTBEAT_ENV, HEARTBEAT_S))
+    loud = os.environ.get(PROGRESS, "1") != "0"
+    proc = subprocess.Popen(command, env=env)
+    try:
+        # A retried child appends to the same file: its phases start where the first run's ended.
+        read = phases_file.stat().st_size if phases_file.exists() else 0
+        current, since, said = "", time.monotonic(), 0
+        while True:
+            try:
+                return proc.wait(timeout=min(5.0, heartbeat))
+            except subprocess.TimeoutExpired:
+                pass
+            try:
+                with open(phases_file, "rb") as f:
+                    f.seek(read)
+                    new = f.read()
+            except FileNotFoundError:
+                new = b""
+            now = time.monotonic()
+            if b"\n" in new:
+                complete = new[: new.rindex(b"\n") + 1]
+                read += len(complete)
+                current, since, said = complete.decode("utf-8", "replace").splitlines()[-1], now, 0
+            elif loud and current and now - since >= heartbeat * (said + 1):
+                said += 1
+                print(
+                    f"wrpkg {tool_name} [{now - _START:7.1f} s] still {current} ({now - since:.0f} s so far)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+
+
 def run_watched(module: str, argv: list[str], target: str, out_dir: Path) -> int:
     """Runs `python -m module argv...` as a watched child; returns its exit status, or 1 after
     reporting a crash."""
@@ -119,12 +166,11 @@ def run_watched(module: str, argv: list[str], target: str, out_dir: Path) -> int
         # seed a module's generated source (and its binary) changed from one capture to the next. The
         # Bazel action fixes the seed (rules/private/python.bzl); so does the command line.
         env = dict(os.environ, **{_CHILD: folder, "PYTHONHASHSEED": "0"})
-        returncode = subprocess.run([sys.executable, "-m", module, *argv], env=env, check=False).returncode
+        phases_file = Path(folder) / "phase.txt"
+        returncode = _wait_saying_long_phases([sys.executable, "-m", module, *argv], env, phases_file)
         if returncode == RETRY_TRACED:
             env[_TRACE_LINES] = "1"
-            returncode = subprocess.run(
-                [sys.executable, "-m", module, *argv], env=env, check=False
-            ).returncode
+            returncode = _wait_saying_long_phases([sys.executable, "-m", module, *argv], env, phases_file)
         if returncode >= 0:
             return returncode
         phases = _read(Path(folder) / "phase.txt").splitlines()
