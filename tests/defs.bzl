@@ -1,5 +1,7 @@
-"""wrp_pytest: one py_test per pytest file, run with the pinned venv; wrp_pytests: a table of them."""
+"""wrp_pytest: one py_test per pytest file, run with the pinned venv; wrp_pytests: a table of them;
+cpu_and_retargeted_artifacts: a program's CPU and retargeted test bundles."""
 
+load("//rules:defs.bzl", "wrp_artifact")
 load("//rules/private:pools.bzl", "test_env", "test_exec_properties")
 
 def _rootpaths(labels):
@@ -58,3 +60,23 @@ def wrp_pytests(tests):
     """One wrp_pytest per entry of `tests`: its name -> its other arguments (a dict)."""
     for name, kwargs in tests.items():
         wrp_pytest(name = name, **kwargs)
+
+def cpu_and_retargeted_artifacts(name, capture, **kwargs):
+    """Two test bundles of one capture program: `<name>_cpu_wrp`, captured on the CPU (its replay test
+    runs in every CI run), and `<name>_wrp`, retargeted to sm_90 without a GPU (replayed on a GPU
+    runner under --config=gpu). kwargs go to both."""
+    wrp_artifact(
+        name = name + "_cpu_wrp",
+        testonly = True,
+        capture = capture,
+        device = "cpu",
+        **kwargs
+    )
+    wrp_artifact(
+        name = name + "_wrp",
+        testonly = True,
+        archs = ["sm_90"],
+        capture = capture,
+        capture_mode = "retarget",
+        **kwargs
+    )
