@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -100,9 +101,35 @@ def test_a_native_crash_names_the_target_the_phase_and_the_line(tmp_path):
     assert proc.returncode == 1, proc.stderr
     assert f"error: {LABEL}" in proc.stderr
     assert "died of SIGSEGV during step() under capture on cpu" in proc.stderr
-    assert 'crash_in_step.py", line 23 in step' in proc.stderr
+    assert 'crash_in_step.py", line 30 in step' in proc.stderr
     assert "Traceback" not in proc.stderr
     assert_no_output(out)
+
+
+def test_a_crash_on_the_branch_the_device_model_chose_says_so_and_how_to_avoid_it(tmp_path):
+    env = {"WRP_TEST_CRASH_ON_GPU_BRANCH": "1"}
+    retarget = ["--mode", "retarget"]
+    out = tmp_path / "raw"
+    proc = run_capture(
+        PROGRAMS / "crash_in_step.py", out, device="cuda", label=LABEL, env_extra=env, extra_args=retarget
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "died of SIGSEGV during importing crash_in_step.py and its build('cpu')" in proc.stderr
+    assert "note: this retargeted capture answers device queries as the h200 device model" in proc.stderr
+    assert re.search(r"first for Device\.is_cuda at \S*crash_in_step\.py:25 ", proc.stderr), proc.stderr
+    assert 'fix: run the CPU branch instead (device_model = "none"' in proc.stderr
+    assert_no_output(out)
+    # The fix works: build() takes the CPU branch and gets past it (to the step's own crash).
+    none = run_capture(
+        PROGRAMS / "crash_in_step.py",
+        tmp_path / "none",
+        device="cuda",
+        label=LABEL,
+        env_extra=env,
+        extra_args=[*retarget, "--device-model", "none"],
+    )
+    assert "died of SIGSEGV during step()" in none.stderr, none.stderr
+    assert "note:" not in none.stderr
 
 
 @pytest.mark.parametrize("mode", ["copy_out", "copy_in", "zero_host"])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import json
 import os
 import signal
 import subprocess
@@ -63,6 +64,15 @@ def start_child() -> None:
         return
     _report = open(os.path.join(folder, "stack.txt"), "w")  # noqa: SIM115 - see _report
     faulthandler.enable(file=_report, all_threads=False)
+
+
+def note_for_a_crash(text: str, fix: str) -> None:
+    """In the watched process: something a crash report should say from now on, with the fix it
+    suggests instead of the generic one (the last note stands)."""
+    folder = os.environ.get(_CHILD)
+    if folder:
+        with open(os.path.join(folder, "note.json"), "w") as f:
+            json.dump({"text": text, "fix": fix}, f)
 
 
 # The tool named on progress lines (wrpkg.capture.kernel_cache sets its own).
@@ -175,6 +185,10 @@ def run_watched(module: str, argv: list[str], target: str, out_dir: Path) -> int
             return returncode
         phases = _read(Path(folder) / "phase.txt").splitlines()
         stack = _read(Path(folder) / "stack.txt").strip()
+        try:
+            note = json.loads(_read(Path(folder) / "note.json") or "null")
+        except ValueError:
+            note = None
     atomic.remove_abandoned_staging(out_dir)
     try:
         name = signal.Signals(-returncode).name
@@ -187,7 +201,9 @@ def run_watched(module: str, argv: list[str], target: str, out_dir: Path) -> int
     if stack:
         lines.append("  crash report (Python stack at the signal, innermost last):")
         lines.extend("    " + line for line in stack.splitlines())
-    lines.append(f"  fix: {_fix(last)}")
+    if note:
+        lines.append(f"  note: {note['text']}")
+    lines.append(f"  fix: {note['fix'] if note else _fix(last)}")
     print("\n".join(lines), file=sys.stderr)
     return 1
 

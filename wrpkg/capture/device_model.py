@@ -44,7 +44,7 @@ import sys
 from dataclasses import dataclass, field
 
 from wrpkg import warp_internals
-from wrpkg.capture import call_sites, occupancy
+from wrpkg.capture import call_sites, crash_watch, occupancy
 from wrpkg.errors import CaptureError
 
 _MIB = 1 << 20
@@ -179,6 +179,16 @@ class DeviceModel:
 
     def _answer(self, frame, asked: str, answer):
         key = (asked, call_sites.describe_location((frame.f_code.co_filename, frame.f_lineno)))
+        if not self.answers:
+            # Code told it runs on a GPU may then launch a kernel written for a GPU's thread block on
+            # the CPU (Newton's Kamino PGS kernels at block_dim 32-256 crash there): a crash names this.
+            crash_watch.note_for_a_crash(
+                f"this retargeted capture answers device queries as the {self.name} device model "
+                f"({self.model.name}), first for {asked} at {key[1]}: code that then takes its GPU branch "
+                "(a block_dim for a GPU's thread block, shared scratch per block) runs that branch on the CPU, "
+                "where a kernel written for a GPU block can crash",
+                f"{_NONE_FIX.removeprefix('or ')}; {_GPU_FIX}",
+            )
         self.answers.setdefault(key, answer)
         return answer
 
