@@ -142,6 +142,12 @@ def build(device):
                 states.append((attr, value))
             elif isinstance(value, (list, tuple)) and value and all(isinstance(v, newton.State) for v in value):
                 states += [(f"{{attr}}[0]", value[0]), (f"{{attr}}[{{len(value) - 1}}]", value[-1])]
+            elif isinstance(value, (list, tuple)):
+                # e.g. example_basic_multi_solver_overlay: layers, each a solver with its own states
+                for index, item in enumerate(value):
+                    for name in ("state_0", "state_1"):
+                        if isinstance(getattr(item, name, None), newton.State):
+                            states.append((f"{{attr}}[{{index}}].{{name}}", getattr(item, name)))
     for state_name, state in states:
         for attr, value in sorted(vars(state).items()):
             name = f"{{state_name}}.{{attr}}"

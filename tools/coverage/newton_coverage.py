@@ -119,6 +119,28 @@ def _has_pxr() -> bool:
     return _PXR[0]
 
 
+def mjcf_missing_files(path: Path) -> list[str]:
+    """Files a MuJoCo model names (mesh, texture, height field, include) that are not beside it in the
+    wheel: e.g. collision_sdf/torus.xml's torus.obj, which MuJoCo Warp's tests generate first."""
+    import xml.etree.ElementTree as ET  # noqa: PLC0415
+
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError:
+        return []
+    dirs = [path.parent]
+    for compiler in root.iter("compiler"):
+        dirs += [
+            path.parent / compiler.get(a) for a in ("meshdir", "texturedir", "assetdir") if compiler.get(a)
+        ]
+    missing = []
+    for element in root.iter():
+        name = element.get("file")
+        if name and not any((d / name).exists() for d in dirs):
+            missing.append(name)
+    return missing
+
+
 def list_programs() -> list[dict]:
     """The MuJoCo Warp models (quick), then the Newton examples."""
     programs = []
@@ -127,14 +149,15 @@ def list_programs() -> list[dict]:
     # Every model of the wheel's test data, its subfolders' too (actuation, tendon, flex, humanoid, ...).
     for path in sorted(test_data.rglob("*.xml"), key=lambda p: (len(p.relative_to(test_data).parts), p)):
         relative = path.relative_to(test_data).as_posix()
+        missing = mjcf_missing_files(path)
         programs.append(
             {
                 "program": f"mujoco_warp/test_data/{relative}",
                 "kind": "mjwarp",
                 "xml": str(path),
                 "stem": "mjw_" + re.sub(r"\W", "_", relative.removesuffix(".xml")),
-                "needs_assets": "no",
-                "runnable": True,
+                "needs_assets": f"yes: {', '.join(missing)} not in the wheel" if missing else "no",
+                "runnable": not missing,
             }
         )
     newton_dir = site_dir("newton")
@@ -282,8 +305,7 @@ def _capture(program, script, out_dir, device, mode, args, env) -> dict:
     return result
 
 
-def _pack(program, raw, work, args, env) -> dict:
-    name = f"{program['stem']}_cpu_wrp"
+def _pack(program, raw, work, args, env, name: str) -> dict:
     cmd = [
         sys.executable,
         "-m",
@@ -323,9 +345,14 @@ def run_program(program: dict, args) -> dict:
         if exclude.exists():
             result["unused"] = json.loads(exclude.read_text())
         if result["cpu"]["verdict"] == "ok":
-            result["pack"] = _pack(program, work / "raw_cpu", work, args, env)
+            result["pack"] = _pack(program, work / "raw_cpu", work, args, env, f"{program['stem']}_cpu_wrp")
+        elif result["retarget"]["verdict"] == "ok":
+            # A program that runs on CUDA only (Newton's sleeping examples): its bundle is the retargeted
+            # capture's, with its CUDA source and no per-SM binaries (wrp_artifact adds those).
+            result["pack"] = _pack(program, work / "raw_cuda", work, args, env, f"{program['stem']}_wrp")
+            result["pack"]["of"] = "the retargeted capture"
         else:
-            result["pack"] = {"verdict": "not run (no CPU capture)"}
+            result["pack"] = {"verdict": "not run (no capture)"}
         return result
     finally:
         if args.keep:
@@ -351,6 +378,8 @@ def _cell(stage: dict | None) -> str:
     text = verdict
     if verdict in ("ok", "timeout"):
         text = f"{verdict} ({stage['seconds']:.0f} s)" if "seconds" in stage else verdict
+        if "of" in stage:
+            text += f", of {stage['of']}"
     elif "error" in stage:
         err = stage["error"]
         err = re.sub(r"^//coverage:\S+(?: \(capture script [^)]*\))?: ", "", err)
