@@ -196,8 +196,9 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def run_cmd(cmd: list[str], timeout: float, env: dict) -> tuple[str, float, str]:
-    """(status "ok"/"error"/"timeout", seconds, combined output)."""
+def run_cmd(cmd: list[str], timeout: float, env: dict, cwd: Path) -> tuple[str, float, str]:
+    """(status "ok"/"error"/"timeout", seconds, combined output). `cwd`: the program's temp dir (MuJoCo
+    writes MUJOCO_LOG.TXT into the working directory)."""
     start = time.monotonic()
     proc = subprocess.Popen(
         cmd,
@@ -205,7 +206,7 @@ def run_cmd(cmd: list[str], timeout: float, env: dict) -> tuple[str, float, str]
         stderr=subprocess.STDOUT,
         text=True,
         env=env,
-        cwd=str(ROOT),
+        cwd=str(cwd),
         start_new_session=True,
     )
     try:
@@ -291,7 +292,7 @@ def _capture(program, script, out_dir, device, mode, args, env) -> dict:
     total = 0.0
     for _attempt in range(3):
         unused_file.unlink(missing_ok=True)
-        status, seconds, output = run_cmd(cmd, args.timeout, env)
+        status, seconds, output = run_cmd(cmd, args.timeout, env, out_dir.parent)
         total += seconds
         if status == "error" and "is not used by any operation" in output and unused_file.exists():
             excluded = set(json.loads(exclude_file.read_text())) if exclude_file.exists() else set()
@@ -325,7 +326,7 @@ def _pack(program, raw, work, args, env, name: str) -> dict:
         "--hash",
         str(work / "bundle" / f"{name}.sha256"),
     ]
-    status, seconds, output = run_cmd(cmd, args.timeout, env)
+    status, seconds, output = run_cmd(cmd, args.timeout, env, work)
     result = _verdict(status, output, seconds, "pack")
     if status == "ok":
         result["content_hash"] = (work / "bundle" / f"{name}.sha256").read_text().strip()
