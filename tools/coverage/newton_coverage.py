@@ -419,7 +419,7 @@ def write_table(data: dict, table: Path, gpu: dict, programs: list[dict]) -> Non
             for rerun in data.get("reruns", [])
         ],
         f"Programs listed: {data['listed']}; done: {len(rows)} ({len(ran)} run, "
-        f"{len(rows) - len(ran)} not run: they need a download or USD); not reached yet: {len(pending)}. "
+        f"{len(rows) - len(ran)} not run: they need assets the wheel lacks, a download or USD); not reached yet: {len(pending)}. "
         f"Of those run: CPU capture ok {count('cpu')}, retarget ok {count('retarget')}, "
         f"packed ok {count('pack')}.",
         "",
@@ -453,7 +453,7 @@ def write_table(data: dict, table: Path, gpu: dict, programs: list[dict]) -> Non
         elif r.get("runnable"):
             cells = [_cell(r.get("cpu")), _cell(r.get("retarget")), _cell(r.get("pack"))]
         else:
-            cells = ["not run (needs a download or USD)"] * 3
+            cells = ["not run (needs assets the wheel lacks)"] * 3
         lines.append(
             "| "
             + " | ".join(
