@@ -250,6 +250,37 @@ def test_initial_state_from_block_sized_code_in_build_is_refused(tmp_path):
     assert in_step.returncode == 0, in_step.stderr
 
 
+def test_block_sized_code_is_found_in_a_warm_kernel_cache(tmp_path):
+    """A module loaded from the kernel cache was never generated in the capturing process: its code is
+    generated to be read (warp_internals.forward_code), so the second capture with one cache (as Bazel's
+    seeded cache, and every later build, has it) refuses as the first did (it was saved silently)."""
+    script = PROGRAMS / "block_sized_build.py"
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    for run in ("cold", "warm"):
+        proc = retarget(script, tmp_path / run, extra_args=cache)
+        assert proc.returncode == 1, f"{run}: {proc.stderr}"
+        assert "build() launches kernel 'block_max' at block_sized_build.py:" in proc.stderr, proc.stderr
+
+
+def test_a_host_read_in_build_of_block_sized_results_is_refused(tmp_path):
+    """build() reads on the host what a block-sized launch wrote (the maxima) and sizes an array from
+    it; the step does not use the maxima, so no saved state shows it, but the size is the CPU's. Refused
+    before the step, naming the read's line and the kernel; reading the launch's input is not."""
+    script = PROGRAMS / "block_sized_build.py"
+    proc = retarget(script, tmp_path / "raw", env_extra={"WRP_TEST_BLOCK_SIZED": "host"})
+    assert proc.returncode == 1, proc.stderr
+    read_line = _line(script, "# host read")
+    assert "build() reads on the host (array.numpy()) at " in proc.stderr, proc.stderr
+    assert f"block_sized_build.py:{read_line} (size = int(read.numpy().max()) + 1" in proc.stderr
+    assert f"kernel 'block_max' wrote at block_sized_build.py:{_line(script, '# launch')}" in proc.stderr
+    assert "fix: compute that value on the host (NumPy) in build()" in proc.stderr
+    assert "running step()" not in proc.stderr  # refused before the step
+    assert not (tmp_path / "raw").exists()
+    # x is the launch's input, not written by it: reading it is no refusal.
+    inputs = retarget(script, tmp_path / "input", env_extra={"WRP_TEST_BLOCK_SIZED": "host_input"})
+    assert inputs.returncode == 0, inputs.stderr
+
+
 def test_an_unknown_device_model_is_refused_naming_the_known_ones(tmp_path):
     out = tmp_path / "raw"
     proc = retarget(PROGRAMS / "device_branch.py", out, extra_args=["--device-model", "h300"])

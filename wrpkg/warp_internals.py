@@ -50,6 +50,9 @@ ASSUMPTIONS = (
     ("context", "Module.get_module_identifier", None),
     ("context", "Module.get_module_hash", ("self", "block_dim")),
     ("context", "Module.resolve_options", None),
+    # Code generation of a module loaded from the kernel cache (forward_code).
+    ("context", "ModuleBuilder", ("module", "options", "hasher")),
+    ("context", "_codegen_lock", None),
     ("types", "array", None),
     ("types", "type_repr", None),
     ("types", "type_size_in_bytes", None),
@@ -147,10 +150,35 @@ def native_library():
 
 
 def forward_code(kernel) -> list[str]:
-    """The C++ lines Warp generated for a built kernel's forward pass and, transitively, for the
-    user functions (@wp.func) it calls: where its builtins (wp::atomic_add, wp::tile_load, ...)
-    can be read after codegen. Reads the private Adjoint (`kernel.adj`: its blocks' body_forward
-    and get_references()); empty before the kernel's module was built."""
+    """The C++ lines Warp generated for a kernel's forward pass and, transitively, for the user
+    functions (@wp.func) it calls: where its builtins (wp::atomic_add, wp::tile_load, ...) can be
+    read. Reads the private Adjoint (`kernel.adj`: its blocks' body_forward and get_references()).
+    A module loaded from the kernel cache was never generated in this process, so its code is
+    generated here first (Warp's ModuleBuilder, as Module._compile does before compiling): without
+    it, every check that reads the code would find nothing in a warm cache."""
+    lines = _forward_code_lines(kernel)
+    if not lines and not getattr(kernel.adj, "blocks", None):
+        _generate_code(kernel.module)
+        lines = _forward_code_lines(kernel)
+    return lines
+
+
+def _generate_code(module) -> None:
+    """Runs Warp's code generation of `module` (every kernel's Adjoint.build) without compiling."""
+    import warp  # noqa: PLC0415
+
+    ctx = context()
+    block_dim = next(iter(module.hashers), None)
+    if block_dim is None:
+        block_dim = 1  # the CPU's; a module not hashed yet is hashed now, as its first load would
+        module.get_module_hash(block_dim)
+    options = module.resolve_options(warp.config, block_dim=block_dim)
+    options = options | {"output_arch": None, "block_dim": block_dim}
+    with ctx._codegen_lock:
+        ctx.ModuleBuilder(module, options, hasher=module.hashers.get(block_dim), target="cpu")
+
+
+def _forward_code_lines(kernel) -> list[str]:
     lines: list[str] = []
     seen: set[int] = set()
     pending = [kernel.adj]

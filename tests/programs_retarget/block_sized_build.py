@@ -2,7 +2,10 @@
 Newton's implicit MPM computes its particles' bounds), launched with block_dim 64, and the step
 starts from the result. On a GPU each block reduces 64 values; the CPU runs a block as one thread
 and reduces one, so the initial state it would save is not a GPU's: a retargeted capture refuses it.
-WRP_TEST_BLOCK_SIZED=step makes the same launch in the step instead, whose CUDA launch is recorded."""
+WRP_TEST_BLOCK_SIZED=step makes the same launch in the step instead, whose CUDA launch is recorded.
+WRP_TEST_BLOCK_SIZED=host reads the maxima on the host in build() to size an array the step fills, as
+Newton's implicit MPM sizes its grid, and the step does not use the maxima: a GPU would size it from
+other maxima. WRP_TEST_BLOCK_SIZED=host_input reads only the input array x on the host."""
 
 import os
 
@@ -13,7 +16,8 @@ from wrpkg.capture import CaptureSpec
 
 N = 256
 BLOCK = 64
-IN_STEP = os.environ.get("WRP_TEST_BLOCK_SIZED") == "step"
+MODE = os.environ.get("WRP_TEST_BLOCK_SIZED", "")
+IN_STEP = MODE == "step"
 
 
 @wp.kernel
@@ -41,6 +45,15 @@ def build(device):
 
     if not IN_STEP:
         reduce()  # block-sized reduction in build()
+    if MODE.startswith("host"):
+        read = x if MODE == "host_input" else maxima
+        size = int(read.numpy().max()) + 1  # host read
+        filled = wp.zeros(size, dtype=float, device=device)
+
+        def step():
+            wp.launch(scale, dim=size, inputs=[filled], device=device)
+
+        return CaptureSpec(inputs={"filled": filled}, outputs={"filled": filled}, step=step)
 
     def step():
         if IN_STEP:

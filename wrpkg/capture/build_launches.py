@@ -12,11 +12,12 @@ and which launches, in its log and in capture.json (`initial_state_from_build_ke
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from dataclasses import dataclass, field
 
 from wrpkg import warp_internals
-from wrpkg.capture import golden_caveats, retarget_launches
+from wrpkg.capture import call_sites, golden_caveats, retarget_launches
 from wrpkg.capture.launch_recorder import script_line
 from wrpkg.errors import CaptureError
 
@@ -32,12 +33,32 @@ class BuildLaunch:
 
 
 @dataclass
+class BlockSizedRead:
+    """A host read in build() of an array that a block-sized build() launch wrote."""
+
+    launch: BuildLaunch
+    what: str  # "array.numpy()"
+    where: str  # the reading line (and the library's)
+
+
+def written_arrays(kernel, args: list) -> list:
+    """The arguments of a launch (in the kernel's parameter order) that the kernel's code may write
+    (golden_caveats.written_parameters)."""
+    written = golden_caveats.written_parameters(kernel)
+    return [value for param, value in zip(kernel.adj.args, args, strict=False) if param.label in written]
+
+
+@dataclass
 class BuildLaunchWatch:
-    """Records, while `watching()` is active, every wp.launch/wp.launch_tiled with its arrays."""
+    """Records, while `watching()` is active, every wp.launch/wp.launch_tiled with its arrays, and the
+    host reads of what block-sized launches wrote."""
 
     user_dirs: tuple[str, ...]
     launches: list[BuildLaunch] = field(default_factory=list)
     block_sized: dict = field(default_factory=dict)  # kernel -> its block-sized code
+    # Data address -> the block-sized launch that last wrote it.
+    block_sized_writes: dict = field(default_factory=dict)
+    block_sized_reads: list[BlockSizedRead] = field(default_factory=list)
 
     def _where(self) -> str:
         return script_line(self.user_dirs, sys._getframe(2)) or "a module the script imports"
@@ -56,8 +77,10 @@ class BuildLaunchWatch:
             def hooked(kernel, *args, _original=original, **kwargs):
                 if kwargs.get("record_cmd"):
                     return _original(kernel, *args, **kwargs)  # a launch command runs nothing until launched
-                arrays = [*kwargs.get("inputs", ()), *kwargs.get("outputs", ())]
-                arrays += [a for arg in args[1:3] if isinstance(arg, (list, tuple)) for a in arg]
+                # The kernel's parameters in order: inputs, then outputs (each by keyword or position).
+                inputs = kwargs.get("inputs", args[1] if len(args) > 1 else ())
+                outputs = kwargs.get("outputs", args[2] if len(args) > 2 else ())
+                arrays = [*(inputs or ()), *(outputs or ())]
                 ptrs = frozenset(int(a.ptr) for a in arrays if isinstance(a, warp.array) and a.ptr)
                 block_dim = retarget_launches.cuda_launch_block_dim(None, kwargs.get("block_dim"))
                 launch = BuildLaunch(str(kernel.key), watch._where(), ptrs, block_dim)
@@ -67,11 +90,15 @@ class BuildLaunchWatch:
                     if kernel not in watch.block_sized:  # read once: build() may launch it thousands of times
                         watch.block_sized[kernel] = tuple(golden_caveats.block_sized_code(kernel))
                     launch.block_sized = watch.block_sized[kernel]
+                for a in written_arrays(kernel, arrays) if launch.block_sized else ():
+                    if isinstance(a, warp.array) and a.ptr:
+                        watch.block_sized_writes[int(a.ptr)] = launch
                 return result
 
             for owner in (ctx, warp):
                 if getattr(owner, name, None) is original:
                     patches.append((owner, name, original, hooked))
+        patches += self._host_read_patches(warp)
         try:
             for owner, name, _original, hooked in patches:
                 setattr(owner, name, hooked)
@@ -79,6 +106,64 @@ class BuildLaunchWatch:
         finally:
             for owner, name, original, _hooked in patches:
                 setattr(owner, name, original)
+
+    def _host_read_patches(self, warp) -> list:
+        """array.numpy(), array.list() and NumPy's __array_interface__, noting a read of an array that a
+        block-sized launch wrote: the value build() reads is the CPU's one-thread block's, and what it
+        decides from it (a size, a grid resolution) is saved, not what a GPU would decide."""
+        watch = self
+        patches = []
+
+        # Warp's array core reads arrays for itself (str() of an array), and so does wrpkg: not build()'s
+        # reads. Warp's library code (warp.fem, warp.sparse) reading a result is one, as in the step guard.
+        warp_dir, wrpkg_dir = call_sites.own_dirs()
+        own = (wrpkg_dir, *(os.path.join(warp_dir, "_src", name) for name in ("types.py", "context.py")))
+
+        def reading(original, what: str):
+            def method(array, *args, **kwargs):
+                launch = (
+                    watch.block_sized_writes.get(int(array.ptr or 0)) if watch.block_sized_writes else None
+                )
+                caller = sys._getframe(1)
+                filename = os.path.abspath(caller.f_code.co_filename)
+                if (
+                    launch is not None
+                    and not filename.startswith(own)
+                    and not any(r.launch is launch for r in watch.block_sized_reads)
+                ):
+                    in_warp = filename.startswith(warp_dir)
+                    where = call_sites.describe(
+                        call_sites.of_frame(caller, library_frame=caller if in_warp else None)
+                    )
+                    watch.block_sized_reads.append(BlockSizedRead(launch, what, where))
+                return original(array, *args, **kwargs)
+
+            return method
+
+        for name in ("numpy", "list"):
+            original = vars(warp.array).get(name)
+            if original is not None:
+                patches.append((warp.array, name, original, reading(original, f"array.{name}()")))
+        interface = vars(warp.array).get("__array_interface__")
+        if isinstance(interface, property):
+            getter = reading(interface.fget, "NumPy's __array_interface__, e.g. np.asarray(array)")
+            patches.append((warp.array, "__array_interface__", interface, property(getter)))
+        return patches
+
+    def refuse_block_sized_reads(self, target: str) -> None:
+        """Refuses a build() that read on the host what a block-sized launch wrote (see _host_read_patches)."""
+        if not self.block_sized_reads:
+            return
+        read = self.block_sized_reads[0]
+        launch = read.launch
+        raise CaptureError(
+            f"{target}: build() reads on the host ({read.what}) {read.where} an array that kernel "
+            f"'{launch.kernel}' wrote at {launch.where}, launched with block_dim {launch.cuda_block_dim} on a "
+            f"GPU, whose code uses {' and '.join(launch.block_sized)}: the CPU runs each block as one thread, "
+            "so the value read is not what a GPU computes, and what build() decided from it is saved",
+            fix="compute that value on the host (NumPy) in build(), or capture on a GPU "
+            '(capture_mode = "gpu")',
+        )
 
     def computed_state(self, named_arrays: dict, step_ptrs: set[int]) -> list[dict]:
         """For each build() launch whose arrays the step uses: the kernel, its line, and the

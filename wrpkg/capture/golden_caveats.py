@@ -62,6 +62,25 @@ def kernel_caveats(kernel, block_dim: int) -> list[str]:
     return reasons
 
 
+def written_parameters(kernel) -> set[str]:
+    """The kernel's array parameters its code may write: every parameter whose generated name
+    (var_<name>) appears in the forward code other than as the array of a read (wp::address(...)
+    whose result Warp loads, wp::tile_load). Conservative: a store, an atomic, a wp.func call, a view
+    or any form not known to be a read counts as a write."""
+    code = warp_internals.forward_code(kernel)
+    written = set()
+    for param in getattr(kernel.adj, "args", ()):
+        name = re.escape(f"var_{param.label}")
+        read = re.compile(rf"^\s*var_\w+ = wp::address\({name}, |\bwp::tile_load(?:<[^()]*>)?\({name}, ")
+        uses = re.compile(rf"\b{name}\b")
+        for line in code:
+            count = len(uses.findall(line))
+            if count and (count > 1 or not read.search(line)):
+                written.add(param.label)
+                break
+    return written
+
+
 def block_sized_code(kernel) -> list[str]:
     """What in a built kernel's code computes with the block size itself (see _BLOCK_SIZED): launched
     with block_dim > 1, its result on the CPU, which runs a block as one thread, is another value."""

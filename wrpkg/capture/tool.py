@@ -287,6 +287,8 @@ def _capture_into(request: CaptureRequest, work: Path) -> CaptureResult:
         )
     if model is not None:
         model.check()  # a refusal that build()'s code caught
+    if build_watch is not None:
+        build_watch.refuse_block_sized_reads(target)  # before the step: nothing is compiled for it yet
 
     if mode == "retarget":
         recorder = retarget_recorder.RetargetRecorder(
