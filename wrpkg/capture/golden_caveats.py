@@ -67,7 +67,7 @@ def written_parameters(kernel) -> set[str]:
     (var_<name>) appears in the forward code other than as the array of a read (wp::address(...)
     whose result Warp loads, wp::tile_load). Conservative: a store, an atomic, a wp.func call, a view
     or any form not known to be a read counts as a write."""
-    code = warp_internals.forward_code(kernel)
+    code = _forward_code(kernel).splitlines()
     written = set()
     for param in getattr(kernel.adj, "args", ()):
         name = re.escape(f"var_{param.label}")
