@@ -85,6 +85,11 @@ REFUSALS: list[Refusal] = [
         env={"WRP_TEST_READBACK_MODE": "numpy"},
     ),
     *_both(
+        "volume_rebuild",
+        CAPTURE / "volume_rebuild.py",
+        ("rebuilds a wp.Volume (Volume.rebuild())", refused_line(CAPTURE / "volume_rebuild.py")),
+    ),
+    *_both(
         "mesh_refit",
         CAPTURE / "mesh_refit.py",
         ("updates a BVH (assigning Mesh.points", "mesh_refit.py:", "mesh.points = moved"),

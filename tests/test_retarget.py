@@ -380,9 +380,12 @@ def test_a_later_overload_of_a_generic_kernel_has_its_own_cuda_kernel_record(tmp
     assert launches == ["cube", "scale", later, "cube"]
 
 
-def test_launch_forms(tmp_path):
+@pytest.mark.parametrize("by_name", ["0", "1"])
+def test_launch_forms(tmp_path, by_name):
+    # by_name: before the hooks followed names imported from warp, such launches were refused as
+    # "not made through wp.launch/wp.launch_tiled".
     out = tmp_path / "forms"
-    proc = retarget(PROGRAMS / "launch_forms.py", out)
+    proc = retarget(PROGRAMS / "launch_forms.py", out, env_extra={"WRP_TEST_LAUNCH_BY_NAME": by_name})
     assert proc.returncode == 0, proc.stderr
     wrp = wrpformat.read_wrp(out / "launch_forms.wrp")
     assert wrp.is_cuda and wrp.header.target_arch == 90 and wrp.metadata.target_arch == 90

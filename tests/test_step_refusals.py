@@ -283,3 +283,38 @@ def test_the_capture_runs_under_a_fixed_hash_seed(tmp_path):
         proc = run_capture(PROGRAMS / "hash_seed.py", tmp_path / seed, env_extra={"PYTHONHASHSEED": seed})
         assert proc.returncode == 1
         assert f"hash seed probe: {expected}" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("capture_mode", CAPTURE_MODES)
+def test_a_volume_rebuild_in_the_step_is_refused_naming_the_line(tmp_path, capture_mode):
+    # Before the guard the CPU capture saved a golden in which every lookup missed (the rebuild ran
+    # while the step recorded, on the points before the deferred move); the step found 3.
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "volume_rebuild.py", out, "WRP_TEST_VOLUME_REBUILD", "step", capture_mode)
+    assert_refused(
+        proc,
+        out,
+        LABEL,
+        "step() rebuilds a wp.Volume (Volume.rebuild())",
+        "(volume.rebuild(points)",
+        "rebuild the volume in build()",
+        'grid_type = "fixed"',
+    )
+
+
+def test_a_volume_rebuilt_in_build_captures_what_the_step_computes(tmp_path):
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "volume_rebuild.py", out, "WRP_TEST_VOLUME_REBUILD", "build", "cpu")
+    assert proc.returncode == 0, proc.stderr
+    golden = np.fromfile(out / "golden" / "found.bin", dtype=np.int32)
+    direct = run_python(
+        "-c",
+        "import json, sys, warp as wp; wp.config.quiet = True; sys.path.insert(0, sys.argv[1]); "
+        "import volume_rebuild as m; spec = m.build('cpu'); spec.step(); "
+        "print(json.dumps(spec.outputs['found'].numpy().tolist()))",
+        str(PROGRAMS),
+        env_extra={"WRP_TEST_VOLUME_REBUILD": "build"},
+    )
+    assert direct.returncode == 0, direct.stderr
+    assert golden.tolist() == json.loads(direct.stdout.strip().splitlines()[-1])
+    assert (golden >= 0).any(), golden

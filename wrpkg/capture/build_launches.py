@@ -12,6 +12,7 @@ and which launches, in its log and in capture.json (`initial_state_from_build_ke
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 from dataclasses import dataclass, field
@@ -74,6 +75,9 @@ class BuildLaunchWatch:
         for name in ("launch", "launch_tiled"):
             original = getattr(ctx, name)
 
+            @functools.wraps(
+                original
+            )  # __wrapped__: a module importing it by name is found (retarget_recorder)
             def hooked(kernel, *args, _original=original, **kwargs):
                 if kwargs.get("record_cmd"):
                     return _original(kernel, *args, **kwargs)  # a launch command runs nothing until launched

@@ -7,6 +7,7 @@ so that Tape.backward()'s replay of one gets its CUDA block_dim too (wrpkg.captu
 from __future__ import annotations
 
 import contextlib
+import functools
 
 from wrpkg import warp_internals
 
@@ -87,6 +88,8 @@ def watching_launch_commands():
     original_launch, original_tiled = ctx.launch, ctx.launch_tiled
     tiled: list = []
 
+    # __wrapped__: a module that imports one by name during build() is found (retarget_recorder).
+    @functools.wraps(original_launch)
     def launch(kernel, dim, *args, **kwargs):
         tiled_block_dim = tiled.pop() if tiled else None
         block_dim = kwargs.get("block_dim", args[10] if len(args) > 10 else None)
@@ -96,6 +99,7 @@ def watching_launch_commands():
             tag_command(result, tiled_block_dim, block_dim)
         return result
 
+    @functools.wraps(original_tiled)
     def launch_tiled(*args, **kwargs):
         tiled.append(kwargs.get("block_dim"))
         try:

@@ -57,6 +57,31 @@ class LinesNotTraced(CaptureError):
     the script's lines knows (RetargetRecorder.trace_lines): run it again with tracing."""
 
 
+def _imported_by_name(patches: list[tuple[object, str, object]]) -> list[tuple[object, str, object]]:
+    """The same replacements for every other loaded module that holds one of the patched functions
+    under a name of its own (`from warp._src.sparse import bsr_set_from_triplets` in warp.fem's
+    integrate, a library's `from warp.sparse import bsr_mv`): a call through that name would record
+    its operations with no library line, and a script's `from warp import launch` would not be watched."""
+    originals = {id(getattr(owner, name)): (name, replacement) for owner, name, replacement in patches}
+    patched = {(id(owner), name) for owner, name, _ in patches}
+    extra = []
+    for module in list(sys.modules.values()):
+        try:
+            names = vars(module)
+        except TypeError:  # a module object without a __dict__
+            continue
+        for attr, value in list(names.items()):
+            found = originals.get(id(value))
+            # A module imported while build() ran took the hook of that moment (build_launches,
+            # retarget_launches), which wraps the function with functools.wraps.
+            while found is None and callable(value) and hasattr(value, "__wrapped__"):
+                value = value.__wrapped__
+                found = originals.get(id(value))
+            if found is not None and (id(module), attr) not in patched:
+                extra.append((module, attr, found[1]))
+    return extra
+
+
 def is_record_of(record_key: str, kernel) -> bool:
     """Whether a launch record's kernel key names `kernel`: its key, or, for a generic kernel's later
     overload in the step, its mangled name `<key>_<8 hex digits>` (launch_recorder._key_later_overload)."""
@@ -370,7 +395,7 @@ class RetargetRecorder(LaunchRecorder):
             for name in names
             if isinstance(getattr(module, name, None), types.FunctionType)
         ]
-        return builtin_ops + [
+        entry_points = [
             (ctx, "launch", launch),
             (wp, "launch", launch),
             (ctx, "launch_tiled", launch_tiled),
@@ -379,10 +404,19 @@ class RetargetRecorder(LaunchRecorder):
             (wp, "capture_if", capture_if),
             (ctx, "capture_while", capture_while),
             (wp, "capture_while", capture_while),
-            (wptypes.array, "_init_new", allocating_init_new),
-            (ctx.Launch, "launch", launch_command),
-            tape_patch(wp),
         ]
+        # A script's `from warp import launch` is watched too (else its launches are refused as not
+        # made through wp.launch).
+        return (
+            builtin_ops
+            + entry_points
+            + _imported_by_name(builtin_ops + entry_points)
+            + [
+                (wptypes.array, "_init_new", allocating_init_new),
+                (ctx.Launch, "launch", launch_command),
+                tape_patch(wp),
+            ]
+        )
 
     @contextlib.contextmanager
     def _tracing(self):

@@ -10,8 +10,8 @@ leave a graph that does something else when it is replayed with other inputs:
 - a host read-back (`x.numpy()`, `x.list()`, `np.asarray(x)`): the value read is the one of
   this run, and whatever Python computes from it is frozen into the graph as a constant. A
   CUDA capture refuses the device-to-host copy; a CPU or retargeted capture would not.
-- a wp.Mesh, wp.Bvh or wp.Volume created in the step, or a mesh or BVH refitted there
-  (a new `mesh.points`, `bvh.rebuild()`, and `bvh.refit()` in a CUDA capture):
+- a wp.Mesh, wp.Bvh or wp.Volume created in the step, or a mesh, BVH or volume updated there
+  (a new `mesh.points`, `bvh.rebuild()`, `volume.rebuild()`, and `bvh.refit()` in a CUDA capture):
   Warp builds and refits in native code APIC does not record, and the loaded graph queries the
   mesh as built from its points at load (seen on the CPU: a distance of 2.449 replayed where the
   step computed 2.0). `mesh.refit()` is recorded (wrpkg.capture.lowering.mesh_lowering), and a CPU recording
@@ -98,6 +98,21 @@ class StepGuard:
             "is recorded, so is mesh.refit() of a mesh without support_winding_number, and a CPU or retargeted "
             "capture records a wp.Bvh's refit()) (NVIDIA/warp#1675 tracks "
             "what APIC cannot record)",
+        )
+
+    def refuse_volume_rebuild(self) -> StepRefusal:
+        """Volume.rebuild() in the step: native code APIC records on neither device (on the CPU it
+        runs once while the step records, on the points as they were before the step's deferred
+        launches; a CUDA graph holds its kernels, the saved APIC stream does not)."""
+        return self.refuse_at_caller(
+            "step() rebuilds a wp.Volume (Volume.rebuild()) {where}. Warp does that in native code that its "
+            "APIC does not record: the saved graph would query the volume as it was when the capture was "
+            "saved, not as the step rebuilt it (seen on the CPU: every lookup of the moved points missed "
+            "where the step found 3).",
+            fix="rebuild the volume in build() or between replays, not in step(); for points that move every "
+            "step, query them with a wp.HashGrid built in the step (recorded) or a grid of fixed topology "
+            '(Newton\'s SolverImplicitMPM: grid_type = "fixed", its graph-capturable grid) (NVIDIA/warp#1675 '
+            "tracks what APIC cannot record)",
         )
 
     def refuse_build(self, module_name: str, device_alias: str, exc: Exception) -> StepRefusal:
@@ -217,6 +232,12 @@ class StepGuard:
             return init
 
         patches = [(cls, "__init__", creating(cls)) for cls in (warp.Mesh, warp.Bvh, warp.Volume)]
+        if "rebuild" in vars(warp.Volume):
+
+            def rebuild_volume(self, *args, **kwargs):
+                raise guard.refuse_volume_rebuild()
+
+            patches.append((warp.Volume, "rebuild", rebuild_volume))
         # A CPU recording records Bvh.refit() itself (wrpkg.capture.lowering.bvh_lowering), every recording
         # Mesh.refit() (wrpkg.capture.lowering.mesh_lowering).
         bvh_updates = ("rebuild",) if self.bvh_refit_lowered else ("refit", "rebuild")
