@@ -302,6 +302,25 @@ def test_a_volume_rebuild_in_the_step_is_refused_naming_the_line(tmp_path, captu
     )
 
 
+@pytest.mark.parametrize("capture_mode", CAPTURE_MODES)
+@pytest.mark.parametrize("mode, what", [("voxels", "Volume.get_voxels()"), ("tiles", "Volume.get_tiles()")])
+def test_a_volumes_coordinates_read_in_the_step_are_refused_naming_the_line(
+    tmp_path, capture_mode, mode, what
+):
+    # Before the guard a second replay of one load summed zeros (the step's own zero_() of the array
+    # Warp had filled in native code while the step recorded).
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "volume_rebuild.py", out, "WRP_TEST_VOLUME_REBUILD", mode, capture_mode)
+    assert_refused(
+        proc,
+        out,
+        LABEL,
+        f"step() reads a wp.Volume's coordinates into an array ({what})",
+        "(volume.get_tiles if MODE",
+        f"call {what} in build()",
+    )
+
+
 def test_a_volume_rebuilt_in_build_captures_what_the_step_computes(tmp_path):
     out = tmp_path / "raw"
     proc = capture(PROGRAMS / "volume_rebuild.py", out, "WRP_TEST_VOLUME_REBUILD", "build", "cpu")

@@ -11,7 +11,8 @@ leave a graph that does something else when it is replayed with other inputs:
   this run, and whatever Python computes from it is frozen into the graph as a constant. A
   CUDA capture refuses the device-to-host copy; a CPU or retargeted capture would not.
 - a wp.Mesh, wp.Bvh or wp.Volume created in the step, or a mesh, BVH or volume updated there
-  (a new `mesh.points`, `bvh.rebuild()`, `volume.rebuild()`, and `bvh.refit()` in a CUDA capture):
+  (a new `mesh.points`, `bvh.rebuild()`, `volume.rebuild()`, and `bvh.refit()` in a CUDA capture),
+  or a volume's coordinates written into an array (`volume.get_voxels()`, `get_tiles()`):
   Warp builds and refits in native code APIC does not record, and the loaded graph queries the
   mesh as built from its points at load (seen on the CPU: a distance of 2.449 replayed where the
   step computed 2.0). `mesh.refit()` is recorded (wrpkg.capture.lowering.mesh_lowering), and a CPU recording
@@ -113,6 +114,19 @@ class StepGuard:
             "step, query them with a wp.HashGrid built in the step (recorded) or a grid of fixed topology "
             '(Newton\'s SolverImplicitMPM: grid_type = "fixed", its graph-capturable grid) (NVIDIA/warp#1675 '
             "tracks what APIC cannot record)",
+        )
+
+    def refuse_volume_coordinates(self, what: str) -> StepRefusal:
+        """Volume.get_voxels()/get_tiles() in the step: native code writes the array, and APIC records
+        nothing of it, so the array holds the capture's coordinates as initial state only."""
+        return self.refuse_at_caller(
+            f"step() reads a wp.Volume's coordinates into an array ({what}) {{where}}. Warp writes them in "
+            "native code that its APIC does not record: the saved graph holds them as the capture's "
+            "initial state, and a second replay of one load reads whatever the step left in that array "
+            "(seen on the CPU: 3684, then 0, where every step gives 3684; a CUDA capture saves an array "
+            "allocated in the step without content).",
+            fix=f"call {what} in build() and pass the array to the step: a volume's topology cannot change "
+            "inside the step",
         )
 
     def refuse_build(self, module_name: str, device_alias: str, exc: Exception) -> StepRefusal:
@@ -238,6 +252,13 @@ class StepGuard:
                 raise guard.refuse_volume_rebuild()
 
             patches.append((warp.Volume, "rebuild", rebuild_volume))
+        for name in ("get_voxels", "get_tiles"):
+            if name in vars(warp.Volume):
+
+                def coordinates(self, *args, _name=name, **kwargs):
+                    raise guard.refuse_volume_coordinates(f"Volume.{_name}()")
+
+                patches.append((warp.Volume, name, coordinates))
         # A CPU recording records Bvh.refit() itself (wrpkg.capture.lowering.bvh_lowering), every recording
         # Mesh.refit() (wrpkg.capture.lowering.mesh_lowering).
         bvh_updates = ("rebuild",) if self.bvh_refit_lowered else ("refit", "rebuild")
