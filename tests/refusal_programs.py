@@ -90,6 +90,11 @@ REFUSALS: list[Refusal] = [
         ("rebuilds a wp.Volume (Volume.rebuild())", refused_line(CAPTURE / "volume_rebuild.py")),
     ),
     *_both(
+        "texture_step",
+        CAPTURE / "texture_step.py",
+        ("launches 'sample' with a wp.Texture2D", refused_line(CAPTURE / "texture_step.py")),
+    ),
+    *_both(
         "mesh_refit",
         CAPTURE / "mesh_refit.py",
         ("updates a BVH (assigning Mesh.points", "mesh_refit.py:", "mesh.points = moved"),

@@ -337,3 +337,17 @@ def test_a_volume_rebuilt_in_build_captures_what_the_step_computes(tmp_path):
     assert direct.returncode == 0, direct.stderr
     assert golden.tolist() == json.loads(direct.stdout.strip().splitlines()[-1])
     assert (golden >= 0).any(), golden
+
+
+@pytest.mark.parametrize("capture_mode", CAPTURE_MODES)
+def test_a_texture_argument_is_refused_naming_the_kernel_and_the_line(tmp_path, capture_mode):
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "texture_step.py", out, "WRP_TEST_UNUSED", "", capture_mode)
+    assert_refused(
+        proc,
+        out,
+        LABEL,
+        "step() launches 'sample' with a wp.Texture2D as 'tex'",
+        "(wp.launch(sample, dim=N, inputs=[tex, uv, out], device=device)",
+        "keep the texels in a wp.array",
+    )

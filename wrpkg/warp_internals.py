@@ -24,6 +24,7 @@ ASSUMPTIONS = (
     ("context", "user_modules", None),
     ("context", "launch", ("kernel", "dim", "inputs", "outputs", "adj_inputs", "adj_outputs", "device")),
     ("context", "launch_tiled", None),
+    ("texture", "Texture", None),
     ("context", "capture_if", None),
     ("context", "capture_while", None),
     ("context", "capture_launch", ("graph", "stream")),

@@ -356,6 +356,8 @@ class LaunchRecorder:
         handle_t = warp_internals.types().handle
         struct_t = warp_internals.codegen().Struct
         is_mesh = warp_internals.native_library().wp_apic_is_mesh
+        texture_module = warp_internals.loaded_private("texture")
+        texture_t = texture_module.Texture if texture_module is not None else None
 
         def struct_id_fields(struct_type, value, base: int):
             """(byte offset in the struct's value, field type, value) of each wp.uint64 and wp.handle
@@ -420,6 +422,9 @@ class LaunchRecorder:
         def pack_param_record(
             self, rec, arg, original_value, packed_value, value_data_buf, relocs_buf, adjoint=False
         ):
+            if texture_t is not None and isinstance(arg.type, type) and issubclass(arg.type, texture_t):
+                kernel = current_kernel[-1] if current_kernel else "?"
+                raise recorder.guard.refuse_texture(kernel, str(arg.label), f"wp.{arg.type.__name__}")
             first_reloc = len(relocs_buf)
             ptr = getattr(original_value, "ptr", None)
             if isinstance(ptr, int) and ptr:

@@ -59,8 +59,8 @@ class LinesNotTraced(CaptureError):
 
 def _imported_by_name(patches: list[tuple[object, str, object]]) -> list[tuple[object, str, object]]:
     """The same replacements for every other loaded module that holds one of the patched functions
-    under a name of its own (`from warp._src.sparse import bsr_set_from_triplets` in warp.fem's
-    integrate, a library's `from warp.sparse import bsr_mv`): a call through that name would record
+    under a name of its own (warp.fem's integrate imports bsr_set_from_triplets by name, a
+    library may `from warp.sparse import bsr_mv`): a call through that name would record
     its operations with no library line, and a script's `from warp import launch` would not be watched."""
     originals = {id(getattr(owner, name)): (name, replacement) for owner, name, replacement in patches}
     patched = {(id(owner), name) for owner, name, _ in patches}

@@ -129,6 +129,19 @@ class StepGuard:
             "inside the step",
         )
 
+    def refuse_texture(self, kernel: str, param: str, texture_type: str) -> StepRefusal:
+        """A wp.Texture argument: its descriptor holds process-local handles (a host pointer on the CPU,
+        a CUDA texture object on a GPU), saved as the bytes they are."""
+        return self.refuse_at_caller(
+            f"step() launches '{kernel}' with a {texture_type} as '{param}' {{where}}. A texture is passed "
+            "to the kernel as a descriptor holding handles of this process (its data's address on the CPU, "
+            "a CUDA texture object on a GPU), which Warp's APIC saves as they are: the saved graph would "
+            "sample freed memory in any other process (seen on the CPU: a replay in a fresh process "
+            "crashed with SIGSEGV).",
+            fix="keep the texels in a wp.array and interpolate them in the kernel, or put 3D data in a "
+            "wp.Volume (its id is relocated into the bundle)",
+        )
+
     def refuse_build(self, module_name: str, device_alias: str, exc: Exception) -> StepRefusal:
         """Warp's code generator failed on a module a launch of the step loads (the same words as a
         module of build() that fails to load before the step)."""
