@@ -95,6 +95,11 @@ REFUSALS: list[Refusal] = [
         ("launches 'sample' with a wp.Texture2D", refused_line(CAPTURE / "texture_step.py")),
     ),
     *_both(
+        "coloring_step",
+        CAPTURE / "coloring_step.py",
+        ("step() calls wp.utils.graph_coloring_assign()", refused_line(CAPTURE / "coloring_step.py")),
+    ),
+    *_both(
         "mesh_refit",
         CAPTURE / "mesh_refit.py",
         ("updates a BVH (assigning Mesh.points", "mesh_refit.py:", "mesh.points = moved"),

@@ -351,3 +351,17 @@ def test_a_texture_argument_is_refused_naming_the_kernel_and_the_line(tmp_path, 
         "(wp.launch(sample, dim=N, inputs=[tex, uv, out], device=device)",
         "keep the texels in a wp.array",
     )
+
+
+@pytest.mark.parametrize("capture_mode", CAPTURE_MODES)
+def test_a_graph_coloring_in_the_step_is_refused_naming_the_line(tmp_path, capture_mode):
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "coloring_step.py", out, "WRP_TEST_UNUSED", "", capture_mode)
+    assert_refused(
+        proc,
+        out,
+        LABEL,
+        "step() calls wp.utils.graph_coloring_assign()",
+        "(wp.utils.graph_coloring_assign(edges, colors)",
+        "call wp.utils.graph_coloring_assign() in build()",
+    )

@@ -105,6 +105,13 @@ NATIVE_CALLS = (
     "wp_cuda_graph_launch",
 )
 
+# Native calls that compute on the host from arrays and write arrays without an APIC record (graph
+# coloring: wp.utils.graph_coloring_assign/balance): the step guard refuses them (step_guard).
+UNRECORDED_HOST_CALLS = {
+    "wp_graph_coloring": "wp.utils.graph_coloring_assign()",
+    "wp_balance_coloring": "wp.utils.graph_coloring_balance()",
+}
+
 # Warp's LLVM library (runtime.llvm) calls wrpkg.capture.deferred_compile answers while a CPU capture's
 # step records, and the APIC calls it makes after (the op stream saved before anything is
 # compiled: LaunchRecorder.recorded_operations; the compiled entry points registered).
@@ -292,7 +299,7 @@ def check_assumptions() -> list[str]:
     if runtime is not None:
         problems += [
             f"Warp's native library has no {name}"
-            for name in NATIVE_CALLS + APIC_CALLS
+            for name in NATIVE_CALLS + APIC_CALLS + tuple(UNRECORDED_HOST_CALLS)
             if not hasattr(runtime.core, name)
         ]
         problems += [

@@ -1,6 +1,6 @@
 """Refuse, while a capture's step records, what the saved graph would not replay as it ran.
 
-APIC saves the operations Warp records. Four ordinary patterns run fine in the step and
+APIC saves the operations Warp records. These ordinary patterns run fine in the step and
 leave a graph that does something else when it is replayed with other inputs:
 
 - a nested graph (`wp.capture_launch(g)` of a graph captured in build()): on the CPU its
@@ -17,6 +17,8 @@ leave a graph that does something else when it is replayed with other inputs:
   mesh as built from its points at load (seen on the CPU: a distance of 2.449 replayed where the
   step computed 2.0). `mesh.refit()` is recorded (wrpkg.capture.lowering.mesh_lowering), and a CPU recording
   records `bvh.refit()` (wrpkg.capture.lowering.bvh_lowering).
+- a texture argument (its descriptor holds this process's handles), and host computations in
+  native code that APIC does not record (graph coloring: warp_internals.UNRECORDED_HOST_CALLS).
 - host memory in a CUDA capture (a `device="cpu"` array in `wp.copy`, or filled, zeroed or
   assigned in the step): APIC records regions of the capture device only.
 
@@ -167,8 +169,24 @@ class StepGuard:
                 "captured as a graph itself), and keep wp.capture_launch out of it",
             )
 
+        def refusing_host_call(what: str):
+            def refuse_host_call(*_args, **_kwargs):
+                raise guard.refuse_at_caller(
+                    f"step() calls {what} {{where}}. Warp computes it on the host in native code that its APIC "
+                    "does not record: the saved graph would hold this run's result as initial state, computed "
+                    "from the arrays as they were before the step's launches ran, and its return value would "
+                    "be a constant of the graph.",
+                    fix=f"call {what} in build() (a coloring belongs to the model's set-up), not in step()",
+                )
+
+            return refuse_host_call
+
         return [
             (core, name, refuse_graph_launch) for name in warp_internals.NATIVE_CALLS if hasattr(core, name)
+        ] + [
+            (core, name, refusing_host_call(what))
+            for name, what in warp_internals.UNRECORDED_HOST_CALLS.items()
+            if hasattr(core, name)
         ]
 
     def _read_back_patches(self, warp, warp_dir: str):
