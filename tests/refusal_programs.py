@@ -100,6 +100,11 @@ REFUSALS: list[Refusal] = [
         ("step() calls wp.utils.graph_coloring_assign()", refused_line(CAPTURE / "coloring_step.py")),
     ),
     *_both(
+        "mesh_velocities",
+        CAPTURE / "mesh_velocities.py",
+        ("assigns a wp.Mesh's velocities", refused_line(CAPTURE / "mesh_velocities.py")),
+    ),
+    *_both(
         "mesh_refit",
         CAPTURE / "mesh_refit.py",
         ("updates a BVH (assigning Mesh.points", "mesh_refit.py:", "mesh.points = moved"),

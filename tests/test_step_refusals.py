@@ -365,3 +365,27 @@ def test_a_graph_coloring_in_the_step_is_refused_naming_the_line(tmp_path, captu
         "(wp.utils.graph_coloring_assign(edges, colors)",
         "call wp.utils.graph_coloring_assign() in build()",
     )
+
+
+@pytest.mark.parametrize("capture_mode", CAPTURE_MODES)
+def test_a_mesh_given_other_velocities_in_the_step_is_refused_naming_the_line(tmp_path, capture_mode):
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "mesh_velocities.py", out, "WRP_TEST_MESH_VELOCITIES", "assign", capture_mode)
+    assert_refused(
+        proc,
+        out,
+        LABEL,
+        "step() assigns a wp.Mesh's velocities (Mesh.velocities = ...)",
+        "(mesh.velocities = fast",
+        "give the mesh its velocities array once, in build()",
+    )
+
+
+def test_velocities_written_into_the_meshs_array_capture_what_the_step_computes(tmp_path):
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "mesh_velocities.py", out, "WRP_TEST_MESH_VELOCITIES", "write", "cpu")
+    assert proc.returncode == 0, proc.stderr
+    before = np.fromfile(out / "golden" / "before.bin", dtype=np.float32)
+    after = np.fromfile(out / "golden" / "after.bin", dtype=np.float32)
+    # The first query sees the velocities of build() (1.0), the second the step's (5.0 doubled).
+    assert before.tolist() == [1.0] * 6 and after.tolist() == [10.0] * 6, (before, after)

@@ -12,7 +12,8 @@ leave a graph that does something else when it is replayed with other inputs:
   CUDA capture refuses the device-to-host copy; a CPU or retargeted capture would not.
 - a wp.Mesh, wp.Bvh or wp.Volume created in the step, or a mesh, BVH or volume updated there
   (a new `mesh.points`, `bvh.rebuild()`, `volume.rebuild()`, and `bvh.refit()` in a CUDA capture),
-  or a volume's coordinates written into an array (`volume.get_voxels()`, `get_tiles()`):
+  or a volume's coordinates written into an array (`volume.get_voxels()`, `get_tiles()`), or a
+  mesh given another velocities array (`mesh.velocities = v`):
   Warp builds and refits in native code APIC does not record, and the loaded graph queries the
   mesh as built from its points at load (seen on the CPU: a distance of 2.449 replayed where the
   step computed 2.0). `mesh.refit()` is recorded (wrpkg.capture.lowering.mesh_lowering), and a CPU recording
@@ -304,6 +305,21 @@ class StepGuard:
                 refuse("assigning Mesh.points, which refits")
 
             patches.append((warp.Mesh, "points", property(points.fget, set_points)))
+        velocities = vars(warp.Mesh).get("velocities")
+        if isinstance(velocities, property) and velocities.fset is not None:
+
+            def set_velocities(self, value):
+                raise guard.refuse_at_caller(
+                    "step() assigns a wp.Mesh's velocities (Mesh.velocities = ...) {where}. Warp points the "
+                    "mesh at the new array at once, in native code that its APIC does not record: the saved "
+                    "graph's mesh uses the array assigned last for every query of the step, also those "
+                    "launched before the assignment (seen on the CPU: a velocity of 5.0 replayed where the "
+                    "step gave 1.0).",
+                    fix="give the mesh its velocities array once, in build(), and write the new velocities into "
+                    "that array inside the step (with a kernel or wp.copy)",
+                )
+
+            patches.append((warp.Mesh, "velocities", property(velocities.fget, set_velocities)))
         return patches
 
     def _host_memory_patches(self, warp, warp_dir: str):
