@@ -91,3 +91,16 @@ def test_call_site_of_a_frame_splits_user_and_installed_code():
     assert site.library is None
     assert site.user is not None and site.user[0].endswith("test_call_sites.py")
     assert call_sites.describe(call_sites.CallSite(None, None)) == "in step()"
+
+
+def test_a_library_line_in_newtons_implicit_mpm_names_the_switch_newton_offers():
+    mpm = os.path.join(
+        "venv", "lib", "site-packages", "newton", "_src", "solvers", "implicit_mpm", "solver.py"
+    )
+    switch = call_sites.library_switch(call_sites.CallSite(("model.py", 3), (os.path.abspath(mpm), 10)))
+    assert switch is not None and 'grid_type = "fixed"' in switch and 'capture_mode = "gpu"' in switch
+    other = os.path.join("venv", "lib", "site-packages", "newton", "_src", "geometry", "broad_phase_sap.py")
+    assert (
+        call_sites.library_switch(call_sites.CallSite(("model.py", 3), (os.path.abspath(other), 10))) is None
+    )
+    assert call_sites.library_switch(call_sites.CallSite(("model.py", 3), None)) is None

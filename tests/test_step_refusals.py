@@ -298,7 +298,6 @@ def test_a_volume_rebuild_in_the_step_is_refused_naming_the_line(tmp_path, captu
         "step() rebuilds a wp.Volume (Volume.rebuild())",
         "(volume.rebuild(points)",
         "rebuild the volume in build()",
-        'grid_type = "fixed"',
     )
 
 

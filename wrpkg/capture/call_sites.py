@@ -120,6 +120,23 @@ def describe_location(location: tuple[str, int]) -> str:
     return f"{_shown(filename)}:{line}" + (f" ({code})" if code else "")
 
 
+# What a user of a library can switch when that library's code made a refused operation: the library
+# file (as its package spells it) -> the switch. Only switches the library itself documents.
+LIBRARY_SWITCHES = {
+    "newton/_src/solvers/implicit_mpm/": "Newton's SolverImplicitMPM builds or rebuilds its sparse grid (a "
+    "wp.Volume) in every step: set its config's grid_type = \"fixed\", the grid Newton's own examples use "
+    'to graph-capture, and capture on a GPU (capture_mode = "gpu")',
+}
+
+
+def library_switch(site: CallSite) -> str | None:
+    """The LIBRARY_SWITCHES entry of the library line that made an operation; None for others."""
+    if site.library is None:
+        return None
+    shown = _shown(site.library[0]).replace(os.sep, "/")
+    return next((switch for prefix, switch in LIBRARY_SWITCHES.items() if shown.startswith(prefix)), None)
+
+
 def describe(site: CallSite) -> str:
     """ "at models/sim.py:42 (the code there)", with ", inside newton/...:823 (its code)" when a library
     made the operation; "in step()" when neither is known."""

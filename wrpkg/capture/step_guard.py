@@ -88,8 +88,13 @@ class StepGuard:
             raise self.refusals[0]
 
     def refuse_at_caller(self, message: str, fix: str) -> StepRefusal:
-        """A refusal whose `message` has "{where}" replaced by the script line that called into Warp."""
-        return self._refuse(message.replace("{where}", call_sites.describe(call_sites.here())), fix)
+        """A refusal whose `message` has "{where}" replaced by the script line that called into Warp
+        (and the library's line, with the switch that library offers: call_sites.LIBRARY_SWITCHES)."""
+        site = call_sites.here()
+        switch = call_sites.library_switch(site)
+        return self._refuse(
+            message.replace("{where}", call_sites.describe(site)), fix + (f"; {switch}" if switch else "")
+        )
 
     def refuse_geometry_update(self, what: str) -> StepRefusal:
         """A mesh or BVH updated in the step by Warp's native code (`what`: "Mesh.refit()", ...)."""
@@ -115,8 +120,7 @@ class StepGuard:
             "where the step found 3).",
             fix="rebuild the volume in build() or between replays, not in step(); for points that move every "
             "step, query them with a wp.HashGrid built in the step (recorded) or a grid of fixed topology "
-            '(Newton\'s SolverImplicitMPM: grid_type = "fixed", its graph-capturable grid) (NVIDIA/warp#1675 '
-            "tracks what APIC cannot record)",
+            "(NVIDIA/warp#1675 tracks what APIC cannot record)",
         )
 
     def refuse_volume_coordinates(self, what: str) -> StepRefusal:
