@@ -59,6 +59,9 @@ def test_the_inlined_nested_graph_captures_and_replays_its_work(tmp_path):
         ("list", "array.list()"),
         ("asarray", "__array_interface__"),
         ("swallowed", "array.numpy()"),
+        # Both captured before, with the bytes of before the step's launches frozen into the graph.
+        ("dlpack", "__dlpack__, e.g. np.from_dlpack(array)"),
+        ("to_dlpack", "wp.to_dlpack(), a zero-copy view for another library"),
     ],
 )
 def test_a_host_read_back_is_refused_naming_the_line(tmp_path, capture_mode, mode, what):

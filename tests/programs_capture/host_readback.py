@@ -4,6 +4,8 @@ them: the value would be frozen into the graph. WRP_TEST_READBACK_MODE picks:
   list       x.list()
   asarray    np.asarray(x) (NumPy reads __array_interface__ from C)
   swallowed  x.numpy() inside try/except Exception
+  dlpack     np.from_dlpack(x) (a zero-copy view NumPy reads through x.__dlpack__)
+  to_dlpack  wp.to_dlpack(x) handed to NumPy (as wp.to_torch does for torch)
   print      the step prints the array (Warp reads it, nothing is computed from it): captures
   kernel     the fix: the maximum is computed by a kernel on the device (captures)
 """
@@ -48,6 +50,18 @@ def build(device):
             m = max(x.list())
         elif MODE == "asarray":
             m = float(np.asarray(x).max())
+        elif MODE == "dlpack":
+            m = float(np.from_dlpack(x).max())
+        elif MODE == "to_dlpack":
+
+            class Capsule:  # NumPy takes a DLPack capsule through an object's __dlpack__
+                def __dlpack__(self, stream=None):
+                    return wp.to_dlpack(x)
+
+                def __dlpack_device__(self):
+                    return x.__dlpack_device__()
+
+            m = float(np.from_dlpack(Capsule()).max())
         elif MODE == "swallowed":
             try:
                 m = float(x.numpy().max())

@@ -248,6 +248,32 @@ class StepGuard:
                 # NumPy reads it from C (np.asarray, ufuncs): the nearest Python frame is the caller.
                 getter = reading(interface.fget, "NumPy's __array_interface__, e.g. np.asarray(array)")
                 patches.append((cls, "__array_interface__", property(getter)))
+            # Zero-copy views for other libraries (np.from_dlpack, torch, CuPy, Numba): what they read or
+            # write is no operation of Warp's, so APIC records none of it (np.from_dlpack(x)[0] in a CPU
+            # step read the bytes of before the step's launches, and the capture saved that constant).
+            cuda_interface = vars(cls).get("__cuda_array_interface__")
+            if isinstance(cuda_interface, property):
+                getter = reading(
+                    cuda_interface.fget, "__cuda_array_interface__, a zero-copy view for another library"
+                )
+                patches.append((cls, "__cuda_array_interface__", property(getter)))
+            if "__dlpack__" in vars(cls):
+                patches.append(
+                    (
+                        cls,
+                        "__dlpack__",
+                        reading(vars(cls)["__dlpack__"], "__dlpack__, e.g. np.from_dlpack(array)"),
+                    )
+                )
+        for name in ("to_dlpack", "to_torch", "to_paddle", "to_jax"):
+            exported = getattr(warp, name, None)
+            if callable(exported):
+
+                def exporting(*args, _original=exported, _name=name, **kwargs):
+                    refuse_if_users(f"wp.{_name}(), a zero-copy view for another library")
+                    return _original(*args, **kwargs)
+
+                patches.append((warp, name, exporting))
         return patches
 
     def _geometry_update_patches(self, warp):
