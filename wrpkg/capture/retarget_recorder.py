@@ -73,10 +73,13 @@ def _imported_by_name(patches: list[tuple[object, str, object]]) -> list[tuple[o
         for attr, value in list(names.items()):
             found = originals.get(id(value))
             # A module imported while build() ran took the hook of that moment (build_launches,
-            # retarget_launches), which wraps the function with functools.wraps.
-            while found is None and callable(value) and hasattr(value, "__wrapped__"):
-                value = value.__wrapped__
-                found = originals.get(id(value))
+            # retarget_launches), which wraps the function with functools.wraps. Plain functions only,
+            # a few levels: a unittest.mock object answers every attribute with a new mock.
+            for _ in range(4):
+                if found is not None or not isinstance(value, types.FunctionType):
+                    break
+                value = vars(value).get("__wrapped__")
+                found = originals.get(id(value)) if value is not None else None
             if found is not None and (id(module), attr) not in patched:
                 extra.append((module, attr, found[1]))
     return extra
