@@ -1,7 +1,8 @@
 """A step that colors a graph (wp.utils.graph_coloring_assign) and launches over the colors. Warp
 colors on the host in native code that APIC does not record: the colors would be saved as initial
 state, computed from the edges as they were before the step's launches ran, and the color count
-would be a constant of the graph."""
+would be a constant of the graph. Before the refusal, the CPU capture saved colors that the direct step
+does not give (those of the edges before the shift)."""
 
 import numpy as np
 import warp as wp
@@ -24,8 +25,9 @@ def count(colors: wp.array(dtype=wp.int32), histogram: wp.array(dtype=wp.int32))
 
 
 def build(device):
-    ring = np.array([[i, (i + 1) % NODES] for i in range(NODES)] + [[0, 3]], dtype=np.int32)
-    edges = wp.array(ring, dtype=wp.int32, device=device)
+    # A triangle and an edge: shifted by one node, its coloring changes (an even ring's would not).
+    graph = np.array([[0, 1], [1, 2], [2, 0], [3, 4]], dtype=np.int32)
+    edges = wp.array(graph, dtype=wp.int32, device=device)
     colors = wp.zeros(NODES, dtype=wp.int32, device=device)
     histogram = wp.zeros(NODES, dtype=wp.int32, device=device)
 
@@ -35,4 +37,4 @@ def build(device):
         wp.utils.graph_coloring_assign(edges, colors)  # refused here
         wp.launch(count, dim=NODES, inputs=[colors, histogram], device=device)
 
-    return CaptureSpec(inputs={"edges": edges}, outputs={"histogram": histogram}, step=step)
+    return CaptureSpec(inputs={"edges": edges}, outputs={"colors": colors, "histogram": histogram}, step=step)
