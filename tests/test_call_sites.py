@@ -104,3 +104,25 @@ def test_a_library_line_in_newtons_implicit_mpm_names_the_switch_newton_offers()
         call_sites.library_switch(call_sites.CallSite(("model.py", 3), (os.path.abspath(other), 10))) is None
     )
     assert call_sites.library_switch(call_sites.CallSite(("model.py", 3), None)) is None
+
+
+def test_a_read_back_inside_newtons_implicit_mpm_names_the_switch_newton_offers(tmp_path):
+    # Files as an installed Newton's would be named (newton/_src/solvers/implicit_mpm/...), as a package
+    # of its own so that the real Newton stays importable.
+    folder = tmp_path / "venv" / "lib" / "site-packages" / "newton" / "_src" / "solvers" / "implicit_mpm"
+    package = folder / "minilib"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("def largest(x):\n    return float(x.numpy().max())\n")
+    out = tmp_path / "raw"
+    env = {
+        "WRP_TEST_READBACK": "installed",
+        "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = run_capture(READBACK, out, env_extra=env)
+    assert_refused(
+        proc,
+        out,
+        "inside newton/_src/solvers/implicit_mpm/minilib/__init__.py:2 (return float(x.numpy().max()))",
+        'grid_type = "fixed"',
+        'capture on a GPU (capture_mode = "gpu")',
+    )

@@ -123,9 +123,10 @@ def describe_location(location: tuple[str, int]) -> str:
 # What a user of a library can switch when that library's code made a refused operation: the library
 # file (as its package spells it) -> the switch. Only switches the library itself documents.
 LIBRARY_SWITCHES = {
-    "newton/_src/solvers/implicit_mpm/": "Newton's SolverImplicitMPM builds or rebuilds its sparse grid (a "
-    "wp.Volume) in every step: set its config's grid_type = \"fixed\", the grid Newton's own examples use "
-    'to graph-capture, and capture on a GPU (capture_mode = "gpu")',
+    "newton/_src/solvers/implicit_mpm/": "Newton's SolverImplicitMPM runs as a graph only on a GPU: off it, its "
+    "solver reads residuals back to the host, and its default sparse grid (a wp.Volume) is built or rebuilt "
+    "in every step; set its config's grid_type = \"fixed\", the grid Newton's own examples use to "
+    'graph-capture, and capture on a GPU (capture_mode = "gpu")',
 }
 
 

@@ -221,6 +221,8 @@ class StepGuard:
                     "after the replay, or use a form of it that keeps its results on the device (the library's "
                     "capture or graph option, where it has one)"
                 )
+                switch = call_sites.library_switch(site)
+                fix += f"; {switch}" if switch else ""
             raise guard._refuse(
                 f"step() reads an array's values on the host ({what}) {where}. The capture records device "
                 "operations only: a value computed from this read is frozen into the graph as it was in this "
