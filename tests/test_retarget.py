@@ -643,3 +643,31 @@ def test_every_model_is_a_real_gpu():
     assert (
         device_model.MODELS["h200"].total_memory > 140e9 and device_model.MODELS["l40s"].total_memory > 45e9
     )
+
+
+def test_a_reviewed_library_kernel_is_not_block_sized_and_another_version_of_it_is(tmp_path):
+    """Newton's compute_shape_local_bounds (model set-up of every program with meshes or heightfields)
+    reduces with min and max, whose value no block size changes: reviewed, it is not refused
+    (golden_caveats.BLOCK_SIZE_INDEPENDENT). A kernel of the same name and other code still is."""
+    code = (
+        "import json, warp as wp\n"
+        "wp.config.quiet = True\n"
+        "from newton._src.geometry import bvh\n"
+        "from wrpkg.capture import golden_caveats\n"
+        "@wp.kernel\n"
+        "def compute_shape_local_bounds(x: wp.array(dtype=float), out: wp.array(dtype=float)):\n"
+        "    block, lane = wp.tid()\n"
+        "    v = x[block * wp.block_dim() + lane]\n"
+        "    m = wp.tile_max(wp.tile(v))\n"
+        "    if lane == 0:\n"
+        "        out[block] = m[0]\n"
+        "print(json.dumps([golden_caveats.block_sized_code(bvh.compute_shape_local_bounds),\n"
+        "                  golden_caveats.block_sized_code(compute_shape_local_bounds)]))\n"
+    )
+    script = tmp_path / "same_name.py"  # Warp reads a kernel's source from its file
+    script.write_text(code)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    reviewed, other = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert reviewed == [] and other == ["wp.block_dim()", "wp.tile()"], (reviewed, other)
