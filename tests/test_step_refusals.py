@@ -383,3 +383,58 @@ def test_velocities_written_into_the_meshs_array_capture_what_the_step_computes(
     after = np.fromfile(out / "golden" / "after.bin", dtype=np.float32)
     # The first query sees the velocities of build() (1.0), the second the step's (5.0 doubled).
     assert before.tolist() == [1.0] * 6 and after.tolist() == [10.0] * 6, (before, after)
+
+
+@pytest.mark.parametrize("capture_mode", CAPTURE_MODES)
+def test_host_code_no_guard_knows_is_refused_by_the_direct_run(tmp_path, capture_mode):
+    """ctypes writes y between two launches: the replay computes 2x + 1, the program 1."""
+    out = tmp_path / "raw"
+    proc = capture(
+        PROGRAMS / "unrecorded_host_write.py", out, "WRP_TEST_DIRECT_MODE", "host_write", capture_mode
+    )
+    assert_refused(
+        proc,
+        out,
+        LABEL,
+        "the saved graph does not compute what step() computes: output 'z'",
+        "direct_step_check = False",
+    )
+    # The opt-out captures it, and its golden is the replay's 2x + 1: what the check stood between.
+    proc = run_capture(
+        PROGRAMS / "unrecorded_host_write.py",
+        out,
+        device="cpu",
+        label=LABEL,
+        env_extra={"WRP_TEST_DIRECT_MODE": "host_write"},
+        extra_args=["--no-direct-step-check"],
+    )
+    assert proc.returncode == 0, proc.stderr
+    golden = np.frombuffer((out / "golden" / "z.bin").read_bytes(), dtype=np.float32)
+    assert np.array_equal(golden, 2 * np.arange(16, dtype=np.float32) + 1)
+    assert "direct_step_check" not in json.loads((out / "capture.json").read_text())
+
+
+@pytest.mark.parametrize("capture_mode", CAPTURE_MODES)
+def test_the_direct_run_agrees_with_a_recorded_write(tmp_path, capture_mode):
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "unrecorded_host_write.py", out, "WRP_TEST_DIRECT_MODE", "fixed", capture_mode)
+    assert proc.returncode == 0, proc.stderr
+    golden = np.frombuffer((out / "golden" / "z.bin").read_bytes(), dtype=np.float32)
+    assert np.array_equal(golden, np.ones(16, dtype=np.float32))
+    assert json.loads((out / "capture.json").read_text())["direct_step_check"] == {
+        "bit_exact": ["z"],
+        "within_tolerance": [],
+    }
+
+
+@pytest.mark.parametrize(
+    "mode, fragment",
+    [
+        ("unseeded", "results run to run"),
+        ("needs_capture", "failed: RuntimeError: this step runs only under a capture"),
+    ],
+)
+def test_a_program_the_direct_run_cannot_confirm_is_refused_with_the_opt_out(tmp_path, mode, fragment):
+    out = tmp_path / "raw"
+    proc = capture(PROGRAMS / "unrecorded_host_write.py", out, "WRP_TEST_DIRECT_MODE", mode, "cpu")
+    assert_refused(proc, out, LABEL, fragment, "--no-direct-step-check")

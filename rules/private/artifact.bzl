@@ -97,6 +97,13 @@ _ATTRS.update({
               "that asked recorded (cpu_device_branches). Ignored by a GPU capture. Set `cuda_arch` to the model's " +
               "SM (l40s: 89, a100-sxm4-80gb: 80) for the capture such a GPU makes. See docs/retarget.md.",
     ),
+    "direct_step_check": attr.bool(
+        default = True,
+        doc = "After the golden replay, the capture runs build() and step() once more without a capture, in a " +
+              "fresh process, and refuses the capture where an output differs from the replay of the saved " +
+              "graph: something the step did is in no replay (host code that writes device memory, a " +
+              "library's host-side work). False skips it, for a program whose results differ run to run.",
+    ),
     "kernel_cache": attr.label(
         providers = [WrpKernelCacheInfo],
         doc = "A wrp_kernel_cache whose compiled kernels the capture starts from (it compiles only what " +

@@ -77,6 +77,8 @@ def declare_capture(ctx, stem):
     # A wp.uint64 parameter holding a live wp.Mesh id: recorded as a wp.handle, or refused.
     if not ctx.attr.relocate_uint64_mesh_ids:
         options.append("--no-relocate-uint64-mesh-ids")
+    if not ctx.attr.direct_step_check:
+        options.append("--no-direct-step-check")
     seeds = []
     if ctx.attr.kernel_cache:
         cache = ctx.attr.kernel_cache[WrpKernelCacheInfo]

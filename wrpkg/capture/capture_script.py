@@ -259,7 +259,9 @@ def _check_bindings_captured(graph, spec: CaptureSpec, target: str) -> None:
                 )
 
 
-def build_spec(wp, script: Path, device, target: str, build_watch=None, later=None, imported_kernels=None):
+def build_spec(
+    wp, script: Path, device, target: str, build_watch=None, later=None, imported_kernels=None, module=None
+):
     """Runs the script's build(device) and loads the Warp modules it brought in that are not an
     installed library's (the script's own and its siblings'), so their compile errors come first; or,
     given a list `later` (a CPU capture, whose step compiles nothing: wrpkg.capture.deferred_compile), adds
@@ -267,11 +269,12 @@ def build_spec(wp, script: Path, device, target: str, build_watch=None, later=No
     Fills `imported_kernels` (when given) with each Warp module's kernel keys once the script is
     imported, before build() runs: what the per-SM compile of a MathDx module will find.
     Returns the CaptureSpec, its bindings and the source paths relocated so far
-    (`source_paths.relocate`)."""
+    (`source_paths.relocate`). `module`: the script, when it is imported already."""
     modules_before = set(warp_internals.context().user_modules)
     from wrpkg.capture import source_paths  # noqa: PLC0415 - imports Warp
 
-    module = import_script(script, target)
+    if module is None:
+        module = import_script(script, target)
     if imported_kernels is not None:
         for name, imported in warp_internals.context().user_modules.items():
             imported_kernels[name] = set(imported.kernels)

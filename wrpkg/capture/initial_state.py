@@ -79,10 +79,12 @@ def _library_path(filename: str) -> str:
 
 @dataclass
 class FreshMemory:
-    """Fills what Warp allocates with SENTINEL while `installed()`, and records where."""
+    """Fills what Warp allocates with SENTINEL (with `zeros`: with zeros, as the capture saves bytes
+    nobody wrote; wrpkg.capture.direct_step) while `installed()`, and records where."""
 
     user_dirs: tuple[str, ...]
     allocations: dict[int, Allocation] = field(default_factory=dict)
+    zeros: bool = False
 
     @contextlib.contextmanager
     def installed(self):
@@ -95,7 +97,7 @@ class FreshMemory:
 
         def fill_host(ptr, size):
             # Written from Python, not with Warp's wp_memtile_host, which a CPU capture records as an operation.
-            words = size // len(SENTINEL)
+            words = 0 if fresh.zeros else size // len(SENTINEL)
             if words:
                 np.ctypeslib.as_array((ctypes.c_uint32 * words).from_address(ptr))[:] = _SENTINEL_WORD
             ctypes.memset(ptr + words * len(SENTINEL), 0, size - words * len(SENTINEL))
@@ -103,11 +105,11 @@ class FreshMemory:
         def fill_device(allocator, ptr, size):
             if allocator.device.is_capturing:
                 return  # allocated inside a capture: a transient region, which Warp saves without bytes
-            words = size // len(SENTINEL)
+            words = 0 if fresh.zeros else size // len(SENTINEL)
             device = allocator.device
             if words:
                 device.memtile(ptr, pattern, len(SENTINEL), words)
-            if size % len(SENTINEL):
+            if size > words * len(SENTINEL):
                 device.memset(ptr + words * len(SENTINEL), 0, size - words * len(SENTINEL))
 
         def wrap(cls, fill):

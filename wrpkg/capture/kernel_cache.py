@@ -72,11 +72,16 @@ def _warp_cache_dir() -> Path:
 PORTABLE_CPU_COMPILER_FLAGS = "-mllvm=-inline-threshold=9000 -mllvm=-inline-cold-callsite-threshold=3000 -mllvm=-slp-recursion-max-depth=4"
 
 
+def cache_path(work: Path, cache_dir) -> Path:
+    """The kernel cache use_kernel_cache() points Warp at."""
+    return work / ".kernel_cache" if cache_dir is None else Path(cache_dir)
+
+
 def use_kernel_cache(wp, work: Path, cache_dir) -> Path | None:
     """Points Warp's kernel cache at `cache_dir`, or at a temp dir inside the work dir (never
     $HOME), which it returns for removal before publishing."""
     own_cache = cache_dir is None
-    cache = work / ".kernel_cache" if own_cache else Path(cache_dir)
+    cache = cache_path(work, cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
     # Warp's greeting and per-module load lines are noise in a build log.
     wp.config.log_level = wp.LOG_WARNING

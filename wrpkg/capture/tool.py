@@ -39,6 +39,7 @@ from wrpkg.capture import (
     crash_watch,
     device_branches,
     device_model,
+    direct_step,
     golden_caveats,
     golden_replay,
     initial_state,
@@ -91,6 +92,7 @@ class CaptureRequest:
     seed_caches: tuple[str | os.PathLike, ...]
     # The GPU a retargeted capture's code is told it runs on (wrpkg.capture.device_model), or None.
     target_device: device_model.TargetDevice | None = None
+    direct_step_check: bool = True
 
 
 def _versions(wp, device) -> dict:
@@ -157,6 +159,7 @@ def capture(
     relocate_uint64_mesh_ids: bool = True,
     seed_caches: list[str | os.PathLike] = (),
     device_model_name: str | None = None,
+    direct_step_check: bool = True,
 ) -> CaptureResult:
     """Runs the capture script and writes the raw capture directory (see the module doc).
 
@@ -184,6 +187,8 @@ def capture(
       device_model_name: for a retargeted capture, the GPU that code outside Warp and wrpkg is told
         it runs on (wrpkg.capture.device_model.MODELS; None: "h200"), or "none": the CPU's answers,
         the lines that asked recorded (wrpkg.capture.device_branches). Ignored for a GPU capture.
+      direct_step_check: run build() and step() once more without a capture, in a fresh process, and
+        refuse the capture where an output differs from the golden replay (wrpkg.capture.direct_step).
 
     Returns:
       A CaptureResult: the paths written and the interface and provenance recorded.
@@ -222,16 +227,20 @@ def capture(
         seed_caches=tuple(seed_caches),
         # An unknown name is refused before anything runs.
         target_device=device_model.resolve(device_model_name, target),
+        direct_step_check=direct_step_check,
     )
     _check_replaceable(out_dir, target)
-    with atomic.staged(
-        out_dir,
-        CaptureError,
-        f"{target}: writing the capture",
-        f"{out_dir} was left as it was",
-        "run the capture again",
-    ) as tmp_dir:
-        result = _capture_into(request, tmp_dir)
+    with (
+        atomic.staged(
+            out_dir,
+            CaptureError,
+            f"{target}: writing the capture",
+            f"{out_dir} was left as it was",
+            "run the capture again",
+        ) as tmp_dir,
+        direct_step.DirectRun() as direct,
+    ):
+        result = _capture_into(request, tmp_dir, direct)
         atomic.publish_dir(tmp_dir, out_dir)
     result.out_dir = out_dir
     result.wrp_path = out_dir / f"{stem}.wrp"
@@ -239,13 +248,16 @@ def capture(
     return result
 
 
-def _capture_into(request: CaptureRequest, work: Path) -> CaptureResult:
+def _capture_into(request: CaptureRequest, work: Path, direct: direct_step.DirectRun) -> CaptureResult:
     import warp as wp  # noqa: PLC0415 - only the tools that need Warp import it
 
     from wrpkg.capture import retarget, retarget_launches, retarget_recorder, source_paths  # noqa: PLC0415 - imports Warp
 
     script, stem, label, target = request.script, request.stem, request.label, request.target
     mode, device_name = request.mode, request.device
+    if request.direct_step_check:
+        # build() and step() run once more without a capture, a stage behind this one, to hold the replay to.
+        direct.start(script, kernel_cache.cache_path(work, request.cache_dir))
     cache = kernel_cache.use_kernel_cache(wp, work, request.cache_dir)
     if request.seed_caches:
         crash_watch.phase(
@@ -285,6 +297,8 @@ def _capture_into(request: CaptureRequest, work: Path) -> CaptureResult:
         spec, bindings, paths = capture_script.build_spec(
             wp, script, device, target, build_watch, later, imported_kernels
         )
+    # The modules build() launched are in the kernel cache now.
+    direct.release_build(device.alias, model.name if model is not None else None)
     if model is not None:
         model.check()  # a refusal that build()'s code caught
     if build_watch is not None:
@@ -316,6 +330,7 @@ def _capture_into(request: CaptureRequest, work: Path) -> CaptureResult:
         recorder.compile_deferred()
     finally:
         recorder.abandon_deferred()  # a refused step's modules stay uncompiled
+    direct.release_step()  # every module the step launches is in the kernel cache now
     crash_watch.phase("wp.capture_save")
     saved = None  # the capture's .wrp, parsed: once, and each stage below changes that record
     try:
@@ -379,6 +394,10 @@ def _capture_into(request: CaptureRequest, work: Path) -> CaptureResult:
             ),
         )
         print(golden_replay.unwritten_note(target, read_unwritten), file=sys.stderr)
+    direct_record = None
+    if request.direct_step_check:
+        crash_watch.phase("comparing the golden replay with step() run without a capture")
+        direct_record = direct.check(golden_outputs, spec, bindings, target)
 
     golden_device = "cuda" if device.is_cuda else "cpu"
     if mode == "retarget":
@@ -467,6 +486,8 @@ def _capture_into(request: CaptureRequest, work: Path) -> CaptureResult:
         info["zeroed_unwritten_bytes"] = sum(r.words for r in unwritten) * len(initial_state.SENTINEL)
     if read_unwritten:
         info["step_reads_unwritten"] = [initial_state.describe(r) for r in read_unwritten]
+    if direct_record is not None:
+        info["direct_step_check"] = direct_record
     relocated = relocations(recorder)
     if relocated:
         info["uint64_mesh_ids_as_handles"] = relocated
@@ -544,6 +565,12 @@ def configure_parser(parser) -> None:
         "verbatim, instead of recording it as a wp.handle relocation (the default)",
     )
     parser.add_argument(
+        "--no-direct-step-check",
+        action="store_true",
+        help="skip running build() and step() once without a capture to check the golden replay against "
+        "(wrpkg.capture.direct_step): for a program whose results differ run to run",
+    )
+    parser.add_argument(
         "--in-process",
         action="store_true",
         help="run the capture in this process, not in a watched child (for a debugger or in-process "
@@ -581,6 +608,7 @@ def run(args) -> int:
             relocate_uint64_mesh_ids=not args.no_relocate_uint64_mesh_ids,
             seed_caches=args.seed_cache or (),
             device_model_name=args.device_model,
+            direct_step_check=not args.no_direct_step_check,
         )
     except retarget_recorder.LinesNotTraced:
         return crash_watch.RETRY_TRACED  # the watching parent runs it again, tracing

@@ -1,0 +1,223 @@
+"""The direct-step check: the saved graph's replay against step() run once by Warp without a capture.
+
+Warp's APIC records a step's launches, copies and memsets. Whatever else the step does (host code
+that writes device memory, a library's host-side build, an object's descriptor changed in place)
+happens once, while the capture runs, and is in no replay: the bundle would compute something the
+program never does, silently. The step guard refuses the operations known to do this; no such
+list is complete. So once the golden values are made, the capture runs the script again the plain
+way, in a fresh process: build(), then step() once, with the capture's kernel cache, every
+allocation zero-filled (the bytes nobody wrote, as the capture saves them: wrpkg.capture.initial_state)
+and, for a retargeted capture, the same device model. An output that differs from the golden
+replay beyond its declared tolerance refuses the capture, naming the output.
+
+The child runs beside the capture, a stage behind it: it starts with the capture and imports Warp
+and the script, runs build() once the capture's build() is done (`release("build")`: the modules
+build() launched are in the kernel cache then) and step() once the capture has compiled the step's
+modules (`release("step")`), so a warm capture takes little longer than without the check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from wrpkg import warp_internals
+from wrpkg.errors import CaptureError
+from wrpkg.golden import as_tolerance, compare
+
+# The child's result file: {"outputs": {name: file}} beside the files, or {"error": text}.
+RESULT = "direct.json"
+# The user's opt-out, named in the refusal (wrp_artifact attribute, capture tool flag).
+OPT_OUT = "wrp_artifact(direct_step_check = False) (capture tool: --no-direct-step-check)"
+
+
+class DirectRun:
+    """The direct run of one capture: started once its modules are compiled (`start`), compared
+    with the golden replay (`check`); leaving the context ends it and removes its files."""
+
+    def __init__(self):
+        self.process: subprocess.Popen | None = None
+        self.folder: Path | None = None
+
+    def __enter__(self) -> DirectRun:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    def start(self, script: Path, kernel_cache: Path) -> None:
+        """Starts the fresh process that imports Warp (with the capture's kernel cache) and `script`,
+        then runs build() and step() as each is released."""
+        self.folder = Path(tempfile.mkdtemp(prefix="direct-step."))
+        cmd = [sys.executable, "-m", "wrpkg.capture.direct_step", "--script", str(script)]
+        cmd += ["--kernel-cache", str(kernel_cache), "--out", str(self.folder)]
+        # The capture's hash seed: Warp's codegen walks sets, and a module's code (its cache entry) follows it.
+        env = dict(os.environ, PYTHONHASHSEED="0")
+        # Not a watched capture child: its phases are not the capture's (wrpkg.capture.crash_watch).
+        for name in [name for name in env if name.startswith("WRPKG_")]:
+            del env[name]
+        with open(self.folder / "log.txt", "wb") as log:
+            self.process = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, env=env
+            )
+
+    def release_build(self, device: str, device_model: str | None) -> None:
+        """Lets the child run build(`device`), with code outside Warp told it runs on `device_model`
+        (a retargeted capture's, wrpkg.capture.device_model) or not."""
+        self._send(f"build {device} {device_model or '-'}")
+
+    def release_step(self) -> None:
+        self._send("step")
+
+    def _send(self, line: str) -> None:
+        if self.process is None:
+            return
+        with contextlib.suppress(OSError):  # a child that has ended is found by check()
+            self.process.stdin.write(f"{line}\n".encode())
+            self.process.stdin.flush()
+
+    def check(self, golden_outputs: dict[str, bytes], spec, bindings, target: str) -> dict:
+        """Waits for the direct run and compares each output with the golden replay's.
+
+        Returns the record for capture.json (the outputs by how they agreed). Raises CaptureError where they differ, or where the
+        direct run failed (then nothing shows the capture replays what the step does)."""
+        self.process.stdin.close()
+        self.process.wait()
+        result_file = self.folder / RESULT
+        result = json.loads(result_file.read_text()) if result_file.exists() else {}
+        if self.process.returncode != 0 or "outputs" not in result:
+            log = (self.folder / "log.txt").read_text(errors="replace").strip()
+            how = (
+                result.get("error") or f"exit status {self.process.returncode}: {log[-2000:] or 'no output'}"
+            )
+            raise CaptureError(
+                f"{target}: the capture is saved, but step() run once without a capture (the check that the "
+                f"saved graph computes what the program computes) failed: {how}",
+                fix="make build() and step() run the plain way as well as under a capture, or skip the check: "
+                + OPT_OUT,
+            )
+        layouts = {b.name: b.layout for b in bindings}
+        dtypes = {name: warp_internals.types().type_repr(arr.dtype) for name, arr in spec.outputs.items()}
+        compared = {"bit_exact": [], "within_tolerance": []}
+        for name in sorted(spec.outputs):
+            direct = (self.folder / result["outputs"][name]).read_bytes()
+            replayed = _view_bytes(golden_outputs[name], layouts[name])
+            tolerance = as_tolerance(spec.tolerances[name]) if name in spec.tolerances else None
+            verdict = compare(replayed, direct, tolerance, dtypes.get(name))
+            if not verdict.match:
+                raise CaptureError(
+                    f"{target}: the saved graph does not compute what step() computes: output '{name}' replayed "
+                    f"differs from step() run once by Warp without a capture ({verdict.detail}). Warp's APIC "
+                    "records launches, copies and memsets; something else the step did (host code that writes "
+                    "device memory or changes an object in place, a library call Warp runs on the host) "
+                    "happened once, while the capture ran, and is in no replay",
+                    fix="do that work in build(), or as Warp kernel launches in step(); if build() or step() "
+                    "gives different results run to run (an unseeded random number, the time), make it "
+                    f"deterministic or declare a tolerance for '{name}'; to skip this check: " + OPT_OUT,
+                )
+            compared["bit_exact" if direct == replayed else "within_tolerance"].append(name)
+        return compared
+
+
+def _view_bytes(whole: bytes, layout: dict) -> bytes:
+    """The elements of a binding's array, in order, from its whole allocation's bytes."""
+    itemsize = int(layout["dtype_bytes"])
+    base = np.frombuffer(whole, dtype=np.uint8)[int(layout["offset"]) :]
+    view = np.lib.stride_tricks.as_strided(
+        base, shape=[*layout["shape"], itemsize], strides=[*layout["strides"], 1], writeable=False
+    )
+    return np.ascontiguousarray(view).tobytes()
+
+
+# --- the child ----------------------------------------------------------------------------------
+
+
+def _output_bytes(wp, arr) -> bytes:
+    """An output array's elements, in order, as the bytes Warp holds (no NumPy dtype conversion)."""
+    host = arr.to("cpu")
+    if not host.is_contiguous:
+        host = host.contiguous()
+    size = host.size * warp_internals.types().type_size_in_bytes(host.dtype)
+    return ctypes.string_at(host.ptr, size) if size else b""
+
+
+class _Abandoned(Exception):
+    """The capture ended (refused, or failed) before releasing a stage."""
+
+
+def _wait_for(stage: str) -> list[str]:
+    words = sys.stdin.readline().split()
+    if not words or words[0] != stage:
+        raise _Abandoned
+    return words[1:]
+
+
+def _run_child(args) -> dict:
+    import warp as wp  # noqa: PLC0415 - only the child imports Warp
+
+    from wrpkg.capture import capture_script, device_model, initial_state, kernel_cache  # noqa: PLC0415
+
+    script = Path(args.script).resolve()
+    target = script.name
+    kernel_cache.use_kernel_cache(wp, Path(args.out), args.kernel_cache)
+    wp.config.quiet = True
+    # Imported while the capture runs its build(): a library's import (Newton's) takes seconds.
+    module = capture_script.import_script(script, target)
+    device_name, model_name = _wait_for("build")
+    device = capture_script.require_device(wp, device_name, target)
+    model = None
+    if model_name != "-":
+        model = device_model.DeviceModel(device_model.resolve(model_name, target), target)
+    zeroed = initial_state.FreshMemory((), zeros=True)
+    with zeroed.installed(), model.watching() if model else contextlib.nullcontext():
+        spec, _bindings, _paths = capture_script.build_spec(
+            wp, script, device, target, later=[], module=module
+        )
+        _wait_for("step")
+        spec.step()
+        wp.synchronize_device(device)
+    outputs = {}
+    for index, name in enumerate(sorted(spec.outputs)):
+        file = f"output{index}.bin"
+        (Path(args.out) / file).write_bytes(_output_bytes(wp, spec.outputs[name]))
+        outputs[name] = file
+    return {"outputs": outputs}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        description="build() and step() of a capture script, run once without a capture"
+    )
+    parser.add_argument("--script", required=True)
+    parser.add_argument("--kernel-cache", required=True)
+    parser.add_argument("--out", required=True, help="a folder for the outputs and " + RESULT)
+    args = parser.parse_args(argv)
+    try:
+        result = _run_child(args)
+    except _Abandoned:
+        os._exit(0)
+    except CaptureError as exc:
+        result = {"error": str(exc)}
+    except Exception as exc:  # the user's code, run the plain way: its error is the result
+        result = {"error": f"{type(exc).__name__}: {exc}"}
+    Path(args.out, RESULT).write_text(json.dumps(result))
+    sys.stdout.flush()
+    os._exit(0)  # Warp's teardown is not part of the check (wrpkg.capture.crash_watch.exit_child)
+
+
+if __name__ == "__main__":
+    main()
