@@ -939,7 +939,7 @@ def _parity_cases() -> list[Verdict]:
             device_model_answers=[{"asked": "Device.is_cpu", "answer": False, "where": "a.py:5"},
                                   {"asked": "Device.sm_count", "answer": 132, "where": "a.py:6"}],
             mathdx_linked_modules=["m"], zeroed_unwritten_bytes=64,
-            step_reads_unwritten=["an array"], direct_step_check={"bit_exact": ["x"], "within_tolerance": ["y"]},
+            step_reads_unwritten=["an array"], direct_step_check={"bit_exact": ["x"], "within_tolerance": ["y"], "differs_run_to_run": ["z"]},
             uint64_mesh_ids_as_handles=[{"kernel": "k", "parameter": "p", "meshes": ["wp.Mesh"], "launches": 2}])),
             True),
         Verdict("capture_json_unknown_field", capture_edit(set_field("notes", value="x")), False, "capture.json"),

@@ -101,8 +101,9 @@ _ATTRS.update({
         default = True,
         doc = "After the golden replay, the capture runs build() and step() once more without a capture, in a " +
               "fresh process, and refuses the capture where an output differs from the replay of the saved " +
-              "graph: something the step did is in no replay (host code that writes device memory, a " +
-              "library's host-side work). False skips it, for a program whose results differ run to run.",
+              "graph and a second such run agrees with the first: something the step did is in no replay " +
+              "(host code that writes device memory, a library's host-side work). A program whose two runs " +
+              "disagree is captured with a note. False skips the check.",
     ),
     "kernel_cache": attr.label(
         providers = [WrpKernelCacheInfo],

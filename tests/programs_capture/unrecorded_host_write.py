@@ -6,7 +6,7 @@ a capture shows it (wrpkg.capture.direct_step).
 WRP_TEST_DIRECT_MODE picks the variant:
   host_write   the write between the launches (refused)
   fixed        the write as a launch (wp.zeros_like's fill: recorded): captures
-  unseeded     build() draws unseeded random numbers: two runs differ (refused; the opt-out captures)
+  unseeded     build() draws unseeded random numbers: two direct runs differ too (captured, with a note)
   needs_capture  step() raises when not under a capture: the direct run fails (refused)
 """
 

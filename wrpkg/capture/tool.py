@@ -567,8 +567,8 @@ def configure_parser(parser) -> None:
     parser.add_argument(
         "--no-direct-step-check",
         action="store_true",
-        help="skip running build() and step() once without a capture to check the golden replay against "
-        "(wrpkg.capture.direct_step): for a program whose results differ run to run",
+        help="skip running build() and step() without a capture to hold the golden replay to "
+        "(wrpkg.capture.direct_step)",
     )
     parser.add_argument(
         "--in-process",
