@@ -1,15 +1,18 @@
 """On a CUDA GPU (tagged gpu): a native CUDA capture refuses what its graph would not replay,
 before Warp or the driver fail with an error that names no line: a nested graph launch, a
-host read-back, host memory in the step, a live address passed as a plain wp.uint64; each
-fixed program captures, and the wp.handle one replays in C++."""
+host read-back, host memory in the step, native work APIC does not record (test_step_refusals'
+OUTSIDE_APIC cases), a live address passed as a plain wp.uint64; each fixed program captures
+(and passes the direct-step check), and the wp.handle one replays in C++."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
 import pytest
 from test_capture import PROGRAMS, assert_refused, run_capture
+from test_step_refusals import OUTSIDE_APIC
 from wrp_testing import run_python
 
 from wrpkg.build.pack import pack
@@ -50,12 +53,23 @@ def test_native_cuda_capture_refuses_naming_the_line(tmp_path, script, mode_var,
     assert_refused(proc, out, LABEL, *fragments)
 
 
+# Warp's graph coloring takes CPU arrays only ("edges array must be on the CPU"): a CUDA step cannot
+# call it on its own arrays (seen on an H100).
+@pytest.mark.parametrize("case", sorted(set(OUTSIDE_APIC) - {"coloring"}))
+def test_native_work_apic_does_not_record_is_refused_on_cuda(tmp_path, case):
+    script, (mode_var, mode), fragments = OUTSIDE_APIC[case]
+    out = tmp_path / "raw"
+    proc = capture_cuda(PROGRAMS / script, out, mode_var, mode)
+    assert_refused(proc, out, LABEL, *fragments)
+
+
 @pytest.mark.parametrize(
     "script, mode_var, mode",
     [
         ("nested_graph.py", "WRP_TEST_NESTED_MODE", "inline"),
         ("host_readback.py", "WRP_TEST_READBACK_MODE", "kernel"),
         ("host_memory.py", "WRP_TEST_HOST_MODE", "device"),
+        ("unrecorded_host_write.py", "WRP_TEST_DIRECT_MODE", "fixed"),
     ],
 )
 def test_the_fixed_programs_capture_natively(tmp_path, script, mode_var, mode):
@@ -63,6 +77,9 @@ def test_the_fixed_programs_capture_natively(tmp_path, script, mode_var, mode):
     proc = capture_cuda(PROGRAMS / script, out, mode_var, mode)
     assert proc.returncode == 0, proc.stderr
     assert (out / "sim.wrp").is_file()
+    # The direct-step check ran on the GPU and found every output bit-exact.
+    record = json.loads((out / "capture.json").read_text())["direct_step_check"]
+    assert record["within_tolerance"] == [] and record["bit_exact"], record
 
 
 def test_an_output_two_replays_disagree_on_is_refused_unless_a_tolerance_covers_it(tmp_path):
