@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import json
 import os
 import signal
@@ -103,12 +104,16 @@ def watch_command_line(module: str, argv: list[str]) -> int | None:
     for flag in ("--script", "--out-dir", "--label"):
         parser.add_argument(flag)
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--no-direct-step-check", action="store_true")
     known, _ = parser.parse_known_args(argv)
     if known.script is None or known.out_dir is None:
         return None  # the tool's parser names what is missing
     if known.quiet:
         os.environ[PROGRESS] = "0"  # this process's lines too ("still ..."); the child inherits it
-    return run_watched(module, argv, target_name(known.label, known.script), Path(known.out_dir))
+    direct_step_script = None if known.no_direct_step_check else known.script
+    return run_watched(
+        module, argv, target_name(known.label, known.script), Path(known.out_dir), direct_step_script
+    )
 
 
 def target_name(label: str | None, script) -> str:
@@ -127,13 +132,27 @@ def exit_child(returncode: int) -> None:
     os._exit(returncode)
 
 
-def _wait_saying_long_phases(command: list[str], env: dict, phases_file: Path) -> int:
+def _wait_saying_long_phases(
+    command: list[str], env: dict, phases_file: Path, direct_step_script=None
+) -> int:
     """Runs the watched child to its end; returns its exit status. While one phase of it lasts longer
     than HEARTBEAT_S (one NVRTC compile of a Newton VBD module took 8 minutes on 2 cores, in silence),
     says so every HEARTBEAT_S on stderr: "still <phase> (<n> s so far)", unless quiet."""
     heartbeat = float(os.environ.get(HEARTBEAT_ENV, HEARTBEAT_S))
     loud = os.environ.get(PROGRESS, "1") != "0"
-    proc = subprocess.Popen(command, env=env)
+    with contextlib.ExitStack() as direct:
+        fds = ()
+        if direct_step_script is not None:
+            # The capture's direct-step run starts now, beside the child (wrpkg.capture.direct_step).
+            from wrpkg.capture import direct_step  # noqa: PLC0415 - light: no Warp, no NumPy
+
+            handover, fds = direct.enter_context(direct_step.prestart(direct_step_script))
+            env = dict(env, **handover)
+        proc = subprocess.Popen(command, env=env, pass_fds=fds)
+        return _wait_for_child(proc, heartbeat, loud, phases_file)
+
+
+def _wait_for_child(proc: subprocess.Popen, heartbeat: float, loud: bool, phases_file: Path) -> int:
     try:
         # A retried child appends to the same file: its phases start where the first run's ended.
         read = phases_file.stat().st_size if phases_file.exists() else 0
@@ -167,9 +186,10 @@ def _wait_saying_long_phases(command: list[str], env: dict, phases_file: Path) -
         raise
 
 
-def run_watched(module: str, argv: list[str], target: str, out_dir: Path) -> int:
+def run_watched(module: str, argv: list[str], target: str, out_dir: Path, direct_step_script=None) -> int:
     """Runs `python -m module argv...` as a watched child; returns its exit status, or 1 after
-    reporting a crash."""
+    reporting a crash. With `direct_step_script`, each child gets a direct-step run of that capture
+    script started beside it (wrpkg.capture.direct_step.prestart)."""
     use_private_tmpdir()  # the child's and its replays' NVRTC files, removed even when the child crashes
     with tempfile.TemporaryDirectory(prefix="wrpkg-crash-watch-") as folder:
         # Warp's code generation walks sets of names in places: under Python's per-process string hash
@@ -177,10 +197,11 @@ def run_watched(module: str, argv: list[str], target: str, out_dir: Path) -> int
         # Bazel action fixes the seed (rules/private/python.bzl); so does the command line.
         env = dict(os.environ, **{_CHILD: folder, "PYTHONHASHSEED": "0"})
         phases_file = Path(folder) / "phase.txt"
-        returncode = _wait_saying_long_phases([sys.executable, "-m", module, *argv], env, phases_file)
+        command = [sys.executable, "-m", module, *argv]
+        returncode = _wait_saying_long_phases(command, env, phases_file, direct_step_script)
         if returncode == RETRY_TRACED:
             env[_TRACE_LINES] = "1"
-            returncode = _wait_saying_long_phases([sys.executable, "-m", module, *argv], env, phases_file)
+            returncode = _wait_saying_long_phases(command, env, phases_file, direct_step_script)
         if returncode >= 0:
             return returncode
         phases = _read(Path(folder) / "phase.txt").splitlines()

@@ -10,10 +10,12 @@ allocation zero-filled (the bytes nobody wrote, as the capture saves them: wrpkg
 and, for a retargeted capture, the same device model. An output that differs from the golden
 replay beyond its declared tolerance refuses the capture, naming the output.
 
-The child runs beside the capture, a stage behind it: it starts with the capture and imports Warp
-and the script, runs build() once the capture's build() is done (`release("build")`: the modules
-build() launched are in the kernel cache then) and step() once the capture has compiled the step's
-modules (`release("step")`), so a warm capture takes little longer than without the check.
+The child runs beside the capture, a stage behind it. The capture tool's watching parent starts it
+with the capture child (`prestart`), so its Python, Warp and CUDA start-up overlaps the capture's; it
+is told the capture's kernel cache (`cache`), runs build() once the capture's build() is done
+(`build`: the modules build() launched are in the kernel cache then) and step() once the capture
+has compiled the step's modules (`step`), each a line on its stdin; its output comes back on a pipe
+whose end means it has ended. A capture run in process (`capture()`, `--in-process`) starts its own.
 """
 
 from __future__ import annotations
@@ -29,104 +31,150 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
-from wrpkg import warp_internals
 from wrpkg.errors import CaptureError
-from wrpkg.golden import as_tolerance, compare
 
 # The child's result file: {"outputs": {name: file}} beside the files, or {"error": text}.
 RESULT = "direct.json"
+# How the watching parent hands a prestarted child to the capture child: "<stdin fd>,<stdout fd>,<folder>".
+PRESTARTED_ENV = "WRPKG_DIRECT_STEP_PRESTARTED"
 # The user's opt-out, named in the refusal (wrp_artifact attribute, capture tool flag).
 OPT_OUT = "wrp_artifact(direct_step_check = False) (capture tool: --no-direct-step-check)"
 
 
+def _spawn(script: str) -> tuple[subprocess.Popen, int, Path]:
+    """Starts a direct run of `script` in a fresh process. Returns it, the read end of a pipe that
+    ends when it ends (it holds the write end and writes nothing), and its folder (its output in
+    log.txt: a pipe nobody reads until the end would stall a talkative script)."""
+    folder = Path(tempfile.mkdtemp(prefix="direct-step."))
+    alive_read, alive_write = os.pipe()
+    cmd = [sys.executable, "-m", "wrpkg.capture.direct_step", "--script", str(script), "--out", str(folder)]
+    cmd += ["--alive-fd", str(alive_write)]
+    # The capture's hash seed: Warp's codegen walks sets, and a module's code (its cache entry) follows it.
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    # Not a watched capture child: its phases are not the capture's (wrpkg.capture.crash_watch).
+    for name in [name for name in env if name.startswith("WRPKG_")]:
+        del env[name]
+    try:
+        with open(folder / "log.txt", "wb") as log:
+            process = subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                pass_fds=(alive_write,),
+            )
+    finally:
+        os.close(alive_write)
+    return process, alive_read, folder
+
+
+def _end(process: subprocess.Popen, folder: Path) -> None:
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def prestart(script: str):
+    """In the watching parent: a direct run started now, for the capture child about to start.
+    Yields (the environment entry that hands it over, the file descriptors the child must inherit);
+    ends it, and removes its files, when the capture child has ended."""
+    process, alive, folder = _spawn(script)
+    fds = (process.stdin.fileno(), alive)
+    try:
+        yield {PRESTARTED_ENV: f"{fds[0]},{fds[1]},{folder}"}, fds
+    finally:
+        os.close(alive)
+        _end(process, folder)
+
+
 class DirectRun:
-    """The direct run of one capture: started with it (`start`), released a stage behind it
-    (`release_build`, `release_step`), compared with the golden replay (`check`); leaving the
-    context ends it and removes its files."""
+    """The direct run of one capture: started with it (`start`: adopted from the watching parent, or
+    spawned), released a stage behind it (`release_build`, `release_step`), compared with the golden
+    replay (`check`); leaving the context ends what it spawned and removes its files."""
 
     def __init__(self):
-        self.process: subprocess.Popen | None = None
+        self._stdin = None  # the current run's stdin, and the pipe that ends when it ends
+        self._alive = None
         self.folder: Path | None = None
         self._args: tuple[Path, Path] | None = None
         self._build_line = ""
-        self._runs: list[tuple[subprocess.Popen, Path]] = []
+        self._spawned: list[tuple[subprocess.Popen, Path]] = []
 
     def __enter__(self) -> DirectRun:
         return self
 
     def __exit__(self, *exc) -> None:
-        for process, folder in self._runs:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-            shutil.rmtree(folder, ignore_errors=True)
+        for stream in (self._stdin, self._alive):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        for process, folder in self._spawned:
+            _end(process, folder)
 
     def start(self, script: Path, kernel_cache: Path) -> None:
-        """Starts the fresh process that imports Warp (with the capture's kernel cache) and `script`,
-        then runs build() and step() as each is released."""
+        """Takes the run the watching parent started for this capture, or starts one, and tells it
+        the kernel cache (the capture's, where Warp will keep what the capture compiles)."""
         self._args = (script, kernel_cache)
-        self.process, self.folder = self._spawn()
+        handed = os.environ.pop(PRESTARTED_ENV, None)  # one capture, one run: not for a nested tool
+        if handed:
+            stdin_fd, alive_fd, folder = handed.split(",", 2)
+            self._stdin, self._alive = os.fdopen(int(stdin_fd), "wb"), os.fdopen(int(alive_fd), "rb")
+            self.folder = Path(folder)
+        else:
+            self._spawn_own()
+        self._send(f"cache {kernel_cache}")
 
-    def _spawn(self) -> tuple[subprocess.Popen, Path]:
-        script, kernel_cache = self._args
-        folder = Path(tempfile.mkdtemp(prefix="direct-step."))
-        cmd = [sys.executable, "-m", "wrpkg.capture.direct_step", "--script", str(script)]
-        cmd += ["--kernel-cache", str(kernel_cache), "--out", str(folder)]
-        # The capture's hash seed: Warp's codegen walks sets, and a module's code (its cache entry) follows it.
-        env = dict(os.environ, PYTHONHASHSEED="0")
-        # Not a watched capture child: its phases are not the capture's (wrpkg.capture.crash_watch).
-        for name in [name for name in env if name.startswith("WRPKG_")]:
-            del env[name]
-        with open(folder / "log.txt", "wb") as log:
-            process = subprocess.Popen(
-                cmd, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, env=env
-            )
-        self._runs.append((process, folder))
-        return process, folder
+    def _spawn_own(self) -> None:
+        process, alive, self.folder = _spawn(str(self._args[0]))
+        self._spawned.append((process, self.folder))
+        self._stdin, self._alive = process.stdin, os.fdopen(alive, "rb")
 
     def release_build(self, device: str, device_model: str | None) -> None:
         """Lets the child run build(`device`), with code outside Warp told it runs on `device_model`
         (a retargeted capture's, wrpkg.capture.device_model) or not."""
         self._build_line = f"build {device} {device_model or '-'}"
-        self._send(self.process, self._build_line)
+        self._send(self._build_line)
 
     def release_step(self) -> None:
-        self._send(self.process, "step")
+        self._send("step")
 
-    @staticmethod
-    def _send(process: subprocess.Popen | None, line: str) -> None:
-        if process is None:
+    def _send(self, line: str) -> None:
+        if self._stdin is None:
             return
         with contextlib.suppress(OSError):  # a child that has ended is found by _outputs()
-            process.stdin.write(f"{line}\n".encode())
-            process.stdin.flush()
+            self._stdin.write(f"{line}\n".encode())
+            self._stdin.flush()
 
-    def _outputs(self, process: subprocess.Popen, folder: Path, target: str) -> dict[str, bytes]:
-        """Waits for one direct run: its outputs by name, or CaptureError (nothing then shows the
-        capture replays what the step does)."""
-        process.stdin.close()
-        process.wait()
-        result_file = folder / RESULT
+    def _outputs(self, target: str) -> dict[str, bytes]:
+        """Waits for the current run (its output pipe's end): its outputs by name, or CaptureError
+        (nothing then shows the capture replays what the step does)."""
+        self._stdin.close()
+        self._alive.read()  # its end: the run has ended
+        self._alive.close()
+        self._stdin = self._alive = None
+        log = (self.folder / "log.txt").read_text(errors="replace").strip()
+        result_file = self.folder / RESULT
         result = json.loads(result_file.read_text()) if result_file.exists() else {}
-        if process.returncode != 0 or "outputs" not in result:
-            log = (folder / "log.txt").read_text(errors="replace").strip()
-            how = result.get("error") or f"exit status {process.returncode}: {log[-2000:] or 'no output'}"
+        if "outputs" not in result:
+            how = result.get("error") or f"it ended without a result: {log[-2000:] or 'no output'}"
             raise CaptureError(
                 f"{target}: the capture is saved, but step() run once without a capture (the check that the "
                 f"saved graph computes what the program computes) failed: {how}",
                 fix="make build() and step() run the plain way as well as under a capture, or skip the check: "
                 + OPT_OUT,
             )
-        return {name: (folder / file).read_bytes() for name, file in result["outputs"].items()}
+        return {name: (self.folder / file).read_bytes() for name, file in result["outputs"].items()}
 
     def _run_again(self, target: str) -> dict[str, bytes]:
         """A second direct run, released at once (the kernel cache is complete now)."""
-        process, folder = self._spawn()
-        self._send(process, self._build_line)
-        self._send(process, "step")
-        return self._outputs(process, folder, target)
+        self._spawn_own()
+        self._send(f"cache {self._args[1]}")
+        self._send(self._build_line)
+        self._send("step")
+        return self._outputs(target)
 
     def check(self, golden_outputs: dict[str, bytes], spec, bindings, target: str) -> dict:
         """Waits for the direct run and compares each output with the golden replay's.
@@ -135,7 +183,10 @@ class DirectRun:
         direct runs agree: CaptureError, naming the output) from a program that differs run to run
         (they disagree too: nothing can confirm the capture, which is then what that run did; a note
         says so). Returns the record for capture.json: the outputs by how they agreed."""
-        direct = self._outputs(self.process, self.folder, target)
+        from wrpkg import warp_internals  # noqa: PLC0415 - the watching parent imports this module lightly
+        from wrpkg.golden import as_tolerance, compare  # noqa: PLC0415
+
+        direct = self._outputs(target)
         layouts = {b.name: b.layout for b in bindings}
         dtypes = {name: warp_internals.types().type_repr(arr.dtype) for name, arr in spec.outputs.items()}
         tolerances = {
@@ -182,6 +233,8 @@ class DirectRun:
 
 def _view_bytes(whole: bytes, layout: dict) -> bytes:
     """The elements of a binding's array, in order, from its whole allocation's bytes."""
+    import numpy as np  # noqa: PLC0415 - the watching parent imports this module lightly
+
     itemsize = int(layout["dtype_bytes"])
     base = np.frombuffer(whole, dtype=np.uint8)[int(layout["offset"]) :]
     view = np.lib.stride_tricks.as_strided(
@@ -195,6 +248,8 @@ def _view_bytes(whole: bytes, layout: dict) -> bytes:
 
 def _output_bytes(wp, arr) -> bytes:
     """An output array's elements, in order, as the bytes Warp holds (no NumPy dtype conversion)."""
+    from wrpkg import warp_internals  # noqa: PLC0415
+
     host = arr.to("cpu")
     if not host.is_contiguous:
         host = host.contiguous()
@@ -220,7 +275,12 @@ def _run_child(args) -> dict:
 
     script = Path(args.script).resolve()
     target = script.name
-    kernel_cache.use_kernel_cache(wp, Path(args.out), args.kernel_cache)
+    # Warp and CUDA start now, beside the capture; the kernel cache is the capture's, told when it is made.
+    wp.config.quiet = True
+    wp.config.kernel_cache_dir = str(Path(args.out) / "start-up-cache")
+    wp.init()
+    (cache,) = _wait_for("cache")
+    kernel_cache.use_kernel_cache(wp, Path(args.out), cache)
     wp.config.quiet = True
     # Imported while the capture runs its build(): a library's import (Newton's) takes seconds.
     module = capture_script.import_script(script, target)
@@ -250,8 +310,8 @@ def main(argv=None) -> int:
         description="build() and step() of a capture script, run once without a capture"
     )
     parser.add_argument("--script", required=True)
-    parser.add_argument("--kernel-cache", required=True)
     parser.add_argument("--out", required=True, help="a folder for the outputs and " + RESULT)
+    parser.add_argument("--alive-fd", type=int, help="held open until this process ends (not written)")
     args = parser.parse_args(argv)
     try:
         result = _run_child(args)

@@ -588,6 +588,7 @@ def run(args) -> int:
             _argv(args),
             crash_watch.target_name(args.label, Path(args.script)),
             Path(args.out_dir),
+            None if args.no_direct_step_check else args.script,
         )
     if crash_watch.in_child():
         crash_watch.start_child()
