@@ -35,7 +35,7 @@ from wrpkg.errors import CaptureError
 
 # The child's result file: {"outputs": {name: file}} beside the files, or {"error": text}.
 RESULT = "direct.json"
-# How the watching parent hands a prestarted child to the capture child: "<stdin fd>,<stdout fd>,<folder>".
+# How the watching parent hands a prestarted run to the capture child: "<stdin fd>,<alive fd>,<folder>".
 PRESTARTED_ENV = "WRPKG_DIRECT_STEP_PRESTARTED"
 # The user's opt-out, named in the refusal (wrp_artifact attribute, capture tool flag).
 OPT_OUT = "wrp_artifact(direct_step_check = False) (capture tool: --no-direct-step-check)"
@@ -149,7 +149,7 @@ class DirectRun:
             self._stdin.flush()
 
     def _outputs(self, target: str) -> dict[str, bytes]:
-        """Waits for the current run (its output pipe's end): its outputs by name, or CaptureError
+        """Waits for the current run (the end of its alive pipe): its outputs by name, or CaptureError
         (nothing then shows the capture replays what the step does)."""
         self._stdin.close()
         self._alive.read()  # its end: the run has ended
