@@ -144,9 +144,9 @@ def _wait_saying_long_phases(
         fds = ()
         if direct_step_script is not None:
             # The capture's direct-step run starts now, beside the child (wrpkg.capture.direct_step).
-            from wrpkg.capture import direct_step  # noqa: PLC0415 - light: no Warp, no NumPy
+            from wrpkg.capture import direct_step_process  # noqa: PLC0415 - only a capture starts one
 
-            handover, fds = direct.enter_context(direct_step.prestart(direct_step_script))
+            handover, fds = direct.enter_context(direct_step_process.prestart(direct_step_script))
             env = dict(env, **handover)
         proc = subprocess.Popen(command, env=env, pass_fds=fds)
         return _wait_for_child(proc, heartbeat, loud, phases_file)

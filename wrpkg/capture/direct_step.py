@@ -26,68 +26,16 @@ import ctypes
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
+from wrpkg.capture.direct_step_process import PRESTARTED_ENV, RESULT, spawn
 from wrpkg.errors import CaptureError
 
-# The child's result file: {"outputs": {name: file}} beside the files, or {"error": text}.
-RESULT = "direct.json"
-# How the watching parent hands a prestarted run to the capture child: "<stdin fd>,<alive fd>,<folder>".
-PRESTARTED_ENV = "WRPKG_DIRECT_STEP_PRESTARTED"
 # The user's opt-out, named in the refusal (wrp_artifact attribute, capture tool flag).
 OPT_OUT = "wrp_artifact(direct_step_check = False) (capture tool: --no-direct-step-check)"
-
-
-def _spawn(script: str) -> tuple[subprocess.Popen, int, Path]:
-    """Starts a direct run of `script` in a fresh process. Returns it, the read end of a pipe that
-    ends when it ends (it holds the write end and writes nothing), and its folder (its output in
-    log.txt: a pipe nobody reads until the end would stall a talkative script)."""
-    folder = Path(tempfile.mkdtemp(prefix="direct-step."))
-    alive_read, alive_write = os.pipe()
-    cmd = [sys.executable, "-m", "wrpkg.capture.direct_step", "--script", str(script), "--out", str(folder)]
-    cmd += ["--alive-fd", str(alive_write)]
-    # The capture's hash seed: Warp's codegen walks sets, and a module's code (its cache entry) follows it.
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    # Not a watched capture child: its phases are not the capture's (wrpkg.capture.crash_watch).
-    for name in [name for name in env if name.startswith("WRPKG_")]:
-        del env[name]
-    try:
-        with open(folder / "log.txt", "wb") as log:
-            process = subprocess.Popen(
-                cmd,
-                stdin=subprocess.PIPE,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                pass_fds=(alive_write,),
-            )
-    finally:
-        os.close(alive_write)
-    return process, alive_read, folder
-
-
-def _end(process: subprocess.Popen, folder: Path) -> None:
-    if process.poll() is None:
-        process.kill()
-        process.wait()
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def prestart(script: str):
-    """In the watching parent: a direct run started now, for the capture child about to start.
-    Yields (the environment entry that hands it over, the file descriptors the child must inherit);
-    ends it, and removes its files, when the capture child has ended."""
-    process, alive, folder = _spawn(script)
-    fds = (process.stdin.fileno(), alive)
-    try:
-        yield {PRESTARTED_ENV: f"{fds[0]},{fds[1]},{folder}"}, fds
-    finally:
-        os.close(alive)
-        _end(process, folder)
 
 
 class DirectRun:
@@ -96,8 +44,9 @@ class DirectRun:
     replay (`check`); leaving the context ends what it spawned and removes its files."""
 
     def __init__(self):
-        self._stdin = None  # the current run's stdin, and the pipe that ends when it ends
+        self._stdin = None  # the current run's stdin, the pipe that ends when it ends, and its pid
         self._alive = None
+        self._pid: int | None = None
         self.folder: Path | None = None
         self._args: tuple[Path, Path] | None = None
         self._build_line = ""
@@ -107,12 +56,20 @@ class DirectRun:
         return self
 
     def __exit__(self, *exc) -> None:
+        if self._alive is not None:
+            # A run not waited for (the capture failed or was refused) is ended before the capture's
+            # work folder goes: told the kernel cache in it, it would make that folder again.
+            with contextlib.suppress(OSError):
+                os.kill(self._pid, signal.SIGKILL)
+            self._alive.read()  # its end: the process is gone (its parent reaps it)
         for stream in (self._stdin, self._alive):
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
+        self._stdin = self._alive = None
         for process, folder in self._spawned:
-            _end(process, folder)
+            process.wait()
+            shutil.rmtree(folder, ignore_errors=True)
 
     def start(self, script: Path, kernel_cache: Path) -> None:
         """Takes the run the watching parent started for this capture, or starts one, and tells it
@@ -120,17 +77,17 @@ class DirectRun:
         self._args = (script, kernel_cache)
         handed = os.environ.pop(PRESTARTED_ENV, None)  # one capture, one run: not for a nested tool
         if handed:
-            stdin_fd, alive_fd, folder = handed.split(",", 2)
+            stdin_fd, alive_fd, pid, folder = handed.split(",", 3)
             self._stdin, self._alive = os.fdopen(int(stdin_fd), "wb"), os.fdopen(int(alive_fd), "rb")
-            self.folder = Path(folder)
+            self._pid, self.folder = int(pid), Path(folder)
         else:
             self._spawn_own()
         self._send(f"cache {kernel_cache}")
 
     def _spawn_own(self) -> None:
-        process, alive, self.folder = _spawn(str(self._args[0]))
+        process, alive, self.folder = spawn(str(self._args[0]))
         self._spawned.append((process, self.folder))
-        self._stdin, self._alive = process.stdin, os.fdopen(alive, "rb")
+        self._stdin, self._alive, self._pid = process.stdin, os.fdopen(alive, "rb"), process.pid
 
     def release_build(self, device: str, device_model: str | None) -> None:
         """Lets the child run build(`device`), with code outside Warp told it runs on `device_model`
