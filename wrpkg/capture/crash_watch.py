@@ -189,7 +189,7 @@ def _wait_for_child(proc: subprocess.Popen, heartbeat: float, loud: bool, phases
 def run_watched(module: str, argv: list[str], target: str, out_dir: Path, direct_step_script=None) -> int:
     """Runs `python -m module argv...` as a watched child; returns its exit status, or 1 after
     reporting a crash. With `direct_step_script`, each child gets a direct-step run of that capture
-    script started beside it (wrpkg.capture.direct_step.prestart)."""
+    script started beside it (wrpkg.capture.direct_step_process.prestart)."""
     use_private_tmpdir()  # the child's and its replays' NVRTC files, removed even when the child crashes
     with tempfile.TemporaryDirectory(prefix="wrpkg-crash-watch-") as folder:
         # Warp's code generation walks sets of names in places: under Python's per-process string hash

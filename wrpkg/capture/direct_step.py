@@ -11,11 +11,12 @@ and, for a retargeted capture, the same device model. An output that differs fro
 replay beyond its declared tolerance refuses the capture, naming the output.
 
 The child runs beside the capture, a stage behind it. The capture tool's watching parent starts it
-with the capture child (`prestart`), so its Python, Warp and CUDA start-up overlaps the capture's; it
-is told the capture's kernel cache (`cache`), runs build() once the capture's build() is done
-(`build`: the modules build() launched are in the kernel cache then) and step() once the capture
-has compiled the step's modules (`step`), each a line on its stdin; its output comes back on a pipe
-whose end means it has ended. A capture run in process (`capture()`, `--in-process`) starts its own.
+with the capture child (wrpkg.capture.direct_step_process.prestart), so its Python, Warp and CUDA
+start-up overlaps the capture's; it is told the capture's kernel cache (`cache`), runs build() once
+the capture's build() is done (`build`: the modules build() launched are in the kernel cache then)
+and step() once the capture has compiled the step's modules (`step`), each a line on its stdin; a
+pipe it holds and never writes ends when it has ended, and its results are files in its folder. A
+capture run in process (`capture()`, `--in-process`) starts its own.
 """
 
 from __future__ import annotations
